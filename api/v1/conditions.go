@@ -1,0 +1,63 @@
+package v1
+
+// Condition types of ClusterObjectSet status.
+const (
+	// ConditionProgressing says whether the revision is still rolling out.
+	ConditionProgressing = "Progressing"
+	// ConditionAvailable says whether every object passes its readiness probes.
+	ConditionAvailable = "Available"
+	// ConditionSucceeded turns True once the rollout has completed, and is never cleared.
+	ConditionSucceeded = "Succeeded"
+)
+
+// Condition reasons. Which reasons go with which condition and status:
+//
+//	Progressing True:    RollingOut, Retrying, Succeeded
+//	Progressing False:   Blocked, Archived, ProgressDeadlineExceeded
+//	Available True:      ProbesSucceeded
+//	Available False:     ProbeFailure
+//	Available Unknown:   Reconciling, Archived
+//	Succeeded True:      Succeeded
+const (
+	// ReasonRollingOut: phases are being applied and are making progress.
+	ReasonRollingOut = "RollingOut"
+	// ReasonRetrying: an error that may resolve itself on a later attempt (a missing Secret, a collision).
+	ReasonRetrying = "Retrying"
+	// ReasonSucceeded: every phase is applied and ready.
+	ReasonSucceeded = "Succeeded"
+	// ReasonBlocked: an error that needs a person (content behind a ref changed or is corrupt).
+	ReasonBlocked = "Blocked"
+	// ReasonArchived: the revision is archived and no longer reconciled.
+	ReasonArchived = "Archived"
+	// ReasonProgressDeadlineExceeded: the rollout did not succeed within spec.progressDeadlineMinutes.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonProbesSucceeded: every object passes its readiness probes.
+	ReasonProbesSucceeded = "ProbesSucceeded"
+	// ReasonProbeFailure: at least one object fails a readiness probe.
+	ReasonProbeFailure = "ProbeFailure"
+	// ReasonReconciling: an error kept the probes from being observed.
+	ReasonReconciling = "Reconciling"
+)
+
+// Well-known labels, annotations and types.
+const (
+	// LabelOwnerKind is the kind of the object (e.g. ClusterExtension) that produced a ClusterObjectSet.
+	LabelOwnerKind = "olm.operatorframework.io/owner-kind"
+	// LabelOwnerName is the name of the object that produced a ClusterObjectSet; revisions with the same
+	// owner name hand objects over to each other.
+	LabelOwnerName = "olm.operatorframework.io/owner-name"
+	// LabelPackageName is the package a ClusterObjectSet installs.
+	LabelPackageName = "olm.operatorframework.io/package-name"
+	// LabelBundleVersion is the bundle version a ClusterObjectSet installs.
+	LabelBundleVersion = "olm.operatorframework.io/bundle-version"
+	// LabelRevisionName is set on object-data Secrets (and managed objects) to the name of the
+	// ClusterObjectSet they belong to.
+	LabelRevisionName = "olm.operatorframework.io/revision-name"
+
+	// SecretTypeObjectData is the type of Secrets holding externalized object manifests.
+	SecretTypeObjectData = "olm.operatorframework.io/object-data"
+
+	// DefaultSystemNamespace is where object-data Secrets live unless configured otherwise, and what an
+	// empty ref.namespace means.
+	DefaultSystemNamespace = "olmv1-system"
+)

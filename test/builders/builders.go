@@ -1,0 +1,146 @@
+// Package builders makes ClusterObjectSets and the objects inside them for tests.
+package builders
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasesort"
+)
+
+// Option changes a ClusterObjectSet under construction.
+type Option func(*olmv1.ClusterObjectSet)
+
+// COS returns an Active revision-1 ClusterObjectSet with collision protection Prevent and no phases,
+// changed by opts in order.
+func COS(name string, opts ...Option) *olmv1.ClusterObjectSet {
+	c := &olmv1.ClusterObjectSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: olmv1.ClusterObjectSetSpec{
+			LifecycleState:      olmv1.LifecycleStateActive,
+			Revision:            1,
+			CollisionProtection: olmv1.CollisionProtectionPrevent,
+		},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// WithRevision sets spec.revision.
+func WithRevision(n int64) Option { return func(c *olmv1.ClusterObjectSet) { c.Spec.Revision = n } }
+
+// WithLifecycleState sets spec.lifecycleState.
+func WithLifecycleState(s olmv1.LifecycleState) Option {
+	return func(c *olmv1.ClusterObjectSet) { c.Spec.LifecycleState = s }
+}
+
+// WithCollisionProtection sets spec.collisionProtection.
+func WithCollisionProtection(p olmv1.CollisionProtection) Option {
+	return func(c *olmv1.ClusterObjectSet) { c.Spec.CollisionProtection = p }
+}
+
+// WithProgressDeadline sets spec.progressDeadlineMinutes.
+func WithProgressDeadline(minutes int32) Option {
+	return func(c *olmv1.ClusterObjectSet) { c.Spec.ProgressDeadlineMinutes = minutes }
+}
+
+// WithProbes sets spec.progressionProbes.
+func WithProbes(p ...olmv1.ProgressionProbe) Option {
+	return func(c *olmv1.ClusterObjectSet) { c.Spec.ProgressionProbes = p }
+}
+
+// WithLabels merges labels into metadata.labels.
+func WithLabels(kv map[string]string) Option {
+	return func(c *olmv1.ClusterObjectSet) {
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		for k, v := range kv {
+			c.Labels[k] = v
+		}
+	}
+}
+
+// WithPhase appends a phase.
+func WithPhase(name string, objs ...olmv1.ClusterObjectSetObject) Option {
+	return func(c *olmv1.ClusterObjectSet) {
+		c.Spec.Phases = append(c.Spec.Phases, olmv1.ClusterObjectSetPhase{Name: name, Objects: objs})
+	}
+}
+
+// WithPhases appends phases.
+func WithPhases(ps ...olmv1.ClusterObjectSetPhase) Option {
+	return func(c *olmv1.ClusterObjectSet) { c.Spec.Phases = append(c.Spec.Phases, ps...) }
+}
+
+// Inline wraps an object as an inline phase member.
+func Inline(o *unstructured.Unstructured) olmv1.ClusterObjectSetObject {
+	return olmv1.ClusterObjectSetObject{Object: *o.DeepCopy()}
+}
+
+// Ref makes a phase member that references a Secret key.
+func Ref(name, namespace, key string) olmv1.ClusterObjectSetObject {
+	return olmv1.ClusterObjectSetObject{Ref: olmv1.ObjectSourceRef{Name: name, Namespace: namespace, Key: key}}
+}
+
+// ConfigMap returns a ConfigMap object with the given data.
+func ConfigMap(namespace, name string, data map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	if data != nil {
+		d := map[string]any{}
+		for k, v := range data {
+			d[k] = v
+		}
+		u.Object["data"] = d
+	}
+	return u
+}
+
+// InlineConfigMaps returns n inline ConfigMaps named <prefix>-<i> in namespace.
+func InlineConfigMaps(namespace, prefix string, n int) []olmv1.ClusterObjectSetObject {
+	out := make([]olmv1.ClusterObjectSetObject, n)
+	for i := range n {
+		out[i] = Inline(ConfigMap(namespace, fmt.Sprintf("%s-%d", prefix, i), map[string]string{"i": fmt.Sprint(i)}))
+	}
+	return out
+}
+
+// FromBundle turns the objects of a bundle into an inline ClusterObjectSet: objects sorted into the
+// producer phase order, phases over the API limit split, and namespaced objects without a namespace
+// put into namespace. The objects are copied; the input is not changed.
+func FromBundle(name string, objs []*unstructured.Unstructured, namespace string, opts ...Option) (*olmv1.ClusterObjectSet, error) {
+	placed := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		o = o.DeepCopy()
+		if o.GetNamespace() == "" && namespace != "" && !phasesort.IsClusterScoped(o.GroupVersionKind().GroupKind()) {
+			o.SetNamespace(namespace)
+		}
+		placed = append(placed, o)
+	}
+	phases, err := phasesort.Sort(placed, olmv1.MaxObjectsPerPhase)
+	if err != nil {
+		return nil, err
+	}
+	if len(phases) > olmv1.MaxPhases {
+		return nil, fmt.Errorf("bundle needs %d phases, more than the %d a ClusterObjectSet may have", len(phases), olmv1.MaxPhases)
+	}
+	c := COS(name, opts...)
+	for _, p := range phases {
+		members := make([]olmv1.ClusterObjectSetObject, len(p.Objects))
+		for i, o := range p.Objects {
+			members[i] = olmv1.ClusterObjectSetObject{Object: *o}
+		}
+		c.Spec.Phases = append(c.Spec.Phases, olmv1.ClusterObjectSetPhase{Name: p.Name, Objects: members})
+	}
+	return c, nil
+}

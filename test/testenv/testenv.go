@@ -1,0 +1,109 @@
+// Package testenv gives a test package one real control plane for all its tests: TestMain calls
+// Run, tests use the package-level Env.
+//
+// A local control plane is started unless USE_EXISTING_CLUSTER=true, in which case the cluster of
+// KUBECONFIG is used (its CRDs are installed or updated there). Interrupting the test binary stops
+// the control plane; so does killing it (the components die with their parent).
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+)
+
+// Environment is a running control plane with clients for it.
+type Environment struct {
+	*controlplane.ControlPlane
+	// Client is a controller-runtime client (no cache) knowing the built-in types and the COS API.
+	Client client.Client
+	// Clientset is the typed client-go clientset.
+	Clientset kubernetes.Interface
+}
+
+// Env is the environment of the running test binary, set by Run.
+var Env *Environment
+
+// Run starts (or connects to) the control plane, installs the CRDs, runs the tests and stops the
+// control plane. It does not return.
+func Run(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env, err := Start(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	Env = env
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; ok {
+			_ = env.Stop()
+			os.Exit(130)
+		}
+	}()
+	code := m.Run()
+	signal.Stop(sigs)
+	close(sigs)
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: stopping the control plane:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Start starts a control plane (or uses KUBECONFIG with USE_EXISTING_CLUSTER=true), installs the
+// CRDs and makes the clients.
+func Start(ctx context.Context) (*Environment, error) {
+	var cp *controlplane.ControlPlane
+	var err error
+	if os.Getenv("USE_EXISTING_CLUSTER") == "true" && os.Getenv("KUBECONFIG") != "" {
+		cp, err = controlplane.FromKubeconfig(os.Getenv("KUBECONFIG"))
+	} else {
+		cp, err = controlplane.Start(ctx, controlplane.Options{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	env, err := newEnvironment(ctx, cp)
+	if err != nil {
+		_ = cp.Stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+func newEnvironment(ctx context.Context, cp *controlplane.ControlPlane) (*Environment, error) {
+	dir, err := controlplane.CRDDir()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := controlplane.InstallCRDs(ctx, cp.Config, dir); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &Environment{ControlPlane: cp, Client: c, Clientset: cs}, nil
+}
