@@ -22,6 +22,11 @@ const (
 //
 // revision, collisionProtection and phases form the content of the revision and are immutable;
 // lifecycleState, progressDeadlineMinutes and progressionProbes may change.
+//
+// The rule on phases itself only runs when both the old and the new object have phases; the rule
+// here also refuses an update that drops a non-empty phases list.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.phases) || !has(oldSelf.phases) || size(oldSelf.phases) == 0",message="phases is immutable"
 type ClusterObjectSetSpec struct {
 	// lifecycleState is Active while the revision is rolled out and reconciled, and Archived once it is
 	// retired: an archived revision lets go of its objects, deletes those no later revision took over,

@@ -10,7 +10,7 @@ import (
 
 type binaries struct {
 	etcd, apiserver, controllerManager, scheduler, kwok, kubectl string
-	kwokStages                                                  string
+	kwokStages                                                   string
 }
 
 // BinDirs returns the folders searched for binaries, in order: KUBEBUILDER_ASSETS, COS_BIN_DIR (set

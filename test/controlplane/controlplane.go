@@ -122,6 +122,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if cp.Config, err = clientcmd.BuildConfigFromFlags("", cp.Kubeconfig); err != nil {
 		return nil, err
 	}
+	// A private control plane: no client-side throttling.
+	cp.Config.QPS, cp.Config.Burst = 1000, 2000
 	kwokConfig := filepath.Join(cp.Dir, "kwok.yaml")
 	if err := writeKwokConfig(kwokConfig, bins.kwokStages); err != nil {
 		return nil, err
@@ -164,7 +166,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			"--service-account-private-key-file=" + p.SAKey,
 			"--root-ca-file=" + p.CACert,
 			"--cluster-signing-cert-file=" + p.CACert, "--cluster-signing-key-file=" + p.CAKey,
-			"--use-service-account-credentials=true",
+			"--use-service-account-credentials=false",
+			"--kube-api-qps=200", "--kube-api-burst=400",
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cmPort),
 			"--cert-dir=" + filepath.Join(cp.Dir, "controller-manager-certs"),

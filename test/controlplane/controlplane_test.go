@@ -48,7 +48,7 @@ func TestControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: "child",
+			Name:            "child",
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}},
 		}}, metav1.CreateOptions{})
 		if err != nil {

@@ -19,11 +19,11 @@ import (
 
 // pki is the set of files the control plane authenticates with, written below dir.
 type pki struct {
-	CACert, CAKey         string // cluster CA: signs the serving and client certificates
+	CACert, CAKey           string // cluster CA: signs the serving and client certificates
 	ServingCert, ServingKey string // kube-apiserver serving certificate for 127.0.0.1
-	AdminCert, AdminKey   string // client certificate in system:masters
-	SAKey, SAPub          string // service-account token signing key pair
-	caPEM                 []byte
+	AdminCert, AdminKey     string // client certificate in system:masters
+	SAKey, SAPub            string // service-account token signing key pair
+	caPEM                   []byte
 }
 
 // newPKI creates a fresh CA, an API server serving certificate for the loopback address, a
