@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -92,7 +94,12 @@ func main() {
 	klog.SetLogger(log)
 	setupLog := log.WithName("setup")
 
-	if err := runManager(&o); err != nil {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		setupLog.Error(err, "loading the kubeconfig")
+		os.Exit(1)
+	}
+	if err := runManager(ctrl.SetupSignalHandler(), cfg, &o); err != nil {
 		setupLog.Error(err, "manager stopped")
 		_ = zl.Sync()
 		os.Exit(1)
@@ -100,12 +107,9 @@ func main() {
 	_ = zl.Sync()
 }
 
-func runManager(o *options) error {
+// runManager runs the manager until ctx ends.
+func runManager(ctx context.Context, cfg *rest.Config, o *options) error {
 	log := ctrl.Log.WithName("setup")
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
-	}
 	leNS := o.leaderElectNS
 	if leNS == "" {
 		leNS = o.systemNamespace
@@ -129,5 +133,5 @@ func runManager(o *options) error {
 	}
 	log.Info("starting manager", "version", version, "systemNamespace", o.systemNamespace,
 		"metricsBindAddress", o.metricsAddr, "healthProbeBindAddress", o.probeAddr)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }

@@ -3,12 +3,16 @@ package builders
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/phasesort"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 )
 
 // Option changes a ClusterObjectSet under construction.
@@ -143,4 +147,35 @@ func FromBundle(name string, objs []*unstructured.Unstructured, namespace string
 		c.Spec.Phases = append(c.Spec.Phases, olmv1.ClusterObjectSetPhase{Name: p.Name, Objects: members})
 	}
 	return c, nil
+}
+
+// BundleDir returns the folder of a third-party test bundle: $COS_TESTDATA_DIR/<name> when set,
+// else shared/testdata/bundles/<name> beside the repository.
+func BundleDir(name string) (string, error) {
+	base := os.Getenv("COS_TESTDATA_DIR")
+	if base == "" {
+		root, err := controlplane.RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(root, "..", "shared", "testdata", "bundles")
+	}
+	dir := filepath.Join(base, name)
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("test bundle %s: %w (set COS_TESTDATA_DIR to the bundles folder)", name, err)
+	}
+	return dir, nil
+}
+
+// Bundle reads a third-party test bundle and turns it into an inline ClusterObjectSet (see FromBundle).
+func Bundle(cosName, bundle, namespace string, opts ...Option) (*olmv1.ClusterObjectSet, error) {
+	dir, err := BundleDir(bundle)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := manifests.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return FromBundle(cosName, objs, namespace, opts...)
 }

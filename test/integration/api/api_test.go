@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"sync"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
