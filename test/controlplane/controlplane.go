@@ -90,10 +90,14 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	cp = &ControlPlane{Dir: opts.Dir}
 	if cp.Dir == "" {
-		if cp.Dir, err = os.MkdirTemp("", "cos-controlplane-"); err != nil {
+		removeStaleTempDirs()
+		if cp.Dir, err = os.MkdirTemp("", tempPrefix); err != nil {
 			return nil, err
 		}
 		cp.ownsDir = true
+		if err := os.WriteFile(filepath.Join(cp.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return nil, err
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -187,17 +191,25 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			"--v=WARN",
 		}},
 	}
-	for _, c := range components {
-		proc, err := startProcess(c.name, c.bin, c.args, filepath.Join(cp.Dir, "logs", c.name+".log"), opts.Detached)
-		if err != nil {
-			return nil, err
+	start := func(from, to int) error {
+		for _, c := range components[from:to] {
+			proc, err := startProcess(c.name, c.bin, c.args, filepath.Join(cp.Dir, "logs", c.name+".log"), opts.Detached)
+			if err != nil {
+				return err
+			}
+			cp.procs = append(cp.procs, proc)
+			logf("started %s (pid %d)", c.name, proc.pid())
 		}
-		cp.procs = append(cp.procs, proc)
-		logf("started %s (pid %d)", c.name, proc.pid())
+		return nil
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	// etcd and the API server first: the controller-manager exits at once when it cannot reach the
+	// API server to load its authentication configuration.
+	if err := start(0, 2); err != nil {
+		return nil, err
+	}
 	if err := cp.waitHTTP(ctx, "etcd", etcdURL+"/health", nil); err != nil {
 		return nil, err
 	}
@@ -209,6 +221,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	logf("kube-apiserver ready after %s", time.Since(started).Round(10*time.Millisecond))
+	if err := start(2, len(components)); err != nil {
+		return nil, err
+	}
 	insecure := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback health checks of self-signed components
 	if err := cp.waitHTTP(ctx, "kube-controller-manager", "https://127.0.0.1:"+strconv.Itoa(cmPort)+"/healthz", insecure); err != nil {
 		return nil, err
@@ -385,6 +400,30 @@ options:
   podsOnNodeSyncParallelism: 1
 `
 	return os.WriteFile(path, append([]byte(cfg), stages...), 0o600)
+}
+
+const (
+	tempPrefix = "cos-controlplane-"
+	ownerFile  = "owner.pid"
+)
+
+// removeStaleTempDirs deletes the temporary directories of control planes whose owning process died
+// without stopping them (SIGKILL, a test timeout); their components died with it.
+func removeStaleTempDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 func freePorts(n int) ([]int, error) {

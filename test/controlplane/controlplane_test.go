@@ -1,9 +1,16 @@
 package controlplane_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,4 +124,93 @@ func eventually(t *testing.T, ctx context.Context, what string, cond func() bool
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
+}
+
+// TestComponentsDieWithTheirParent starts a control plane in a child process (this test binary,
+// re-executed), kills the child with SIGKILL, as a crashed or timed-out test run would be, and checks
+// that no component outlives it.
+func TestComponentsDieWithTheirParent(t *testing.T) {
+	if os.Getenv("COS_CONTROLPLANE_CHILD") == "1" {
+		return // the child's part runs in TestHelperChild
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "COS_CONTROLPLANE_CHILD=1")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var pids []int
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if rest, ok := strings.CutPrefix(sc.Text(), "PIDS "); ok {
+					for _, f := range strings.Fields(rest) {
+						pid, _ := strconv.Atoi(f)
+						pids = append(pids, pid)
+					}
+					break
+				}
+			}
+			if len(pids) != 5 {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("child reported pids %v, want 5", pids)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			_ = cmd.Wait()
+			err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+				for _, pid := range pids {
+					if alive(pid) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			if err != nil {
+				for _, pid := range pids {
+					if alive(pid) {
+						t.Errorf("pid %d outlived its parent", pid)
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHelperChild is the child of TestComponentsDieWithTheirParent; it does nothing otherwise.
+func TestHelperChild(t *testing.T) {
+	if os.Getenv("COS_CONTROLPLANE_CHILD") != "1" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.Stop() }()
+	var ids []string
+	for _, pid := range cp.PIDs() {
+		ids = append(ids, strconv.Itoa(pid))
+	}
+	fmt.Println("PIDS " + strings.Join(ids, " "))
+	<-ctx.Done()
+}
+
+// alive reports whether pid runs and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }

@@ -69,7 +69,11 @@ func usage() {
 	os.Exit(2)
 }
 
+// localDir is .local/ in the repository, or $COS_LOCAL_DIR.
 func localDir() (string, error) {
+	if d := os.Getenv("COS_LOCAL_DIR"); d != "" {
+		return d, nil
+	}
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return "", err
