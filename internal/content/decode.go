@@ -1,0 +1,95 @@
+package content
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// MaxDecompressedSize is the default cap on the JSON a stored value may hold (as upstream readers do).
+const MaxDecompressedSize = 10 << 20
+
+var (
+	// ErrTooLarge means a stored value holds more JSON than the caller's limit.
+	ErrTooLarge = errors.New("content larger than the limit")
+	// ErrCorrupt means a stored value is neither valid gzip nor a valid JSON object.
+	ErrCorrupt = errors.New("corrupt content")
+	// ErrDigestMismatch means the bytes stored under a content key do not hash to that key: the
+	// content was changed after it was written.
+	ErrDigestMismatch = errors.New("content does not match its key")
+)
+
+// gzipMagic starts every gzip stream (RFC 1952).
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// IsGzip reports whether stored bytes are gzip-compressed, by their first two bytes.
+func IsGzip(stored []byte) bool { return bytes.HasPrefix(stored, gzipMagic) }
+
+// Decode returns the JSON held by stored bytes: gunzipped when they start with 1f 8b, else the bytes
+// themselves (not copied). More than limit bytes of output is ErrTooLarge (limit <= 0 means
+// MaxDecompressedSize), checked while inflating so a small bomb never inflates past the limit; bad
+// gzip is ErrCorrupt. Errors carry sizes and gzip's own message, never content bytes. Decode does not
+// check that the output is JSON: Resolve does.
+func Decode(stored []byte, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = MaxDecompressedSize
+	}
+	if !IsGzip(stored) {
+		if int64(len(stored)) > limit {
+			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(stored), limit)
+		}
+		return stored, nil
+	}
+	return gunzip(stored, limit)
+}
+
+// gunzip inflates one or more concatenated gzip members, refusing output past limit.
+func gunzip(stored []byte, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(stored))
+	if err != nil {
+		return nil, fmt.Errorf("%w: gzip: %w", ErrCorrupt, err)
+	}
+	var out bytes.Buffer
+	out.Grow(int(min(limit, int64(len(stored))*8, 1<<20)))
+	n, err := out.ReadFrom(io.LimitReader(zr, limit+1))
+	switch {
+	case n > limit:
+		return nil, fmt.Errorf("%w: inflates past %d bytes", ErrTooLarge, limit)
+	case err != nil:
+		return nil, fmt.Errorf("%w: gzip: %w", ErrCorrupt, err)
+	}
+	return out.Bytes(), nil
+}
+
+// Resolve returns the object held by stored bytes, as Secret data under key holds it. When key is a
+// content key (IsContentKey) the bytes must hash to it first (ErrDigestMismatch); then they are
+// decoded (see Decode) and parsed as a JSON object the way unstructured.Unstructured parses, integers
+// as int64. Errors never contain content.
+func Resolve(stored []byte, key string, limit int64) (map[string]any, error) {
+	if IsContentKey(key) {
+		if got := Key(stored); got != key {
+			return nil, fmt.Errorf("%w: key %s, content hashes to %s", ErrDigestMismatch, key, got)
+		}
+	}
+	data, err := Decode(stored, limit)
+	if err != nil {
+		return nil, err
+	}
+	return parseObject(data)
+}
+
+// parseObject parses a JSON object. Parser errors are dropped, not wrapped: they may quote content.
+func parseObject(data []byte) (map[string]any, error) {
+	var obj map[string]any
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("%w: not a valid JSON object (%d bytes)", ErrCorrupt, len(data))
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("%w: JSON null where an object was expected", ErrCorrupt)
+	}
+	return obj, nil
+}
