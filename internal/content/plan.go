@@ -1,6 +1,7 @@
 package content
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -241,11 +242,14 @@ type entry struct {
 
 // encode turns an object into its stored form under the compression policy.
 func (p *packer) encode(obj map[string]any) (entry, error) {
-	c, err := Canonical(obj)
-	if err != nil {
+	buf := scratch.Get().(*bytes.Buffer)
+	defer scratch.Put(buf)
+	buf.Reset()
+	if err := writeCanonical(buf, obj); err != nil {
 		return entry{}, err
 	}
-	e := entry{stored: c, size: len(c)}
+	c := buf.Bytes() // only borrowed: the plan keeps a copy or the compressed bytes
+	e := entry{size: len(c)}
 	forced := KeyLength+len(c) > p.budget
 	if forced || (p.compressAbove >= 0 && len(c) >= p.compressAbove) {
 		z := Gzip(c)
@@ -255,6 +259,9 @@ func (p *packer) encode(obj map[string]any) (entry, error) {
 		if forced || pays(len(c), len(z)) {
 			e.stored, e.compressed = z, true
 		}
+	}
+	if !e.compressed {
+		e.stored = bytes.Clone(c)
 	}
 	e.key = Key(e.stored)
 	return e, nil
