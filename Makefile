@@ -48,12 +48,14 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD and other manifests under config/.
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+manifests: ## Generate the CRD, webhook configurations and RBAC under config/.
+	$(CONTROLLER_GEN) crd webhook rbac:roleName=cos-externalizer paths="./api/...;./webhook/...;./controllers/..." \
+		output:crd:artifacts:config=config/crd/bases output:webhook:artifacts:config=config/webhook \
+		output:rbac:artifacts:config=config/rbac
 
 # Files that generators and `go mod tidy` own. verify fails when regenerating changes any of them,
 # whatever else is uncommitted in the tree.
-GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases go.mod go.sum
+GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/webhook config/rbac go.mod go.sum
 
 .PHONY: verify
 verify: ## Regenerate code, manifests and go.sum; fail if that changed anything.
@@ -137,7 +139,7 @@ cluster-down: ## Stop the local control plane started by cluster-up.
 .PHONY: run
 run: control-plane build ## Run the manager: against $KUBECONFIG if set, else on a fresh local control plane (ARGS=... adds flags).
 	$(GO) build -o $(BIN)/localcluster ./test/cmd/localcluster
-	$(BIN)/localcluster run -- $(BIN)/cos-externalizer $(ARGS)
+	$(BIN)/localcluster run --webhook-port=9443 -- $(BIN)/cos-externalizer $(ARGS)
 
 .PHONY: clean
 clean: ## Remove built binaries and local control-plane state.

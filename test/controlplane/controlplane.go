@@ -112,7 +112,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the PKI: %w", err)
 	}
-	ports, err := freePorts(6)
+	ports, err := FreePorts(6)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +426,8 @@ func removeStaleTempDirs() {
 	}
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct free TCP ports on 127.0.0.1.
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

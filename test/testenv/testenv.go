@@ -36,10 +36,19 @@ var Env *Environment
 // Run starts (or connects to) the control plane, installs the CRDs, runs the tests and stops the
 // control plane. It does not return.
 func Run(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(run(m, nil))
 }
 
-func run(m *testing.M) int {
+// Setup prepares more of the environment before the tests run (e.g. starts the manager); the
+// returned cleanup runs after them.
+type Setup func(ctx context.Context, env *Environment) (cleanup func(), err error)
+
+// RunWith is Run with a setup step.
+func RunWith(m *testing.M, setup Setup) {
+	os.Exit(run(m, setup))
+}
+
+func run(m *testing.M, setup Setup) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	env, err := Start(ctx)
@@ -56,7 +65,18 @@ func run(m *testing.M) int {
 			os.Exit(130)
 		}
 	}()
+	cleanup := func() {}
+	if setup != nil {
+		c, err := setup(ctx, env)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testenv: setup:", err)
+			_ = env.Stop()
+			return 1
+		}
+		cleanup = c
+	}
 	code := m.Run()
+	cleanup()
 	signal.Stop(sigs)
 	close(sigs)
 	if err := env.Stop(); err != nil {

@@ -2,8 +2,12 @@
 //
 //	localcluster up              start it in the background; state and kubeconfig under .local/
 //	localcluster down            stop what `up` started
-//	localcluster run -- CMD ...  run CMD against $KUBECONFIG, or against a fresh local control plane
-//	                             (with the CRDs installed) that stops when CMD exits
+//	localcluster run [--webhook-port=N] -- CMD ...
+//	                             run CMD against $KUBECONFIG, or against a fresh local control plane
+//	                             (with the CRDs installed) that stops when CMD exits; with
+//	                             --webhook-port, also a serving certificate for 127.0.0.1, the
+//	                             webhook configurations pointing at https://127.0.0.1:N, and the
+//	                             matching --webhook-* flags appended to CMD
 //
 // `make cluster-up`, `make cluster-down` and `make run` call it.
 package main
@@ -12,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 )
 
@@ -43,15 +50,15 @@ func main() {
 	case "down":
 		err = down()
 	case "run":
-		args := os.Args[2:]
-		if len(args) > 0 && args[0] == "--" {
-			args = args[1:]
-		}
+		fs := flag.NewFlagSet("run", flag.ExitOnError)
+		webhookPort := fs.Int("webhook-port", 0, "serve the webhooks of config/webhook on this loopback port")
+		_ = fs.Parse(os.Args[2:])
+		args := fs.Args()
 		if len(args) == 0 {
 			usage()
 		}
 		var code int
-		code, err = run(args)
+		code, err = run(args, *webhookPort)
 		if err == nil {
 			os.Exit(code)
 		}
@@ -65,7 +72,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: localcluster up | down | run -- COMMAND [ARGS...]")
+	fmt.Fprintln(os.Stderr, "usage: localcluster up | down | run [--webhook-port=N] -- COMMAND [ARGS...]")
 	os.Exit(2)
 }
 
@@ -162,7 +169,7 @@ func down() error {
 
 // run starts CMD against $KUBECONFIG or a fresh local control plane, forwarding SIGINT and SIGTERM,
 // and tears the control plane down when CMD exits.
-func run(args []string) (int, error) {
+func run(args []string, webhookPort int) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := os.Environ()
@@ -186,6 +193,13 @@ func run(args []string) (int, error) {
 			return 0, err
 		}
 		defer func() { _ = os.Remove(kubeconfig) }()
+		if webhookPort > 0 {
+			webhookArgs, err := setupWebhooks(ctx, cp, local, webhookPort)
+			if err != nil {
+				return 0, err
+			}
+			args = append(args, webhookArgs...)
+		}
 		fmt.Fprintf(os.Stderr, "localcluster: local control plane ready; in another shell: export KUBECONFIG=%s\n", kubeconfig)
 		env = append(env, "KUBECONFIG="+kubeconfig)
 	}
@@ -205,6 +219,33 @@ func run(args []string) (int, error) {
 		return exit.ExitCode(), nil
 	}
 	return 0, err
+}
+
+// setupWebhooks writes a serving certificate for 127.0.0.1 under local, creates the system
+// namespace, installs the webhook configurations pointing at the port, and returns the manager flags
+// that serve them.
+func setupWebhooks(ctx context.Context, cp *controlplane.ControlPlane, local string, port int) ([]string, error) {
+	dir := filepath.Join(local, "webhook-certs")
+	bundle, err := certs.Generate([]string{"127.0.0.1", "localhost"}, 365*24*time.Hour, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := bundle.Write(dir); err != nil {
+		return nil, err
+	}
+	if err := controlplane.EnsureNamespace(ctx, cp.Config, olmv1.DefaultSystemNamespace); err != nil {
+		return nil, err
+	}
+	manifests, err := controlplane.WebhookManifests()
+	if err != nil {
+		return nil, err
+	}
+	url := "https://127.0.0.1:" + strconv.Itoa(port)
+	if err := controlplane.InstallWebhooks(ctx, cp.Config, manifests, url, bundle.CA); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "localcluster: webhooks installed, pointing at %s\n", url)
+	return []string{"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(port), "--webhook-cert-dir=" + dir}, nil
 }
 
 func installCRDs(ctx context.Context, cp *controlplane.ControlPlane) error {

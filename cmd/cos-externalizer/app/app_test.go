@@ -1,4 +1,4 @@
-package main
+package app_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -31,13 +32,13 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var o options
+			var o app.Options
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.bind(fs)
+			o.Bind(fs)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			err := o.validate()
+			err := o.Validate()
 			if tc.wantErr == "" && err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
@@ -51,19 +52,20 @@ func TestOptionsValidate(t *testing.T) {
 // TestManagerServesProbesAndMetrics runs the manager against the real control plane and checks its
 // health, readiness and metrics endpoints, then stops it.
 func TestManagerServesProbesAndMetrics(t *testing.T) {
-	var o options
+	var o app.Options
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o.bind(fs)
+	o.Bind(fs)
 	probePort, metricsPort := freePort(t), freePort(t)
 	if err := fs.Parse([]string{
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--enable-webhooks=false", // the webhook tests run the webhooks
 	}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runManager(ctx, testenv.Env.Config, &o) }()
+	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
 	defer func() {
 		cancel()
 		select {

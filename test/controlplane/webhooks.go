@@ -1,0 +1,125 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cos-externalizer/cos-externalizer/test/manifests"
+)
+
+// WebhookManifests returns the repository's generated webhook configurations file.
+func WebhookManifests() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "config", "webhook", "manifests.yaml"), nil
+}
+
+// InstallWebhooks creates or replaces the webhook configurations of the manifests file, pointing each
+// webhook at baseURL plus its service path (the API server reaches a local manager only by URL: there
+// is no Service routing on the local control plane) and trusting caPEM.
+func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile, baseURL string, caPEM []byte) error {
+	objs, err := manifests.ReadFile(manifestsFile)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	point := func(cc *admissionregistrationv1.WebhookClientConfig) error {
+		if cc.Service == nil || cc.Service.Path == nil {
+			return fmt.Errorf("webhook without a service path in %s", manifestsFile)
+		}
+		url := baseURL + *cc.Service.Path
+		cc.Service, cc.URL, cc.CABundle = nil, &url, caPEM
+		return nil
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration":
+			wc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, wc); err != nil {
+				return err
+			}
+			for i := range wc.Webhooks {
+				if err := point(&wc.Webhooks[i].ClientConfig); err != nil {
+					return err
+				}
+			}
+			api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+			if err := api.Delete(ctx, wc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if _, err := api.Create(ctx, wc, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("installing %s: %w", wc.Name, err)
+			}
+		case "ValidatingWebhookConfiguration":
+			wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, wc); err != nil {
+				return err
+			}
+			for i := range wc.Webhooks {
+				if err := point(&wc.Webhooks[i].ClientConfig); err != nil {
+					return err
+				}
+			}
+			api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+			if err := api.Delete(ctx, wc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if _, err := api.Create(ctx, wc, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("installing %s: %w", wc.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// UninstallWebhooks deletes the webhook configurations of the manifests file.
+func UninstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile string) error {
+	objs, err := manifests.ReadFile(manifestsFile)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		var err error
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration":
+			err = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+		case "ValidatingWebhookConfiguration":
+			err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnsureNamespace creates a namespace if it does not exist.
+func EnsureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,174 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// kubectl runs the kubectl built with the control plane against the test cluster.
+func kubectl(t *testing.T, stdin []byte, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	bin, err := controlplane.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.Env.Kubeconfig)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// mustKubectl runs kubectl and fails the test on error.
+func mustKubectl(t *testing.T, stdin []byte, args ...string) (string, string) {
+	t.Helper()
+	out, errOut, err := kubectl(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\nstdout: %.2000s\nstderr: %.2000s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out, errOut
+}
+
+// writeJSON writes obj as a JSON file for kubectl -f, as a person would write it: without the
+// zero creationTimestamp and empty status a Go struct serializes.
+func writeJSON(t *testing.T, obj any) string {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "cos.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// secretState is what the tests compare of the object-data Secrets: name to resourceVersion.
+type secretState map[string]string
+
+// objectDataSecrets lists the object-data Secrets of a ClusterObjectSet.
+func objectDataSecrets(t *testing.T, cosName string) []corev1.Secret {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := testenv.Env.Client.List(context.Background(), list, client.InNamespace(testenv.SystemNamespace),
+		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+func stateOf(secrets []corev1.Secret) secretState {
+	s := secretState{}
+	for _, sec := range secrets {
+		s[sec.Name] = sec.ResourceVersion
+	}
+	return s
+}
+
+// allObjectDataSecrets counts every object-data Secret in the system namespace.
+func allObjectDataSecrets(t *testing.T) int {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := testenv.Env.Client.List(context.Background(), list, client.InNamespace(testenv.SystemNamespace),
+		client.HasLabels{olmv1.LabelRevisionName}); err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+func getCOS(t *testing.T, name string) *olmv1.ClusterObjectSet {
+	t.Helper()
+	got := &olmv1.ClusterObjectSet{}
+	if err := testenv.Env.Client.Get(context.Background(), client.ObjectKey{Name: name}, got); err != nil {
+		t.Fatalf("getting ClusterObjectSet %s: %v", name, err)
+	}
+	return got
+}
+
+func cosExists(t *testing.T, name string) bool {
+	t.Helper()
+	err := testenv.Env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// checkExternalized asserts that stored has only refs, into typed, immutable, labelled Secrets of
+// the system namespace, and that every ref resolves to the object of the same place in want.
+func checkExternalized(t *testing.T, want, stored *olmv1.ClusterObjectSet) {
+	t.Helper()
+	ctx := context.Background()
+	if len(want.Spec.Phases) != len(stored.Spec.Phases) {
+		t.Fatalf("stored %d phases, want %d", len(stored.Spec.Phases), len(want.Spec.Phases))
+	}
+	secrets := map[string]*corev1.Secret{}
+	for i, p := range stored.Spec.Phases {
+		if p.Name != want.Spec.Phases[i].Name {
+			t.Errorf("phase %d is %q, want %q", i, p.Name, want.Spec.Phases[i].Name)
+		}
+		for j, o := range p.Objects {
+			if o.Object.Object != nil {
+				t.Errorf("phase %s object %d is still inline", p.Name, j)
+				continue
+			}
+			sec, ok := secrets[o.Ref.Name]
+			if !ok {
+				sec = &corev1.Secret{}
+				ns := o.Ref.Namespace
+				if ns == "" {
+					ns = testenv.SystemNamespace
+				}
+				if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.Ref.Name}, sec); err != nil {
+					t.Fatalf("phase %s object %d: %v", p.Name, j, err)
+				}
+				if sec.Type != olmv1.SecretTypeObjectData || sec.Immutable == nil || !*sec.Immutable ||
+					sec.Labels[olmv1.LabelRevisionName] != content.RevisionLabelValue(stored.Name) || sec.Namespace != testenv.SystemNamespace {
+					t.Errorf("Secret %s: type %q, immutable %v, labels %v, namespace %s", sec.Name, sec.Type, sec.Immutable, sec.Labels, sec.Namespace)
+				}
+				secrets[o.Ref.Name] = sec
+			}
+			got, err := content.Resolve(sec.Data[o.Ref.Key], o.Ref.Key, content.MaxDecompressedSize)
+			if err != nil {
+				t.Fatalf("phase %s object %d: resolving: %v", p.Name, j, err)
+			}
+			if diff := cmp.Diff(want.Spec.Phases[i].Objects[j].Object.Object, got); diff != "" {
+				t.Errorf("phase %s object %d resolves to another object (-want +got):\n%.3000s", p.Name, j, diff)
+			}
+		}
+	}
+}

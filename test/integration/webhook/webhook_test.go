@@ -1,0 +1,275 @@
+// Package webhook_test drives the externalizing webhook through a real API server, which calls it over
+// TLS, with kubectl as users and GitOps tools do.
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/corpus"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+var manager *testenv.Manager
+
+func TestMain(m *testing.M) {
+	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
+		mgr, err := env.StartManager(ctx)
+		if err != nil {
+			return nil, err
+		}
+		manager = mgr
+		return func() { _ = mgr.Stop() }, nil
+	})
+}
+
+func TestPrometheusBundleServerSideApply(t *testing.T) {
+	want, err := builders.Bundle("prometheus-operator", "prometheus-operator-crds", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeJSON(t, want)
+	_, stderr := mustKubectl(t, nil, "apply", "--server-side", "-f", file)
+	if !strings.Contains(stderr, "externalized 10 objects") {
+		t.Errorf("kubectl did not show the webhook's warning; stderr: %s", stderr)
+	}
+	stored := getCOS(t, want.Name)
+	checkExternalized(t, want, stored)
+	before := stateOf(objectDataSecrets(t, want.Name))
+
+	// Applying the same inline file again changes nothing.
+	mustKubectl(t, nil, "apply", "--server-side", "-f", file)
+	again := getCOS(t, want.Name)
+	if again.ResourceVersion != stored.ResourceVersion {
+		t.Errorf("re-apply changed the ClusterObjectSet: resourceVersion %s -> %s", stored.ResourceVersion, again.ResourceVersion)
+	}
+	if after := stateOf(objectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("re-apply changed the Secrets: %v -> %v", before, after)
+	}
+}
+
+func TestArgoCDClientSideApplyTwice(t *testing.T) {
+	want, err := builders.Bundle("argocd", "argocd-install", "argocd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeJSON(t, want)
+	mustKubectl(t, nil, "apply", "-f", file)
+	first := getCOS(t, want.Name)
+	checkExternalized(t, want, first)
+	if v := first.Annotations[externalize.LastAppliedAnnotation]; len(v) > 256<<10 || strings.Contains(v, `"object":`) {
+		t.Errorf("last-applied annotation (%d bytes) still holds inline objects", len(v))
+	}
+	secrets := stateOf(objectDataSecrets(t, want.Name))
+
+	mustKubectl(t, nil, "apply", "-f", file)
+	second := getCOS(t, want.Name)
+	if second.ResourceVersion != first.ResourceVersion {
+		t.Errorf("second apply wrote the ClusterObjectSet: resourceVersion %s -> %s", first.ResourceVersion, second.ResourceVersion)
+	}
+	if after := stateOf(objectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
+		t.Errorf("second apply changed the Secrets: %v -> %v", secrets, after)
+	}
+}
+
+func TestSmallCOSStaysInline(t *testing.T) {
+	small := builders.COS("small-inline", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "small", 3)...))
+	file := writeJSON(t, small)
+	mustKubectl(t, nil, "apply", "-f", file)
+	stored := getCOS(t, small.Name)
+	if externalize.CountInline(stored.Spec.Phases) != 3 {
+		t.Errorf("a small ClusterObjectSet was externalized")
+	}
+	out, _ := mustKubectl(t, nil, "apply", "-f", file)
+	if !strings.Contains(out, "unchanged") {
+		t.Errorf("second apply of a small ClusterObjectSet printed %q, want unchanged", out)
+	}
+}
+
+func TestCreateAndReplace(t *testing.T) {
+	want, err := builders.Bundle("argocd-create", "argocd-install", "argocd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeJSON(t, want)
+	mustKubectl(t, nil, "create", "-f", file)
+	created := getCOS(t, want.Name)
+	checkExternalized(t, want, created)
+	secrets := stateOf(objectDataSecrets(t, want.Name))
+
+	// replace sends the inline content again, with a mutable field changed.
+	withDeadline := want.DeepCopy()
+	withDeadline.Spec.ProgressDeadlineMinutes = 30
+	withDeadline.ResourceVersion = created.ResourceVersion
+	mustKubectl(t, nil, "replace", "-f", writeJSON(t, withDeadline))
+	replaced := getCOS(t, want.Name)
+	if replaced.Spec.ProgressDeadlineMinutes != 30 {
+		t.Errorf("progressDeadlineMinutes = %d after replace, want 30", replaced.Spec.ProgressDeadlineMinutes)
+	}
+	if fmt.Sprint(replaced.Spec.Phases) != fmt.Sprint(created.Spec.Phases) {
+		t.Error("replace changed the stored refs")
+	}
+	if after := stateOf(objectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
+		t.Errorf("replace changed the Secrets: %v -> %v", secrets, after)
+	}
+
+	// Changing the content of a phase is refused: phases are immutable.
+	changed := want.DeepCopy()
+	changed.Spec.Phases[0].Objects[0].Object.SetLabels(map[string]string{"changed": "yes"})
+	_, stderr, err := kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "-f", writeJSON(t, changed))
+	if err == nil || !strings.Contains(stderr, "phases is immutable") {
+		t.Errorf("changing an object was not refused as immutable: %v %s", err, stderr)
+	}
+}
+
+func TestDryRunAndDiff(t *testing.T) {
+	want, err := builders.Bundle("dryrun-argocd", "argocd-install", "argocd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeJSON(t, want)
+	before := allObjectDataSecrets(t)
+	dry, _ := mustKubectl(t, nil, "apply", "--server-side", "--dry-run=server", "-o", "json", "-f", file)
+	if n := allObjectDataSecrets(t); n != before {
+		t.Fatalf("a dry run wrote %d Secrets", n-before)
+	}
+	if cosExists(t, want.Name) {
+		t.Fatal("a dry run created the ClusterObjectSet")
+	}
+	var dryObj olmv1.ClusterObjectSet
+	if err := json.Unmarshal([]byte(dry), &dryObj); err != nil {
+		t.Fatal(err)
+	}
+	// kubectl diff of a ClusterObjectSet that does not exist yet shows it; after the real apply, nothing.
+	if _, _, err := kubectl(t, nil, "diff", "--server-side", "-f", file); err == nil {
+		t.Error("kubectl diff before the apply showed no difference")
+	}
+	if n := allObjectDataSecrets(t); n != before {
+		t.Fatalf("kubectl diff wrote %d Secrets", n-before)
+	}
+	mustKubectl(t, nil, "apply", "--server-side", "-f", file)
+	real := getCOS(t, want.Name)
+	if fmt.Sprint(dryObj.Spec.Phases) != fmt.Sprint(real.Spec.Phases) {
+		t.Error("the dry run's result differs from the real apply's")
+	}
+	if out, stderr, err := kubectl(t, nil, "diff", "--server-side", "-f", file); err != nil {
+		t.Errorf("kubectl diff after the apply: %v\n%.3000s\n%s", err, out, stderr)
+	}
+	if n := allObjectDataSecrets(t); n != before+len(objectDataSecrets(t, want.Name)) {
+		t.Errorf("object-data Secrets: %d before, %d after", before, n)
+	}
+}
+
+func TestInvalidCorpusWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	for name, tc := range corpus.Cases() {
+		if len(tc.Want) == 0 {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			before := allObjectDataSecrets(t)
+			obj := bigger(tc.New)
+			obj.Name = "invalid-" + fmt.Sprintf("%x", len(name)*7919+int(name[0]))
+			var err error
+			if tc.Old == nil {
+				err = testenv.Env.Client.Create(ctx, obj)
+			} else {
+				old := bigger(tc.Old)
+				old.Name = obj.Name
+				if err := testenv.Env.Client.Create(ctx, old); err != nil {
+					t.Fatalf("creating the old object: %v", err)
+				}
+				defer func() { _ = testenv.Env.Client.Delete(ctx, old) }()
+				obj.ResourceVersion = old.ResourceVersion
+				before = allObjectDataSecrets(t)
+				err = testenv.Env.Client.Update(ctx, obj)
+			}
+			if err == nil {
+				_ = testenv.Env.Client.Delete(ctx, obj)
+				t.Fatal("accepted")
+			}
+			for _, c := range tc.Want {
+				if c != corpus.Skipped && !strings.Contains(err.Error(), c.Field) {
+					t.Errorf("error does not name %s: %v", c.Field, err)
+				}
+			}
+			if n := allObjectDataSecrets(t); n != before {
+				t.Errorf("%d Secrets written for a refused request", n-before)
+			}
+		})
+	}
+}
+
+// bigger returns a copy of c with the always annotation, so the webhook would externalize it if it
+// were valid.
+func bigger(c *olmv1.ClusterObjectSet) *olmv1.ClusterObjectSet {
+	c = c.DeepCopy()
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[externalize.Annotation] = string(externalize.ModeAlways)
+	return c
+}
+
+func TestConcurrentApplies(t *testing.T) {
+	want, err := builders.Bundle("concurrent", "prometheus-operator-crds", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeJSON(t, want)
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", file)
+			if err != nil {
+				errs[i] = fmt.Errorf("%v: %s %s", err, out, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("client %d: %v", i, err)
+		}
+	}
+	checkExternalized(t, want, getCOS(t, want.Name))
+	secrets := objectDataSecrets(t, want.Name)
+	referenced := map[string]bool{}
+	for _, p := range getCOS(t, want.Name).Spec.Phases {
+		for _, o := range p.Objects {
+			referenced[o.Ref.Name] = true
+		}
+	}
+	if len(secrets) != len(referenced) {
+		t.Errorf("%d Secrets for %d referenced", len(secrets), len(referenced))
+	}
+}
+
+// TestWebhookDown must run last: it stops the manager. Requests then fail closed.
+func TestWebhookDown(t *testing.T) {
+	if err := manager.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	obj := builders.COS("webhook-down", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "down", 2)...))
+	before := allObjectDataSecrets(t)
+	_, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", writeJSON(t, obj))
+	if err == nil {
+		t.Fatal("a ClusterObjectSet was admitted while the webhook was down")
+	}
+	if !strings.Contains(stderr, "failed calling webhook") || !strings.Contains(stderr, "externalize.cos-externalizer.io") {
+		t.Errorf("unclear error: %s", stderr)
+	}
+	if cosExists(t, obj.Name) || allObjectDataSecrets(t) != before {
+		t.Error("something was written while the webhook was down")
+	}
+}

@@ -1,0 +1,152 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+)
+
+// SystemNamespace is the system namespace the test managers use.
+const SystemNamespace = olmv1.DefaultSystemNamespace
+
+func init() {
+	// Manager logs go to stderr with COS_TEST_LOG=1, else nowhere.
+	if os.Getenv("COS_TEST_LOG") == "1" {
+		zl, _ := zap.NewDevelopment()
+		ctrl.SetLogger(zapr.NewLogger(zl))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+}
+
+// Manager is the cos-externalizer manager running in this process against the environment, with its
+// webhook configurations installed and pointing at it.
+type Manager struct {
+	WebhookURL string
+	MetricsURL string
+	cancel     context.CancelFunc
+	done       chan error
+	stopped    bool
+}
+
+// StartManager runs the manager with a fresh serving certificate on a free loopback port, waits until
+// its webhook server answers, and installs the webhook configurations. args add manager flags.
+func (e *Environment) StartManager(ctx context.Context, args ...string) (*Manager, error) {
+	dir, err := os.MkdirTemp("", "cos-manager-")
+	if err != nil {
+		return nil, err
+	}
+	bundle, err := certs.Generate([]string{"127.0.0.1"}, 24*time.Hour, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := bundle.Write(dir); err != nil {
+		return nil, err
+	}
+	if err := controlplane.EnsureNamespace(ctx, e.Config, SystemNamespace); err != nil {
+		return nil, err
+	}
+	ports, err := controlplane.FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	var o app.Options
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	o.Bind(fs)
+	all := append([]string{
+		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(ports[0]), "--webhook-cert-dir=" + dir,
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
+		"--system-namespace=" + SystemNamespace,
+	}, args...)
+	if err := fs.Parse(all); err != nil {
+		return nil, err
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		WebhookURL: "https://127.0.0.1:" + strconv.Itoa(ports[0]),
+		MetricsURL: "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/metrics",
+		cancel:     cancel,
+		done:       make(chan error, 1),
+	}
+	go func() {
+		defer os.RemoveAll(dir)
+		m.done <- app.Run(runCtx, e.Config, &o)
+	}()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(bundle.CA)
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-m.done:
+			m.stopped = true
+			return false, fmt.Errorf("manager exited: %w", err)
+		default:
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(ports[0]), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return false, nil
+		}
+		_ = conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		_ = m.Stop()
+		return nil, fmt.Errorf("waiting for the webhook server: %w", err)
+	}
+	manifests, err := controlplane.WebhookManifests()
+	if err != nil {
+		_ = m.Stop()
+		return nil, err
+	}
+	if err := controlplane.InstallWebhooks(ctx, e.Config, manifests, m.WebhookURL, bundle.CA); err != nil {
+		_ = m.Stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Stop stops the manager (its webhook configurations stay: requests then fail closed) and waits for
+// it to return.
+func (m *Manager) Stop() error {
+	if m.stopped {
+		return nil
+	}
+	m.stopped = true
+	m.cancel()
+	select {
+	case err := <-m.done:
+		return err
+	case <-time.After(30 * time.Second):
+		return errors.New("manager did not stop within 30s")
+	}
+}
+
+// RemoveWebhooks deletes the webhook configurations, so requests no longer go to any manager.
+func (e *Environment) RemoveWebhooks(ctx context.Context) error {
+	manifests, err := controlplane.WebhookManifests()
+	if err != nil {
+		return err
+	}
+	return controlplane.UninstallWebhooks(ctx, e.Config, manifests)
+}

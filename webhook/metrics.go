@@ -1,0 +1,72 @@
+package webhook
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Refusal reasons, the values of the reason label of cos_externalizer_admission_refusals_total.
+const (
+	RefusalInvalid        = "invalid"         // the object breaks an invariant of the API
+	RefusalTooLarge       = "too_large"       // an object, or the stored form, is over a size limit
+	RefusalSecretConflict = "secret_conflict" // a Secret under our name holds other content
+	RefusalUnresolvable   = "unresolvable"    // stored refs could not be read to compare an update
+	RefusalWriteFailed    = "write_failed"    // writing a Secret failed
+	RefusalSecretInUse    = "secret_in_use"   // deleting a Secret a live ClusterObjectSet references
+	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded
+	RefusalNameRequired   = "name_required"   // generateName without a name cannot be externalized
+)
+
+// Metrics are the webhook's Prometheus metrics.
+type Metrics struct {
+	ObjectsExternalized prometheus.Counter
+	BytesInline         prometheus.Counter
+	BytesStored         prometheus.Counter
+	SecretsWritten      prometheus.Counter
+	DryRuns             prometheus.Counter
+	Refusals            *prometheus.CounterVec
+	Latency             *prometheus.HistogramVec
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		ObjectsExternalized: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cos_externalizer_objects_externalized_total",
+			Help: "Inline objects moved into Secrets by the mutating webhook (dry runs included).",
+		}),
+		BytesInline: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cos_externalizer_externalized_inline_bytes_total",
+			Help: "Canonical JSON bytes of the objects externalized.",
+		}),
+		BytesStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cos_externalizer_externalized_stored_bytes_total",
+			Help: "Bytes stored in Secrets for the objects externalized (after compression and deduplication).",
+		}),
+		SecretsWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cos_externalizer_secrets_written_total",
+			Help: "object-data Secrets created (a Secret that already held the same content is not counted).",
+		}),
+		DryRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cos_externalizer_dry_runs_total",
+			Help: "Dry-run admission requests answered without writing.",
+		}),
+		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cos_externalizer_admission_refusals_total",
+			Help: "Admission requests refused, by reason.",
+		}, []string{"reason"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cos_externalizer_admission_duration_seconds",
+			Help:    "Time to answer an admission request, by webhook and operation.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10},
+		}, []string{"webhook", "operation"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency)
+	}
+	return m
+}
+
+// DefaultMetrics are registered with controller-runtime's registry, served on the manager's
+// metrics endpoint.
+var DefaultMetrics = NewMetrics(ctrlmetrics.Registry)

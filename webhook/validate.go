@@ -1,0 +1,84 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+)
+
+// The validating webhook: the invariants again on the final object, since other mutating webhooks
+// may run after ours, and the size of the stored form.
+// +kubebuilder:webhook:path=/validate-olm-operatorframework-io-v1-clusterobjectset,mutating=false,failurePolicy=fail,sideEffects=None,groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=create;update,versions=v1,name=validate.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhookconfiguration:mutating=false,name=cos-externalizer
+
+// DefaultMaxStoredBytes is the largest ClusterObjectSet the validating webhook lets through: etcd's
+// default request limit (1.5 MiB) less room for metadata the API server adds (managedFields).
+const DefaultMaxStoredBytes = 1536*1024 - 64*1024
+
+// Validator is the validating webhook for ClusterObjectSets.
+type Validator struct {
+	Options Options
+	Metrics *Metrics
+}
+
+var _ admission.Validator[*olmv1.ClusterObjectSet] = &Validator{}
+
+// ValidateCreate checks a ClusterObjectSet being created.
+func (v *Validator) ValidateCreate(_ context.Context, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
+	defer v.observe("CREATE", time.Now())
+	return nil, v.refuse(obj, validation.ValidateCreate(obj))
+}
+
+// ValidateUpdate checks an update.
+func (v *Validator) ValidateUpdate(_ context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
+	defer v.observe("UPDATE", time.Now())
+	return nil, v.refuse(obj, validation.ValidateUpdate(old, obj))
+}
+
+// ValidateDelete allows every delete; the webhook is not registered for them.
+func (v *Validator) ValidateDelete(context.Context, *olmv1.ClusterObjectSet) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) observe(op string, start time.Time) {
+	v.Metrics.Latency.WithLabelValues("validate", op).Observe(time.Since(start).Seconds())
+}
+
+// refuse returns the Invalid error for errs, adding a size error when the stored form is too large.
+func (v *Validator) refuse(obj *olmv1.ClusterObjectSet, errs field.ErrorList) error {
+	reason := RefusalInvalid
+	if len(errs) == 0 {
+		if ferr := v.checkSize(obj); ferr != nil {
+			errs = append(errs, ferr)
+			reason = RefusalTooLarge
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	v.Metrics.Refusals.WithLabelValues(reason).Inc()
+	return invalidError(obj.Name, errs)
+}
+
+// checkSize refuses a stored form the API server's storage would refuse, saying why its inline
+// objects were not externalized.
+func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
+	b, err := json.Marshal(obj)
+	if err != nil || len(b) <= v.Options.MaxStoredBytes {
+		return nil
+	}
+	specBytes, _ := json.Marshal(obj.Spec)
+	decision, _ := externalize.Decide(v.Options.Mode, v.Options.Threshold, obj.Annotations, len(specBytes), externalize.CountInline(obj.Spec.Phases))
+	ferr := field.TooLong(field.NewPath("spec", "phases"), "", v.Options.MaxStoredBytes)
+	ferr.Detail = fmt.Sprintf("the ClusterObjectSet would be stored as %d bytes, over the %d bytes the API server's storage (etcd) accepts; its %d inline objects were not externalized: %s; set the annotation %s=always to store them in Secrets",
+		len(b), v.Options.MaxStoredBytes, externalize.CountInline(obj.Spec.Phases), decision.Reason, externalize.Annotation)
+	return ferr
+}
