@@ -262,23 +262,36 @@ func extraCases() map[string]extraCase {
 		"inline: metadata not an object":   {New: xcos(xphase("deploy", cmWith(func(m map[string]any) { m["metadata"] = "x" }))), BadRequest: true},
 		"inline: label value not a string": {New: xcos(xphase("deploy", cmWith(withMeta("labels", map[string]any{"a": int64(1)})))), BadRequest: true},
 
+		"inline: bad apiVersion and metadata name": {New: xcos(xphase("deploy", cmWith(func(m map[string]any) {
+			m["apiVersion"] = "a/b/c"
+			m["metadata"].(map[string]any)["name"] = "a/b"
+		})))},
+		"inline: dotted name, unknown metadata field and null metadata": {New: xcos(xphase("deploy",
+			cmWith(withMeta("name", "a.b.c")), cmWith(withMeta("color", "blue")), cmWith(func(m map[string]any) { m["metadata"] = nil }),
+		))},
+		"inline: kind not a string, and a CEL error": {New: xcos(xphase("Deploy", cmWith(func(m map[string]any) { m["kind"] = int64(5) }))), BadRequest: true},
+		"update: inline kind not a string":           {Old: xcos(), New: xcos(xphase("Deploy", cmWith(func(m map[string]any) { m["kind"] = int64(5) }))), BadRequest: true},
+
 		// Strings and limits.
-		"phases: name with dots":                      {New: xcos(xphase("de.ploy", xcm("a")))},
-		"phases: name of 40 two-byte characters":      {New: xcos(xphase(strings.Repeat("é", 40), xcm("a")))},
-		"phases: name of invalid UTF-8":               {New: xcos(xphase("a\xff", xcm("a")))},
-		"phases: names equal once UTF-8 is repaired":  {New: xcos(xphase("a\xff", xcm("a")), xphase("a\xfe", xcm("b")))},
-		"phases: nil objects":                         {New: xcos(b.WithPhases(olmv1.ClusterObjectSetPhase{Name: "deploy"}))},
-		"phases: empty objects":                       {New: xcos(b.WithPhases(olmv1.ClusterObjectSetPhase{Name: "deploy", Objects: []olmv1.ClusterObjectSetObject{}}))},
-		"ref: name of 253 two-byte characters":        {New: xcos(xphase("deploy", b.Ref(strings.Repeat("é", 253), "", "k")))},
-		"ref: name of 254 two-byte characters":        {New: xcos(xphase("deploy", b.Ref(strings.Repeat("é", 254), "", "k")))},
-		"ref: only a namespace":                       {New: xcos(xphase("deploy", b.Ref("", "ns", "")))},
-		"probes: zero selector":                       {New: xcos(b.WithProbes(probe(olmv1.ObjectSelector{}, ready())))},
-		"probes: assertion without a type":            {New: xcos(b.WithProbes(probe(gk(), olmv1.Assertion{ConditionEqual: ready().ConditionEqual})))},
-		"probes: conditionEqual with an empty type":   {New: xcos(b.WithProbes(probe(gk(), olmv1.Assertion{Type: olmv1.AssertionTypeConditionEqual, ConditionEqual: olmv1.ConditionEqualProbe{Status: "True"}})))},
-		"probes: label with an empty matchLabels map": {New: xcos(b.WithProbes(probe(olmv1.ObjectSelector{Type: olmv1.SelectorTypeLabel, Label: metav1.LabelSelector{MatchLabels: map[string]string{}}}, ready())))},
-		"probes: groupKind with empty group is fine":  {New: xcos(b.WithProbes(probe(olmv1.ObjectSelector{Type: olmv1.SelectorTypeGroupKind, GroupKind: metav1.GroupKind{Kind: "ConfigMap"}}, ready())))},
-		"probes: field path of 201":                   {New: xcos(b.WithProbes(probe(gk(), olmv1.Assertion{Type: olmv1.AssertionTypeFieldValue, FieldValue: olmv1.FieldValueProbe{FieldPath: long(201), Value: "v"}})))},
-		"collisionProtection: lower case":             {New: xcos(b.WithCollisionProtection("prevent"))},
+		"phases: name with dots":                             {New: xcos(xphase("de.ploy", xcm("a")))},
+		"phases: name of 40 two-byte characters":             {New: xcos(xphase(strings.Repeat("é", 40), xcm("a")))},
+		"phases: name of invalid UTF-8":                      {New: xcos(xphase("a\xff", xcm("a")))},
+		"phases: names equal once UTF-8 is repaired":         {New: xcos(xphase("a\xff", xcm("a")), xphase("a\xfe", xcm("b")))},
+		"phases: nil objects":                                {New: xcos(b.WithPhases(olmv1.ClusterObjectSetPhase{Name: "deploy"}))},
+		"phases: empty objects":                              {New: xcos(b.WithPhases(olmv1.ClusterObjectSetPhase{Name: "deploy", Objects: []olmv1.ClusterObjectSetObject{}}))},
+		"ref: name of 253 two-byte characters":               {New: xcos(xphase("deploy", b.Ref(strings.Repeat("é", 253), "", "k")))},
+		"ref: name of 254 two-byte characters":               {New: xcos(xphase("deploy", b.Ref(strings.Repeat("é", 254), "", "k")))},
+		"ref: only a namespace":                              {New: xcos(xphase("deploy", b.Ref("", "ns", "")))},
+		"phases: nil and empty objects":                      {New: xcos(b.WithPhases(olmv1.ClusterObjectSetPhase{Name: "nil"}, olmv1.ClusterObjectSetPhase{Name: "empty", Objects: []olmv1.ClusterObjectSetObject{}}))},
+		"ref: names of 253 and 254 two-byte characters":      {New: xcos(xphase("deploy", b.Ref(strings.Repeat("é", 253), "", "k"), b.Ref(strings.Repeat("é", 254), "", "k")))},
+		"multi: a probe without assertions hides CEL errors": {New: xcos(xphase("Deploy", olmv1.ClusterObjectSetObject{}), b.WithProbes(olmv1.ProgressionProbe{Selector: olmv1.ObjectSelector{Type: olmv1.SelectorTypeGroupKind, GroupKind: metav1.GroupKind{Kind: "Pod"}}}))},
+		"probes: zero selector":                              {New: xcos(b.WithProbes(probe(olmv1.ObjectSelector{}, ready())))},
+		"probes: assertion without a type":                   {New: xcos(b.WithProbes(probe(gk(), olmv1.Assertion{ConditionEqual: ready().ConditionEqual})))},
+		"probes: conditionEqual with an empty type":          {New: xcos(b.WithProbes(probe(gk(), olmv1.Assertion{Type: olmv1.AssertionTypeConditionEqual, ConditionEqual: olmv1.ConditionEqualProbe{Status: "True"}})))},
+		"probes: label with an empty matchLabels map":        {New: xcos(b.WithProbes(probe(olmv1.ObjectSelector{Type: olmv1.SelectorTypeLabel, Label: metav1.LabelSelector{MatchLabels: map[string]string{}}}, ready())))},
+		"probes: groupKind with empty group is fine":         {New: xcos(b.WithProbes(probe(olmv1.ObjectSelector{Type: olmv1.SelectorTypeGroupKind, GroupKind: metav1.GroupKind{Kind: "ConfigMap"}}, ready())))},
+		"probes: field path of 201":                          {New: xcos(b.WithProbes(probe(gk(), olmv1.Assertion{Type: olmv1.AssertionTypeFieldValue, FieldValue: olmv1.FieldValueProbe{FieldPath: long(201), Value: "v"}})))},
+		"collisionProtection: lower case":                    {New: xcos(b.WithCollisionProtection("prevent"))},
 		"valid: every field set": {New: xmutate(base, func(c *olmv1.ClusterObjectSet) {
 			c.Spec.ProgressDeadlineMinutes = 60
 			c.Spec.ProgressionProbes = []olmv1.ProgressionProbe{probe(gk(), ready())}
@@ -330,6 +343,28 @@ func extraCases() map[string]extraCase {
 // extraWants are the answers of kube-apiserver v1.36.3 to the extra cases (none: accepted). For a
 // BadRequest case they are the validator's errors, one of which is the API server's message.
 var extraWants = map[string][]corpus.Cause{
+	"inline: bad apiVersion and metadata name": {
+		{Field: "spec.phases[0].objects[0].object.apiVersion", Message: "Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c"},
+		{Field: "spec.phases[0].objects[0].object.metadata.name", Message: "Invalid value: \"a/b\": may not contain '/'"},
+	},
+	"inline: kind not a string, and a CEL error": {
+		{Field: "spec.phases[0].objects[0].object.kind", Message: "Invalid value: 5: must be a string"},
+	},
+	"update: inline kind not a string": {
+		{Field: "spec.phases[0].objects[0].object.kind", Message: "Invalid value: 5: must be a string"},
+	},
+	"phases: nil and empty objects": {
+		corpus.Skipped,
+		{Field: "spec.phases[0].objects", Message: "Required value"},
+	},
+	"ref: names of 253 and 254 two-byte characters": {
+		corpus.Skipped,
+		{Field: "spec.phases[0].objects[1].ref.name", Message: "Too long: may not be more than 253 bytes"},
+	},
+	"multi: a probe without assertions hides CEL errors": {
+		corpus.Skipped,
+		{Field: "spec.progressionProbes[0].assertions", Message: "Required value"},
+	},
 	"collisionProtection: lower case": {
 		corpus.Skipped,
 		{Field: "spec.collisionProtection", Message: "Unsupported value: \"prevent\": supported values: \"Prevent\", \"IfNoController\", \"None\""},
