@@ -89,13 +89,14 @@ func TestDecode(t *testing.T) {
 
 // TestDecodeDefaultLimit checks that a limit <= 0 means MaxDecompressedSize.
 func TestDecodeDefaultLimit(t *testing.T) {
-	over := gz(t, make([]byte, MaxDecompressedSize+1))
+	zeros := make([]byte, MaxDecompressedSize+1)
+	over := gz(t, zeros)
 	for _, limit := range []int64{0, -1} {
 		if _, err := Decode(over, limit); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("Decode(limit %d) of %d bytes: error %v, want ErrTooLarge", limit, MaxDecompressedSize+1, err)
 		}
 	}
-	exact := gz(t, make([]byte, MaxDecompressedSize))
+	exact := gz(t, zeros[:MaxDecompressedSize])
 	if got, err := Decode(exact, 0); err != nil || len(got) != MaxDecompressedSize {
 		t.Errorf("Decode of exactly MaxDecompressedSize: %d bytes, error %v", len(got), err)
 	}

@@ -102,11 +102,11 @@ func inline(objs ...map[string]any) []ObjectInput {
 	return out
 }
 
-// gz compresses b with a default writer (any valid gzip, for reader tests).
+// gz compresses b fast: any valid gzip will do for reader tests.
 func gz(tb testing.TB, b []byte) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
+	w, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if _, err := w.Write(b); err != nil {
 		tb.Fatal(err)
 	}

@@ -50,8 +50,8 @@ func layout(t *testing.T, in Input, p *Plan, budget int) [][]int {
 			if err != nil {
 				t.Fatalf("phase %d object %d: %v", i, j, err)
 			}
-			if diff := cmp.Diff(o.Object, got); diff != "" {
-				t.Errorf("phase %d object %d resolves differently (-input +resolved):\n%s", i, j, diff)
+			if !cmp.Equal(o.Object, got) {
+				t.Errorf("phase %d object %d resolves differently (-input +resolved):\n%s", i, j, cmp.Diff(o.Object, got))
 			}
 		}
 	}
