@@ -7,7 +7,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,12 +98,10 @@ func (e *Externalizer) Handle(ctx context.Context, req admission.Request) admiss
 
 // handle returns the response, and the refusal reason when it refuses.
 func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
-	obj, err := decodeCOS(req.Object.Raw)
+	obj, specSize, err := decodeCOS(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
 	}
-	// A deep copy: the phases are rewritten in place below.
-	requested := obj.DeepCopy().Spec.Phases
 	var warnings []string
 	switch req.Operation {
 	case admissionv1.Create:
@@ -112,7 +109,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 			return invalid(obj.Name, errs), RefusalInvalid
 		}
 	case admissionv1.Update:
-		old, err := decodeCOS(req.OldObject.Raw)
+		old, _, err := decodeCOS(req.OldObject.Raw)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
 		}
@@ -125,23 +122,19 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		}
 		if restored || len(old.Spec.Phases) > 0 {
 			// The stored content stands: only kubectl's annotation may need the stored form.
-			return e.respond(obj, requested, warnings), ""
+			return e.respond(obj, restored, warnings), ""
 		}
 	default:
 		return admission.Allowed(""), ""
 	}
 
-	specBytes, err := json.Marshal(obj.Spec)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err), RefusalBadRequest
-	}
-	decision, ferr := externalize.Decide(e.Options.Mode, e.Options.Threshold, obj.Annotations, len(specBytes), externalize.CountInline(obj.Spec.Phases))
+	decision, ferr := externalize.Decide(e.Options.Mode, e.Options.Threshold, obj.Annotations, specSize, externalize.CountInline(obj.Spec.Phases))
 	if ferr != nil {
 		return invalid(obj.Name, field.ErrorList{ferr}), RefusalInvalid
 	}
 	warnings = append(warnings, e.checkUserRefs(ctx, obj)...)
 	if !decision.Externalize {
-		return e.respond(obj, requested, warnings), ""
+		return e.respond(obj, false, warnings), ""
 	}
 	if obj.Name == "" {
 		return invalid("", field.ErrorList{field.Required(field.NewPath("metadata", "name"),
@@ -161,7 +154,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	if reason != "" {
 		return resp, reason
 	}
-	applyRefs(obj, plan, e.Options.SystemNamespace)
+	obj.Spec.Phases = withRefs(obj.Spec.Phases, plan, e.Options.SystemNamespace)
 	e.Metrics.ObjectsExternalized.Add(float64(plan.Stats.Objects))
 	e.Metrics.BytesInline.Add(float64(plan.Stats.InlineBytes))
 	e.Metrics.BytesStored.Add(float64(plan.Stats.StoredBytes))
@@ -174,7 +167,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	warnings = append(warnings, warningPrefix+what)
 	ctrl.LoggerFrom(ctx).Info("externalized", "objects", plan.Stats.Objects, "secrets", len(plan.Secrets), "secretsCreated", written,
 		"inlineBytes", plan.Stats.InlineBytes, "storedBytes", plan.Stats.StoredBytes)
-	return e.respond(obj, requested, warnings), ""
+	return e.respond(obj, true, warnings), ""
 }
 
 // restoreStoredPhases handles an update whose phases differ from the stored ones: when they carry
@@ -341,11 +334,11 @@ func (e *Externalizer) checkExisting(ctx context.Context, want *corev1.Secret, d
 	return nil
 }
 
-// respond allows the request, patching spec.phases when they differ from what was requested and
-// kubectl's last-applied annotation when it is too large to keep inline.
-func (e *Externalizer) respond(obj *olmv1.ClusterObjectSet, requested []olmv1.ClusterObjectSetPhase, warnings []string) admission.Response {
+// respond allows the request, replacing spec.phases when they changed, and kubectl's last-applied
+// annotation when it is too large to keep inline.
+func (e *Externalizer) respond(obj *olmv1.ClusterObjectSet, phasesChanged bool, warnings []string) admission.Response {
 	var ops []jsonpatch.JsonPatchOperation
-	if !apiequality.Semantic.DeepEqual(requested, obj.Spec.Phases) {
+	if phasesChanged {
 		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/spec/phases", Value: obj.Spec.Phases})
 	}
 	if v, ok := obj.Annotations[externalize.LastAppliedAnnotation]; ok && len(v) > e.Options.Threshold && hasRefs(obj.Spec.Phases) {
@@ -393,20 +386,26 @@ func planInput(obj *olmv1.ClusterObjectSet) content.Input {
 	return in
 }
 
-// applyRefs replaces the inline objects with the planned refs; refs given by the user stay as they
-// were.
-func applyRefs(obj *olmv1.ClusterObjectSet, plan *content.Plan, systemNamespace string) {
-	for i := range obj.Spec.Phases {
-		for j := range obj.Spec.Phases[i].Objects {
-			o := &obj.Spec.Phases[i].Objects[j]
-			if o.Object.Object == nil {
-				continue
+// withRefs returns phases with the inline objects replaced by the planned refs; refs given by the
+// user stay as they were. phases itself is not changed.
+func withRefs(phases []olmv1.ClusterObjectSetPhase, plan *content.Plan, systemNamespace string) []olmv1.ClusterObjectSetPhase {
+	out := make([]olmv1.ClusterObjectSetPhase, len(phases))
+	for i, p := range phases {
+		objs := make([]olmv1.ClusterObjectSetObject, len(p.Objects))
+		for j, o := range p.Objects {
+			if o.Object.Object != nil {
+				r := plan.Refs[i][j]
+				o = olmv1.ClusterObjectSetObject{
+					Ref:                 olmv1.ObjectSourceRef{Name: r.SecretName, Namespace: systemNamespace, Key: r.Key},
+					CollisionProtection: o.CollisionProtection,
+				}
 			}
-			r := plan.Refs[i][j]
-			o.Object.Object = nil
-			o.Ref = olmv1.ObjectSourceRef{Name: r.SecretName, Namespace: systemNamespace, Key: r.Key}
+			objs[j] = o
 		}
+		p.Objects = objs
+		out[i] = p
 	}
+	return out
 }
 
 // invalid refuses with the API server's own Invalid status, field paths in its causes.

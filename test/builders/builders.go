@@ -71,6 +71,18 @@ func WithLabels(kv map[string]string) Option {
 	}
 }
 
+// WithAnnotations merges annotations into metadata.annotations.
+func WithAnnotations(kv map[string]string) Option {
+	return func(c *olmv1.ClusterObjectSet) {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		for k, v := range kv {
+			c.Annotations[k] = v
+		}
+	}
+}
+
 // WithPhase appends a phase.
 func WithPhase(name string, objs ...olmv1.ClusterObjectSetObject) Option {
 	return func(c *olmv1.ClusterObjectSet) {
