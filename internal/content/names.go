@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"hash"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -31,7 +33,7 @@ func SecretName(cosName string, data map[string][]byte) string {
 		prefix = strings.TrimRight(cosName[:maxPrefix], "-.")
 		writeField(h, cosName)
 	}
-	for _, k := range sortedKeys(data) {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		writeField(h, k)
 		writeField(h, data[k])
 	}

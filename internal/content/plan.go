@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sort"
 )
 
 const (
@@ -316,14 +315,4 @@ func (p *packer) secrets(cosName string) []SecretOut {
 		out[i] = SecretOut{Name: SecretName(cosName, b.data), Data: b.data}
 	}
 	return out
-}
-
-// sortedKeys returns the keys of data in byte order.
-func sortedKeys(data map[string][]byte) []string {
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
