@@ -150,13 +150,17 @@ func FromBundle(name string, objs []*unstructured.Unstructured, namespace string
 	if len(phases) > olmv1.MaxPhases {
 		return nil, fmt.Errorf("bundle needs %d phases, more than the %d a ClusterObjectSet may have", len(phases), olmv1.MaxPhases)
 	}
-	c := COS(name, opts...)
+	c := COS(name)
 	for _, p := range phases {
 		members := make([]olmv1.ClusterObjectSetObject, len(p.Objects))
 		for i, o := range p.Objects {
 			members[i] = olmv1.ClusterObjectSetObject{Object: *o}
 		}
 		c.Spec.Phases = append(c.Spec.Phases, olmv1.ClusterObjectSetPhase{Name: p.Name, Objects: members})
+	}
+	// Options apply after the bundle's phases, so WithPhase adds phases after them.
+	for _, o := range opts {
+		o(c)
 	}
 	return c, nil
 }

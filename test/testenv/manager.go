@@ -50,6 +50,12 @@ type Manager struct {
 // StartManager runs the manager with a fresh serving certificate on a free loopback port, waits until
 // its webhook server answers, and installs the webhook configurations. args add manager flags.
 func (e *Environment) StartManager(ctx context.Context, args ...string) (*Manager, error) {
+	return e.StartManagerWith(ctx, nil, args...)
+}
+
+// StartManagerWith is StartManager with a hook that adjusts the options after the flags are parsed
+// (e.g. a shifted clock).
+func (e *Environment) StartManagerWith(ctx context.Context, adjust func(*app.Options), args ...string) (*Manager, error) {
 	dir, err := os.MkdirTemp("", "cos-manager-")
 	if err != nil {
 		return nil, err
@@ -82,6 +88,9 @@ func (e *Environment) StartManager(ctx context.Context, args ...string) (*Manage
 	}
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if adjust != nil {
+		adjust(&o)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	m := &Manager{

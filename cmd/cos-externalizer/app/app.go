@@ -8,16 +8,24 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
@@ -44,6 +52,16 @@ type Options struct {
 	threshold      int
 	maxStoredBytes int
 	exemptUsers    string
+
+	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
+	Clock clock.PassiveClock
+	// SkipControllerNameValidation lets a process start the manager more than once (tests). Not a flag.
+	SkipControllerNameValidation bool
+
+	rollout      bool
+	sweepEvery   time.Duration
+	sweepGrace   time.Duration
+	keepArchived int
 }
 
 // Bind registers the flags on fs.
@@ -62,6 +80,10 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.externalize, "externalize", string(externalize.ModeOversized), "Externalization policy: always, oversized (specs over --externalize-threshold) or never; the annotation "+externalize.Annotation+" overrides it per ClusterObjectSet.")
 	fs.IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "Serialized spec size in bytes above which --externalize=oversized moves inline objects into Secrets.")
 	fs.IntVar(&o.maxStoredBytes, "max-stored-bytes", webhook.DefaultMaxStoredBytes, "Largest stored ClusterObjectSet the validating webhook admits.")
+	fs.BoolVar(&o.rollout, "rollout", true, "Roll ClusterObjectSets out; false is webhook-only mode (Secret ownership and the orphan sweep still run) for clusters where another reconciler rolls out.")
+	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
+	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
+	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.GarbageCollectorUser, "Comma-separated users that may delete referenced object-data Secrets (the manager itself is always exempt).")
 }
 
@@ -82,6 +104,15 @@ func (o *Options) Validate() error {
 	}
 	if o.threshold < 0 {
 		errs = append(errs, fmt.Errorf("--externalize-threshold: must not be negative, got %d", o.threshold))
+	}
+	if o.sweepEvery <= 0 {
+		errs = append(errs, fmt.Errorf("--orphan-sweep-interval: must be positive, got %s", o.sweepEvery))
+	}
+	if o.sweepGrace < 0 {
+		errs = append(errs, fmt.Errorf("--orphan-grace-period: must not be negative, got %s", o.sweepGrace))
+	}
+	if o.keepArchived < 0 {
+		errs = append(errs, fmt.Errorf("--keep-archived-revisions: must not be negative, got %d", o.keepArchived))
 	}
 	if o.maxStoredBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
@@ -105,6 +136,24 @@ func NewLogger(o *Options) (*zap.Logger, error) {
 	return cfg.Build()
 }
 
+// cacheOptions keep the manager's memory independent of the cluster's other objects: Secrets only of
+// the system namespace carrying the revision-name label; managed objects only when they carry the
+// owning-revision label; ClusterObjectSets all.
+func cacheOptions(systemNamespace string) cache.Options {
+	owning, _ := labels.NewRequirement(controllers.LabelOwningRevision, selection.Exists, nil)
+	revision, _ := labels.NewRequirement(olmv1.LabelRevisionName, selection.Exists, nil)
+	return cache.Options{
+		DefaultLabelSelector: labels.NewSelector().Add(*owning),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{systemNamespace: {}},
+				Label:      labels.NewSelector().Add(*revision),
+			},
+			&olmv1.ClusterObjectSet{}: {Label: labels.Everything()},
+		},
+	}
+}
+
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	log := ctrl.Log.WithName("setup")
@@ -119,6 +168,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "cos-externalizer.olm.operatorframework.io",
 		LeaderElectionNamespace: leNS,
+		Cache:                   cacheOptions(o.systemNamespace),
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir,
 		}),
@@ -152,6 +202,25 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
+	}
+	reconciler := &controllers.Reconciler{
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Recorder:        mgr.GetEventRecorder("cos-externalizer"),
+		SystemNamespace: o.systemNamespace,
+		KeepArchived:    o.keepArchived,
+		Rollout:         o.rollout,
+		Clock:           o.Clock,
+
+		SkipNameValidation: o.SkipControllerNameValidation,
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+	if err := mgr.Add(&controllers.OrphanSweeper{
+		Client: mgr.GetClient(), SystemNamespace: o.systemNamespace, Interval: o.sweepEvery, GracePeriod: o.sweepGrace,
+	}); err != nil {
+		return err
 	}
 	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace,
 		"metricsBindAddress", o.metricsAddr, "healthProbeBindAddress", o.probeAddr)

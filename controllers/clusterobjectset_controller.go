@@ -1,0 +1,455 @@
+// Package controllers holds the companion reconciler of ClusterObjectSets: it resolves refs, rolls
+// phases out in order with server-side apply, waits for readiness probes, enforces collision
+// protection, hands objects over between revisions, archives, owns the object-data Secrets and sweeps
+// the orphaned ones. Decisions are pure functions of internal/probes, internal/collision,
+// internal/rollout and internal/content; this package reads, calls them and writes.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/probes"
+	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+)
+
+// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The objects a ClusterObjectSet manages can be of any kind:
+// +kubebuilder:rbac:groups=*,resources=*,verbs=*
+
+const (
+	// FieldOwner is the server-side apply field manager of every managed object.
+	FieldOwner = "cos-externalizer"
+	// Finalizer holds an Active ClusterObjectSet until its objects are torn down.
+	Finalizer = "olm.operatorframework.io/teardown"
+	// LabelOwningRevision marks a managed object with the revision that controls it (the value is
+	// content.RevisionLabelValue of the ClusterObjectSet's name). The manager caches only objects
+	// carrying it.
+	LabelOwningRevision = "olm.operatorframework.io/owning-revision"
+
+	// Event reasons.
+	EventPhaseComplete = "PhaseComplete"
+	EventSucceeded     = "Succeeded"
+	EventBlocked       = "Blocked"
+	EventRetrying      = "Retrying"
+	EventArchived      = "Archived"
+	EventAdopted       = "Adopted"
+
+	// fallbackRequeue bounds how long a rollout waits without an event; watches do the real work.
+	fallbackRequeue = 2 * time.Minute
+)
+
+// Reconciler reconciles ClusterObjectSets.
+type Reconciler struct {
+	// Client reads from the manager's cache: ClusterObjectSets, managed objects (by label) and
+	// object-data Secrets of the system namespace.
+	Client client.Client
+	// APIReader reads uncached: objects not (yet) carrying our label, Secrets of other namespaces.
+	APIReader       client.Reader
+	Recorder        events.EventRecorder
+	Clock           clock.PassiveClock
+	SystemNamespace string
+	// KeepArchived is how many archived revisions of one owner are kept.
+	KeepArchived int
+
+	// SkipNameValidation lets a process start the controller more than once (tests restart the
+	// manager).
+	SkipNameValidation bool
+	// Rollout false is webhook-only mode: Secret ownership runs, rollout does not (another
+	// reconciler, such as OLM's operator-controller, rolls out).
+	Rollout bool
+
+	watches *kindWatches
+}
+
+// SetupWithManager registers the reconciler: ClusterObjectSets, the object-data Secrets behind their
+// refs, and every kind of managed object (watched as it first appears), each mapped back to the
+// ClusterObjectSet concerned.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &olmv1.ClusterObjectSet{}, refIndex, indexRefs(r.SystemNamespace)); err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.cosForSecret)).
+		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = &kindWatches{ctrl: c, cache: mgr.GetCache(), scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper()}
+	return nil
+}
+
+// Reconcile brings one ClusterObjectSet closer to its desired state and reports it in its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	cos := &olmv1.ClusterObjectSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cos); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := r.ensureSecretOwnership(ctx, cos); err != nil {
+		log.Info("could not own the object-data Secrets yet", "error", err.Error())
+	}
+
+	if !r.Rollout {
+		return reconcile.Result{}, nil
+	}
+	if !cos.DeletionTimestamp.IsZero() || cos.Spec.LifecycleState == olmv1.LifecycleStateArchived {
+		return r.reconcileTeardown(ctx, cos)
+	}
+	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
+		patch := client.MergeFrom(cos.DeepCopy())
+		controllerutil.AddFinalizer(cos, Finalizer)
+		if err := r.Client.Patch(ctx, cos, patch); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+
+	before := cos.DeepCopy()
+	outcome, requeue, err := r.rollOut(ctx, cos)
+	if err != nil {
+		outcome = rollout.Outcome{Retrying: err.Error(), Phases: len(cos.Spec.Phases)}
+	}
+	r.recordTransitions(cos, before, outcome)
+	now := r.Clock.Now()
+	rollout.SetConditions(cos, outcome, now)
+	if err := r.patchStatus(ctx, before, cos); err != nil {
+		return reconcile.Result{}, err
+	}
+	if outcome.Complete {
+		if err := r.archivePredecessors(ctx, cos); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, nil
+	}
+	if outcome.Blocked != "" {
+		return reconcile.Result{}, nil
+	}
+	if deadline, ok := rollout.Deadline(cos); ok && now.Before(deadline) && deadline.Sub(now) < requeue {
+		requeue = deadline.Sub(now) + time.Second
+	}
+	if err != nil {
+		// Errors already shown in the status; the controller's backoff paces the retries.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// rollOut resolves the phases and applies them in order until one is not ready. It returns the
+// outcome, when to look again without an event, and an error for API failures.
+func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (rollout.Outcome, time.Duration, error) {
+	out := rollout.Outcome{Phases: len(cos.Spec.Phases)}
+	resolved, problem := r.resolve(ctx, cos)
+	switch {
+	case problem.blocked != "":
+		out.Blocked = problem.blocked
+		return out, 0, nil
+	case problem.missing != "":
+		out.Retrying = problem.missing
+		return out, fallbackRequeue, nil
+	}
+	if msg, err := r.latchDigests(cos, resolved); err != nil {
+		return out, 0, err
+	} else if msg != "" {
+		out.Blocked = msg
+		return out, 0, nil
+	}
+	self := revisionOf(cos)
+	for i, phase := range cos.Spec.Phases {
+		waiting := ""
+		for j, obj := range resolved[i] {
+			protection := collision.Effective(cos.Spec.CollisionProtection, phase.CollisionProtection, phase.Objects[j].CollisionProtection)
+			applied, msg, err := r.applyObject(ctx, cos, self, obj, protection)
+			if err != nil {
+				return out, 0, fmt.Errorf("phase %q: %s: %w", phase.Name, describe(obj), err)
+			}
+			if msg != "" {
+				out.Retrying = fmt.Sprintf("phase %q: %s", phase.Name, msg)
+				return out, fallbackRequeue, nil
+			}
+			if res := probes.Evaluate(applied, cos.Spec.ProgressionProbes); !res.Ready && waiting == "" {
+				waiting = res.Message
+			}
+		}
+		if waiting != "" {
+			out.WaitingOn = fmt.Sprintf("phase %q: %s", phase.Name, waiting)
+			return out, fallbackRequeue, nil
+		}
+		r.markPhaseComplete(cos, phase.Name)
+		out.RolledOutPhases = i + 1
+	}
+	out.Complete = true
+	return out, 0, nil
+}
+
+// applyObject decides whether the object may be created or taken over, and applies it with
+// server-side apply as the controller of it. A collision is returned as a message.
+func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, obj *unstructured.Unstructured, protection olmv1.CollisionProtection) (*unstructured.Unstructured, string, error) {
+	existing, err := r.getLive(ctx, obj)
+	if err != nil {
+		return nil, "", err
+	}
+	in := collision.Input{Protection: protection, Self: self}
+	if existing != nil {
+		meta := metaOf(existing)
+		in.Existing = &meta
+		if in.Controller, err = r.controllingRevision(ctx, existing); err != nil {
+			return nil, "", err
+		}
+	}
+	decision := collision.Decide(in)
+	if decision.Verdict == collision.Collide {
+		return nil, fmt.Sprintf("%s: collision: %s", describe(obj), decision.Message), nil
+	}
+	if decision.Verdict == collision.Adopt {
+		// Server-side apply adds our controller reference beside the one another manager set:
+		// drop the other controller first, so there is one controller at any time.
+		if err := r.dropOtherControllers(ctx, existing, cos.UID); err != nil {
+			return nil, "", fmt.Errorf("taking %s over: %w", describe(obj), err)
+		}
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventAdopted, "Adopt", "adopting %s: %s", describe(obj), decision.Message)
+	}
+	desired := obj.DeepCopy()
+	labels := desired.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelOwningRevision] = content.RevisionLabelValue(cos.Name)
+	desired.SetLabels(labels)
+	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
+	desired.SetResourceVersion("")
+	desired.SetManagedFields(nil)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return nil, "", err
+	}
+	if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
+		return nil, "", err
+	}
+	return desired, "", nil
+}
+
+// dropOtherControllers removes controller ownerReferences other than ours, guarded by the
+// resourceVersion it was read at.
+func (r *Reconciler) dropOtherControllers(ctx context.Context, obj *unstructured.Unstructured, self types.UID) error {
+	refs := obj.GetOwnerReferences()
+	kept := refs[:0:0]
+	for _, ref := range refs {
+		if ref.Controller != nil && *ref.Controller && ref.UID != self {
+			continue
+		}
+		kept = append(kept, ref)
+	}
+	if len(kept) == len(refs) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	obj.SetOwnerReferences(kept)
+	return r.Client.Patch(ctx, obj, patch)
+}
+
+// getLive returns the object as it is in the cluster, or nil. Objects carrying our label come from
+// the cache; others are read uncached, since the cache holds only labelled objects.
+func (r *Reconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	key := client.ObjectKeyFromObject(obj)
+	err := r.APIReader.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", describe(obj), err)
+	}
+	return live, nil
+}
+
+// controllingRevision returns the ClusterObjectSet that controls obj, if any and if it exists.
+func (r *Reconciler) controllingRevision(ctx context.Context, obj *unstructured.Unstructured) (*collision.Revision, error) {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != olmv1.ClusterObjectSetKind || ref.APIVersion != olmv1.GroupVersion.String() {
+		return nil, nil
+	}
+	other := &olmv1.ClusterObjectSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, other); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if other.UID != ref.UID {
+		return nil, nil
+	}
+	rev := revisionOf(other)
+	return &rev, nil
+}
+
+func revisionOf(c *olmv1.ClusterObjectSet) collision.Revision {
+	return collision.Revision{
+		Name: c.Name, UID: c.UID, Revision: c.Spec.Revision, OwnerName: c.Labels[olmv1.LabelOwnerName],
+		Active: c.Spec.LifecycleState == olmv1.LifecycleStateActive && c.DeletionTimestamp.IsZero(),
+	}
+}
+
+func metaOf(u *unstructured.Unstructured) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), Labels: u.GetLabels(),
+		OwnerReferences: u.GetOwnerReferences(), Generation: u.GetGeneration(),
+	}
+}
+
+func ownerRef(c *olmv1.ClusterObjectSet) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: c.Name, UID: c.UID,
+		Controller: &t, BlockOwnerDeletion: &t,
+	}
+}
+
+// describe names an object for messages: kind, namespace and name, never content.
+func describe(o *unstructured.Unstructured) string {
+	if ns := o.GetNamespace(); ns != "" {
+		return fmt.Sprintf("%s %s/%s", o.GetKind(), ns, o.GetName())
+	}
+	return fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
+}
+
+// latchDigests records each phase's content digest the first time every phase resolves, and
+// reports a phase whose content no longer matches its latched digest.
+func (r *Reconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*unstructured.Unstructured) (string, error) {
+	digests := make([]string, len(resolved))
+	for i, objs := range resolved {
+		maps := make([]map[string]any, len(objs))
+		for j, o := range objs {
+			maps[j] = o.Object
+		}
+		d, err := rollout.PhaseDigest(maps)
+		if err != nil {
+			return "", err
+		}
+		digests[i] = d
+	}
+	if len(cos.Status.ObservedPhases) == 0 {
+		for i, p := range cos.Spec.Phases {
+			cos.Status.ObservedPhases = append(cos.Status.ObservedPhases, olmv1.ObservedPhase{Name: p.Name, Digest: digests[i]})
+		}
+		return "", nil
+	}
+	for i, p := range cos.Spec.Phases {
+		for _, o := range cos.Status.ObservedPhases {
+			if o.Name == p.Name && o.Digest != digests[i] {
+				return fmt.Sprintf("phase %q: the resolved content no longer matches the digest observed at first resolution (%s); a referenced Secret was replaced: restore it", p.Name, o.Digest), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+func (r *Reconciler) markPhaseComplete(cos *olmv1.ClusterObjectSet, name string) {
+	for i := range cos.Status.ObservedPhases {
+		o := &cos.Status.ObservedPhases[i]
+		if o.Name == name && o.CompletedAt.IsZero() {
+			o.CompletedAt = metav1.NewTime(r.Clock.Now())
+			r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventPhaseComplete, "RollOut", "phase %q is rolled out and ready", name)
+		}
+	}
+}
+
+// recordTransitions emits an Event for every Blocked or Retrying cause and for success.
+func (r *Reconciler) recordTransitions(cos, before *olmv1.ClusterObjectSet, o rollout.Outcome) {
+	prev := apimeta.FindStatusCondition(before.Status.Conditions, olmv1.ConditionProgressing)
+	same := func(reason, msg string) bool { return prev != nil && prev.Reason == reason && prev.Message == msg }
+	switch {
+	case o.Blocked != "" && !same(olmv1.ReasonBlocked, o.Blocked):
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventBlocked, "RollOut", "%s", o.Blocked)
+	case o.Retrying != "" && !same(olmv1.ReasonRetrying, o.Retrying):
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventRetrying, "RollOut", "%s", o.Retrying)
+	case o.Complete && !apimeta.IsStatusConditionTrue(before.Status.Conditions, olmv1.ConditionSucceeded):
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventSucceeded, "RollOut", "every phase is rolled out and ready")
+	}
+}
+
+// patchStatus writes the status once, if it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, before, cos *olmv1.ClusterObjectSet) error {
+	if apiequality.Semantic.DeepEqual(before.Status, cos.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, cos, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patching the status: %w", err)
+	}
+	return nil
+}
+
+// archivePredecessors archives the older Active revisions of the same owner once this one has
+// succeeded, and deletes archived revisions beyond KeepArchived.
+func (r *Reconciler) archivePredecessors(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
+	owner := cos.Labels[olmv1.LabelOwnerName]
+	if owner == "" {
+		return nil
+	}
+	list := &olmv1.ClusterObjectSetList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{olmv1.LabelOwnerName: owner}); err != nil {
+		return err
+	}
+	var archived []*olmv1.ClusterObjectSet
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == cos.UID || !other.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if other.Spec.LifecycleState == olmv1.LifecycleStateActive && other.Spec.Revision < cos.Spec.Revision {
+			patch := client.MergeFrom(other.DeepCopy())
+			other.Spec.LifecycleState = olmv1.LifecycleStateArchived
+			if err := r.Client.Patch(ctx, other, patch); err != nil {
+				return fmt.Errorf("archiving %s: %w", other.Name, err)
+			}
+			r.Recorder.Eventf(other, cos, corev1.EventTypeNormal, EventArchived, "Archive", "archived: revision %d (%s) succeeded", cos.Spec.Revision, cos.Name)
+		}
+		if other.Spec.LifecycleState == olmv1.LifecycleStateArchived {
+			archived = append(archived, other)
+		}
+	}
+	sort.Slice(archived, func(i, j int) bool { return archived[i].Spec.Revision > archived[j].Spec.Revision })
+	for _, old := range archived[min(len(archived), r.KeepArchived):] {
+		if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting archived revision %s: %w", old.Name, err)
+		}
+	}
+	return nil
+}
+
+func deletionPredicate() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().IsZero() || len(e.ObjectNew.GetFinalizers()) != len(e.ObjectOld.GetFinalizers())
+	}}
+}

@@ -1,0 +1,161 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+)
+
+// refIndex indexes ClusterObjectSets by the "namespace/name" of every Secret they reference.
+const refIndex = "spec.phases.objects.ref"
+
+func indexRefs(systemNamespace string) client.IndexerFunc {
+	return func(obj client.Object) []string {
+		cos, ok := obj.(*olmv1.ClusterObjectSet)
+		if !ok {
+			return nil
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, p := range cos.Spec.Phases {
+			for _, o := range p.Objects {
+				if o.Ref.Name == "" {
+					continue
+				}
+				k := refNamespace(o.Ref, systemNamespace) + "/" + o.Ref.Name
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+		return out
+	}
+}
+
+func refNamespace(ref olmv1.ObjectSourceRef, systemNamespace string) string {
+	if ref.Namespace == "" {
+		return systemNamespace
+	}
+	return ref.Namespace
+}
+
+// cosForSecret maps a Secret event to the ClusterObjectSets that reference it.
+func (r *Reconciler) cosForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &olmv1.ClusterObjectSetList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{refIndex: obj.GetNamespace() + "/" + obj.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
+}
+
+// problem is why resolution did not give every object: blocked needs a person, missing may resolve
+// itself. Messages name Secrets, keys and places, never content.
+type problem struct {
+	blocked, missing string
+}
+
+// resolve returns the objects of every phase: inline ones as given, refs read from their Secrets.
+// Unresolvable objects are nil in the result, with the first problem reported.
+func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) ([][]*unstructured.Unstructured, problem) {
+	var prob problem
+	secrets := map[client.ObjectKey]*corev1.Secret{}
+	out := make([][]*unstructured.Unstructured, len(cos.Spec.Phases))
+	for i, p := range cos.Spec.Phases {
+		out[i] = make([]*unstructured.Unstructured, len(p.Objects))
+		for j, o := range p.Objects {
+			if o.Object.Object != nil {
+				out[i][j] = o.Object.DeepCopy()
+				continue
+			}
+			where := fmt.Sprintf("phase %q object %d", p.Name, j)
+			obj, blocked, missing := r.resolveRef(ctx, o.Ref, secrets)
+			switch {
+			case blocked != "" && prob.blocked == "":
+				prob.blocked = where + ": " + blocked
+			case missing != "" && prob.missing == "" && prob.blocked == "":
+				prob.missing = where + ": " + missing
+			}
+			out[i][j] = obj
+		}
+	}
+	return out, prob
+}
+
+// resolveRef reads one ref. A missing Secret or key is "missing"; a Secret that is not immutable,
+// content that does not match its content key, or content that cannot be decoded is "blocked".
+func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret) (*unstructured.Unstructured, string, string) {
+	key := client.ObjectKey{Namespace: refNamespace(ref, r.SystemNamespace), Name: ref.Name}
+	sec, ok := secrets[key]
+	if !ok {
+		var err error
+		if sec, err = r.getSecret(ctx, key); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, "", fmt.Sprintf("Secret %s does not exist", key)
+			}
+			return nil, "", fmt.Sprintf("reading Secret %s: %v", key, err)
+		}
+		secrets[key] = sec
+	}
+	if !ptr.Deref(sec.Immutable, false) {
+		return nil, fmt.Sprintf("Secret %s is not immutable: its content could change under the revision", key), ""
+	}
+	data, ok := sec.Data[ref.Key]
+	if !ok {
+		return nil, "", fmt.Sprintf("Secret %s has no key %q", key, ref.Key)
+	}
+	m, err := content.Resolve(data, ref.Key, content.MaxDecompressedSize)
+	if err != nil {
+		return nil, fmt.Sprintf("Secret %s key %q: %s", key, ref.Key, resolveReason(err)), ""
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetKind() == "" || u.GetAPIVersion() == "" {
+		return nil, fmt.Sprintf("Secret %s key %q does not hold a Kubernetes object (apiVersion and kind are required)", key, ref.Key), ""
+	}
+	return u, "", ""
+}
+
+// resolveReason turns a content error into a message; content's errors never hold content.
+func resolveReason(err error) string {
+	switch {
+	case errors.Is(err, content.ErrDigestMismatch):
+		return "the content does not match its content-addressed key: " + err.Error()
+	case errors.Is(err, content.ErrTooLarge):
+		return "the content decompresses past the size limit"
+	default:
+		return err.Error()
+	}
+}
+
+// getSecret reads a Secret: object-data Secrets of the system namespace from the cache, any other
+// uncached (the cache holds only labelled Secrets of the system namespace).
+func (r *Reconciler) getSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+	sec := &corev1.Secret{}
+	if key.Namespace == r.SystemNamespace {
+		err := r.Client.Get(ctx, key, sec)
+		if err == nil {
+			return sec, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	if err := r.APIReader.Get(ctx, key, sec); err != nil {
+		return nil, err
+	}
+	return sec, nil
+}

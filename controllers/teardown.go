@@ -1,0 +1,111 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+)
+
+// teardownPoll paces waiting for deleted objects to go, besides their watch events.
+const teardownPoll = 2 * time.Second
+
+// reconcileTeardown archives or deletes: in reverse phase order, it deletes the objects this revision
+// still controls (no successor adopted them) and waits until they are gone, and removes itself from
+// the owners of objects others control. Then it lets go of the finalizer.
+func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterObjectSet) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if controllerutil.ContainsFinalizer(cos, Finalizer) {
+		resolved, prob := r.resolve(ctx, cos)
+		if prob.blocked != "" || prob.missing != "" {
+			// Objects behind unresolvable refs cannot be identified: they are left to the garbage
+			// collector (their controller reference points at this ClusterObjectSet).
+			log.Info("tearing down without some objects", "blocked", prob.blocked, "missing", prob.missing)
+		}
+		for i := len(resolved) - 1; i >= 0; i-- {
+			pending := 0
+			for j := len(resolved[i]) - 1; j >= 0; j-- {
+				obj := resolved[i][j]
+				if obj == nil {
+					continue
+				}
+				live, err := r.getLive(ctx, obj)
+				if err != nil {
+					return reconcile.Result{}, err
+				}
+				if live == nil {
+					continue
+				}
+				if ref := metav1.GetControllerOfNoCopy(live); ref != nil && ref.UID == cos.UID {
+					pending++
+					if live.GetDeletionTimestamp() == nil {
+						if err := r.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
+							client.Preconditions{UID: ptrUID(live)}); client.IgnoreNotFound(err) != nil {
+							return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describe(live), err)
+						}
+					}
+					continue
+				}
+				if err := r.dropOwner(ctx, live, cos); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
+			if pending > 0 {
+				log.V(1).Info("waiting for objects to be deleted", "phase", cos.Spec.Phases[i].Name, "pending", pending)
+				return reconcile.Result{RequeueAfter: teardownPoll}, nil
+			}
+		}
+		patch := client.MergeFrom(cos.DeepCopy())
+		controllerutil.RemoveFinalizer(cos, Finalizer)
+		if err := r.Client.Patch(ctx, cos, patch); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
+		}
+	}
+	if !cos.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	before := cos.DeepCopy()
+	rollout.SetConditions(cos, rollout.Outcome{Archived: true}, r.Clock.Now())
+	if !apimetaHasArchived(before) {
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventArchived, "Archive", "archived: objects handed over or torn down")
+	}
+	return reconcile.Result{}, r.patchStatus(ctx, before, cos)
+}
+
+func apimetaHasArchived(c *olmv1.ClusterObjectSet) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == olmv1.ConditionProgressing && cond.Reason == olmv1.ReasonArchived {
+			return true
+		}
+	}
+	return false
+}
+
+// dropOwner removes cos from the ownerReferences of an object it does not control.
+func (r *Reconciler) dropOwner(ctx context.Context, live client.Object, cos *olmv1.ClusterObjectSet) error {
+	refs := live.GetOwnerReferences()
+	kept := refs[:0:0]
+	for _, ref := range refs {
+		if ref.UID != cos.UID {
+			kept = append(kept, ref)
+		}
+	}
+	if len(kept) == len(refs) {
+		return nil
+	}
+	patch := client.MergeFrom(live.DeepCopyObject().(client.Object))
+	live.SetOwnerReferences(kept)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, live, patch))
+}
+
+func ptrUID(o client.Object) *types.UID { u := o.GetUID(); return &u }

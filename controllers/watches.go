@@ -1,0 +1,51 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+)
+
+// kindWatches starts a watch for each kind of managed object the first time one is applied, so that
+// readiness changes and deletions wake the controlling ClusterObjectSet. The cache behind them holds
+// only objects carrying LabelOwningRevision.
+type kindWatches struct {
+	ctrl   controller.Controller
+	cache  cache.Cache
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+
+	mu   sync.Mutex
+	seen map[schema.GroupVersionKind]bool
+}
+
+func (w *kindWatches) ensure(_ context.Context, gvk schema.GroupVersionKind) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[gvk] {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	src := source.Kind[client.Object](w.cache, u,
+		handler.EnqueueRequestForOwner(w.scheme, w.mapper, &olmv1.ClusterObjectSet{}, handler.OnlyControllerOwner()))
+	if err := w.ctrl.Watch(src); err != nil {
+		return err
+	}
+	if w.seen == nil {
+		w.seen = map[schema.GroupVersionKind]bool{}
+	}
+	w.seen[gvk] = true
+	return nil
+}

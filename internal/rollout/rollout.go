@@ -1,0 +1,106 @@
+// Package rollout holds the reconciler's bookkeeping as pure functions: the digest of a phase's
+// resolved content, and the status conditions that follow from what a reconcile observed.
+package rollout
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+)
+
+// PhaseDigest returns "sha256:<hex>" over the canonical JSON of a phase's resolved objects, in order
+// (each length-prefixed, so object boundaries are unambiguous). It does not depend on whether an
+// object was given inline or as a ref, nor on how a ref's Secret stores it.
+func PhaseDigest(objects []map[string]any) (string, error) {
+	h := sha256.New()
+	var n [8]byte
+	for _, o := range objects {
+		b, err := content.Canonical(o)
+		if err != nil {
+			return "", err
+		}
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Outcome is what one reconcile of an Active or Archived ClusterObjectSet found. At most one of
+// Blocked, Retrying and WaitingOn is set; Complete means every phase is applied and ready.
+type Outcome struct {
+	Archived bool
+	// Blocked needs a person (content behind a ref changed, a Secret is not immutable).
+	Blocked string
+	// Retrying may resolve itself (a Secret missing, a collision, an API error).
+	Retrying string
+	// WaitingOn names the object whose probes do not pass yet.
+	WaitingOn string
+	// Complete: every phase applied and every object ready.
+	Complete bool
+	// RolledOutPhases is the number of phases complete, for messages.
+	RolledOutPhases, Phases int
+}
+
+// Deadline returns when the progress deadline of c passes, and whether it has one.
+func Deadline(c *olmv1.ClusterObjectSet) (time.Time, bool) {
+	if c.Spec.ProgressDeadlineMinutes <= 0 {
+		return time.Time{}, false
+	}
+	return c.CreationTimestamp.Add(time.Duration(c.Spec.ProgressDeadlineMinutes) * time.Minute), true
+}
+
+// SetConditions updates the conditions of c for the outcome at now. Succeeded, once True, is never
+// cleared; the progress deadline turns Progressing False unless the rollout has succeeded once.
+func SetConditions(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation,
+			LastTransitionTime: metav1.NewTime(now),
+		})
+	}
+	switch {
+	case o.Archived:
+		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived, "the revision is archived")
+		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonArchived, "the revision is archived; its objects were handed over or torn down")
+		return
+	case o.Blocked != "":
+		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked, o.Blocked)
+		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, "probes not observed: the rollout is blocked")
+	case o.Retrying != "":
+		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying, o.Retrying)
+		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, "probes not observed: "+o.Retrying)
+	case o.Complete:
+		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, "every phase is rolled out")
+		set(olmv1.ConditionAvailable, metav1.ConditionTrue, olmv1.ReasonProbesSucceeded, "every object passes its probes")
+		set(olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded, "the revision rolled out completely")
+	default:
+		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut, rolloutMessage(o))
+		set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, o.WaitingOn)
+	}
+	if o.Blocked == "" && !o.Complete && !apimeta.IsStatusConditionTrue(c.Status.Conditions, olmv1.ConditionSucceeded) {
+		if deadline, ok := Deadline(c); ok && !now.Before(deadline) {
+			set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded,
+				"the rollout did not succeed within "+(time.Duration(c.Spec.ProgressDeadlineMinutes)*time.Minute).String()+" of creation; still trying")
+		}
+	}
+}
+
+func rolloutMessage(o Outcome) string {
+	msg := "rolling out"
+	if o.Phases > 0 {
+		msg = "rolled out " + strconv.Itoa(o.RolledOutPhases) + " of " + strconv.Itoa(o.Phases) + " phases"
+	}
+	if o.WaitingOn != "" {
+		msg += "; waiting for " + o.WaitingOn
+	}
+	return msg
+}

@@ -1,0 +1,566 @@
+// Package controller_test rolls ClusterObjectSets out on a real control plane: the garbage collector
+// of kube-controller-manager, Deployments made Available by the scheduler and kwok, and the manager
+// (webhooks and reconciler) running in this process.
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/controllers"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// clockShift is how far the reconciler's clock runs ahead, so that a 10-minute progress deadline has
+// passed for every ClusterObjectSet the tests create. Only TestProgressDeadline sets a deadline.
+const clockShift = 15 * time.Minute
+
+type shiftedClock struct{ clock.RealClock }
+
+func (shiftedClock) Now() time.Time                    { return time.Now().Add(clockShift) }
+func (c shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+var manager *testenv.Manager
+
+func startManager(ctx context.Context) (*testenv.Manager, error) {
+	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) {
+		o.Clock = shiftedClock{}
+		o.SkipControllerNameValidation = true
+	})
+}
+
+func TestMain(m *testing.M) {
+	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
+		testenv.Env = env
+		mgr, err := startManager(ctx)
+		if err != nil {
+			return nil, err
+		}
+		manager = mgr
+		return func() { _ = manager.Stop() }, nil
+	})
+}
+
+var ctx = context.Background()
+
+func c() client.Client { return testenv.Env.Client }
+
+// eventually polls cond every 100 ms for up to two minutes.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		ok, msg := cond()
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
+	}
+}
+
+func getCOS(t *testing.T, name string) *olmv1.ClusterObjectSet {
+	t.Helper()
+	cos := &olmv1.ClusterObjectSet{}
+	if err := c().Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
+		t.Fatal(err)
+	}
+	return cos
+}
+
+// conditions renders the conditions for failure messages.
+func conditions(cos *olmv1.ClusterObjectSet) string {
+	var parts []string
+	for _, cond := range cos.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s/%s(%s)", cond.Type, cond.Status, cond.Reason, cond.Message))
+	}
+	return strings.Join(parts, " ")
+}
+
+func waitFor(t *testing.T, name, condType string, status metav1.ConditionStatus, reason string) *olmv1.ClusterObjectSet {
+	t.Helper()
+	var cos *olmv1.ClusterObjectSet
+	eventually(t, fmt.Sprintf("%s %s=%s/%s", name, condType, status, reason), func() (bool, string) {
+		cos = &olmv1.ClusterObjectSet{}
+		if err := c().Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
+			return false, err.Error()
+		}
+		cond := apimeta.FindStatusCondition(cos.Status.Conditions, condType)
+		return cond != nil && cond.Status == status && (reason == "" || cond.Reason == reason) && cond.ObservedGeneration == cos.Generation, conditions(cos)
+	})
+	return cos
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	err := c().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func create(t *testing.T, cos *olmv1.ClusterObjectSet) {
+	t.Helper()
+	if err := c().Create(ctx, cos); err != nil {
+		t.Fatalf("creating %s: %v", cos.Name, err)
+	}
+}
+
+func deployment(ns, name, image string, nodeSelector map[string]string) *unstructured.Unstructured {
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers:   []corev1.Container{{Name: "main", Image: image}},
+					NodeSelector: nodeSelector,
+				},
+			},
+		},
+	}
+	u, err := toUnstructured(d)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func toUnstructured(o any) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
+	return u, nil
+}
+
+func TestArgoCDRollsOutPhaseByPhase(t *testing.T) {
+	ensureNamespace(t, "argocd")
+	cos, err := builders.Bundle("argocd-rollout", "argocd-install", "argocd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, cos)
+	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, olmv1.ConditionAvailable) {
+		t.Errorf("Succeeded but not Available: %s", conditions(got))
+	}
+	// Phases completed in spec order.
+	if len(got.Status.ObservedPhases) != len(got.Spec.Phases) {
+		t.Fatalf("observedPhases %d, phases %d", len(got.Status.ObservedPhases), len(got.Spec.Phases))
+	}
+	for i := 1; i < len(got.Status.ObservedPhases); i++ {
+		prev, cur := got.Status.ObservedPhases[i-1], got.Status.ObservedPhases[i]
+		if cur.CompletedAt.Before(&prev.CompletedAt) {
+			t.Errorf("phase %s completed before phase %s", cur.Name, prev.Name)
+		}
+	}
+	// Every object carries the controller reference and the owning-revision label.
+	server := &appsv1.Deployment{}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: "argocd", Name: "argocd-server"}, server); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(server); ref == nil || ref.UID != got.UID {
+		t.Errorf("argocd-server controller reference %v, want %s", ref, got.UID)
+	}
+	if server.Labels[controllers.LabelOwningRevision] != content.RevisionLabelValue(got.Name) {
+		t.Errorf("argocd-server labels %v", server.Labels)
+	}
+}
+
+func TestCRDsEstablishedBeforeTheNextPhase(t *testing.T) {
+	ensureNamespace(t, "monitoring")
+	cos, err := builders.Bundle("prometheus-crds", "prometheus-operator-crds", "monitoring",
+		builders.WithPhase("after", builders.Inline(builders.ConfigMap("monitoring", "after-crds", map[string]string{"a": "b"}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, cos)
+	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	after := &corev1.ConfigMap{}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: "monitoring", Name: "after-crds"}, after); err != nil {
+		t.Fatal(err)
+	}
+	crds := got.Status.ObservedPhases[0]
+	// completedAt comes from the reconciler's shifted clock; creationTimestamps have a 1 s resolution.
+	completed := crds.CompletedAt.Add(-clockShift).Truncate(time.Second)
+	if crds.Name != "crds" || crds.CompletedAt.IsZero() || after.CreationTimestamp.Time.Before(completed) {
+		t.Errorf("the next phase's ConfigMap was created at %s, the crds phase completed at %s", after.CreationTimestamp, crds.CompletedAt)
+	}
+	inline, err := builders.Bundle("prometheus-crds", "prometheus-operator-crds", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range inline.Spec.Phases[0].Objects {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(o.Object.GroupVersionKind())
+		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Name: o.Object.GetName()}, crd); err != nil {
+			t.Fatal(err)
+		}
+		established := false
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, cnd := range conds {
+			m := cnd.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				established = true
+			}
+		}
+		if !established {
+			t.Errorf("CRD %s not Established", crd.GetName())
+		}
+	}
+}
+
+func TestRevisionHandover(t *testing.T) {
+	ns := "handover"
+	ensureNamespace(t, ns)
+	owner := map[string]string{olmv1.LabelOwnerName: "handover-app"}
+	keep := builders.ConfigMap(ns, "kept", map[string]string{"a": "1"})
+	removed := builders.ConfigMap(ns, "removed", map[string]string{"b": "2"})
+	rev1 := builders.COS("handover-1", builders.WithLabels(owner),
+		builders.WithPhase("configuration", builders.Inline(keep), builders.Inline(removed)),
+		builders.WithPhase("deploy", builders.Inline(deployment(ns, "web", "example.invalid/web:1", nil))))
+	create(t, rev1)
+	r1 := waitFor(t, rev1.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	keptBefore := &corev1.ConfigMap{}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept"}, keptBefore); err != nil {
+		t.Fatal(err)
+	}
+
+	rev2 := builders.COS("handover-2", builders.WithRevision(2), builders.WithLabels(owner),
+		builders.WithPhase("configuration", builders.Inline(keep)),
+		builders.WithPhase("deploy", builders.Inline(deployment(ns, "web", "example.invalid/web:2", nil))))
+	create(t, rev2)
+	r2 := waitFor(t, rev2.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	waitFor(t, rev1.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
+	if getCOS(t, rev1.Name).Spec.LifecycleState != olmv1.LifecycleStateArchived {
+		t.Error("revision 1 not archived")
+	}
+	eventually(t, "the removed ConfigMap to be deleted", func() (bool, string) {
+		err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "removed"}, &corev1.ConfigMap{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	kept := &corev1.ConfigMap{}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept"}, kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept.UID != keptBefore.UID {
+		t.Error("the kept ConfigMap was recreated instead of handed over")
+	}
+	if ref := metav1.GetControllerOf(kept); ref == nil || ref.UID != r2.UID {
+		t.Errorf("kept ConfigMap controller %v, want revision 2", ref)
+	}
+	for _, ref := range kept.OwnerReferences {
+		if ref.UID == r1.UID {
+			t.Error("revision 1 still owns the kept ConfigMap")
+		}
+	}
+	web := &appsv1.Deployment{}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, web); err != nil {
+		t.Fatal(err)
+	}
+	if img := web.Spec.Template.Spec.Containers[0].Image; img != "example.invalid/web:2" {
+		t.Errorf("image %s after handover", img)
+	}
+}
+
+func TestCollisionProtection(t *testing.T) {
+	ns := "collisions"
+	ensureNamespace(t, ns)
+	// A pre-existing ConfigMap without a controller, and one controlled by another owner.
+	free := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}}
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "some-owner"}}
+	for _, o := range []*corev1.ConfigMap{free, owner} {
+		if err := c().Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	controlled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "controlled",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}}}
+	if err := c().Create(ctx, controlled); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		protection olmv1.CollisionProtection
+		target     string
+		succeed    bool
+	}{
+		"Prevent, no controller":        {olmv1.CollisionProtectionPrevent, "free", false},
+		"Prevent, controlled":           {olmv1.CollisionProtectionPrevent, "controlled", false},
+		"IfNoController, controlled":    {olmv1.CollisionProtectionIfNoController, "controlled", false},
+		"IfNoController, no controller": {olmv1.CollisionProtectionIfNoController, "free", true},
+		"None, controlled":              {olmv1.CollisionProtectionNone, "controlled", true},
+	}
+	// Order matters: the adopting cases take the objects over, so the refusing cases run first.
+	for _, name := range []string{"Prevent, no controller", "Prevent, controlled", "IfNoController, controlled", "IfNoController, no controller", "None, controlled"} {
+		tc := tests[name]
+		t.Run(name, func(t *testing.T) {
+			cosName := "collide-" + strings.ToLower(strings.NewReplacer(" ", "", ",", "-").Replace(name))
+			cos := builders.COS(cosName, builders.WithCollisionProtection(tc.protection),
+				builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, tc.target, map[string]string{"by": cosName}))))
+			create(t, cos)
+			if tc.succeed {
+				got := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+				cm := &corev1.ConfigMap{}
+				if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.target}, cm); err != nil {
+					t.Fatal(err)
+				}
+				if ref := metav1.GetControllerOf(cm); ref == nil || ref.UID != got.UID {
+					t.Errorf("controller after adoption: %v", ref)
+				}
+			} else {
+				got := waitFor(t, cosName, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
+				msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
+				if !strings.Contains(msg, "ConfigMap "+ns+"/"+tc.target) || !strings.Contains(msg, "collision") {
+					t.Errorf("collision message %q does not name the object", msg)
+				}
+			}
+			// Clean up without touching the target: remove the revision.
+			_ = c().Delete(ctx, cos)
+		})
+	}
+}
+
+func TestMissingSecretThenCreated(t *testing.T) {
+	cm := builders.ConfigMap("default", "from-late-secret", map[string]string{"a": "b"})
+	data, err := content.Canonical(cm.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := content.Key(data)
+	cos := builders.COS("late-secret", builders.WithPhase("configuration", builders.Ref("late-secret-data", "", key)))
+	create(t, cos)
+	got := waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
+	if msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message; !strings.Contains(msg, "late-secret-data") {
+		t.Errorf("Retrying message %q does not name the Secret", msg)
+	}
+	sec := objectDataSecret("late-secret-data", cos.Name, map[string][]byte{key: data})
+	if err := c().Create(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	// The Secret is now owned by the ClusterObjectSet.
+	eventually(t, "the Secret's owner reference", func() (bool, string) {
+		s := &corev1.Secret{}
+		if err := c().Get(ctx, client.ObjectKeyFromObject(sec), s); err != nil {
+			return false, err.Error()
+		}
+		ref := metav1.GetControllerOf(s)
+		return ref != nil && ref.UID == got.UID, fmt.Sprint(s.OwnerReferences)
+	})
+}
+
+func objectDataSecret(name, cosName string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name,
+			Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}},
+		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: data,
+	}
+}
+
+func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
+	cm := builders.ConfigMap("default", "guarded", map[string]string{"a": "b"})
+	data, _ := content.Canonical(cm.Object)
+	// A plain (not content-addressed) key: only the latched phase digest can notice a change.
+	cos := builders.COS("replaced-secret", builders.WithPhase("configuration", builders.Ref("replaced-secret-data", "", "manifest")))
+	sec := objectDataSecret("replaced-secret-data", cos.Name, map[string][]byte{"manifest": data})
+	if err := c().Create(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	create(t, cos)
+	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+
+	replace := func(d []byte) {
+		t.Helper()
+		old := &corev1.Secret{}
+		if err := c().Get(ctx, client.ObjectKeyFromObject(sec), old); err != nil {
+			t.Fatal(err)
+		}
+		// The Secret guard refuses to delete a referenced Secret, but exempts the manager's own user,
+		// which here is the test's admin user.
+		if err := c().Delete(ctx, old); err != nil {
+			t.Fatalf("deleting the Secret: %v", err)
+		}
+		fresh := objectDataSecret(sec.Name, cos.Name, map[string][]byte{"manifest": d})
+		if err := c().Create(ctx, fresh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := builders.ConfigMap("default", "guarded", map[string]string{"a": "changed"})
+	changedData, _ := content.Canonical(changed.Object)
+	replace(changedData)
+	got := waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+	msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
+	if !strings.Contains(msg, "configuration") || strings.Contains(msg, "changed") {
+		t.Errorf("Blocked message %q: want the phase named and no content", msg)
+	}
+	replace(data)
+	waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+}
+
+func TestProgressDeadline(t *testing.T) {
+	ns := "deadline"
+	ensureNamespace(t, ns)
+	// The Deployment's Pod can only run on a node labelled deadline=ok: none is, yet.
+	cos := builders.COS("deadline", builders.WithProgressDeadline(10),
+		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"deadline": "ok"}))))
+	create(t, cos)
+	waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded)
+	labelNode(t, "deadline", "ok")
+	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	if cond := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing); cond.Status != metav1.ConditionTrue || cond.Reason != olmv1.ReasonSucceeded {
+		t.Errorf("after recovery Progressing is %s/%s", cond.Status, cond.Reason)
+	}
+}
+
+func labelNode(t *testing.T, key, value string) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := c().Get(ctx, client.ObjectKey{Name: "kwok-node-0"}, node); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Labels[key] = value
+	if err := c().Patch(ctx, node, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestManagerRestartMidRollout(t *testing.T) {
+	ns := "restart"
+	ensureNamespace(t, ns)
+	cos := builders.COS("restart", builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, "first", nil))),
+		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"restart": "ok"}))),
+		builders.WithPhase("publish", builders.Inline(builders.ConfigMap(ns, "last", nil))))
+	create(t, cos)
+	waitFor(t, cos.Name, olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure)
+	if err := manager.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	labelNode(t, "restart", "ok")
+	mgr, err := startManager(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manager = mgr
+	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "last"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("last phase not applied: %v", err)
+	}
+}
+
+func TestOrphanSweep(t *testing.T) {
+	old := objectDataSecret("orphan-old", "never-created", map[string][]byte{"k": []byte("{}")})
+	if err := c().Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	// creationTimestamp has a resolution of one second: let two pass between the two Secrets.
+	time.Sleep(2100 * time.Millisecond)
+	young := objectDataSecret("orphan-young", "never-created-either", map[string][]byte{"k": []byte("{}")})
+	if err := c().Create(ctx, young); err != nil {
+		t.Fatal(err)
+	}
+	// A ClusterObjectSet whose Secret it references must survive any sweep.
+	kept := builders.COS("sweep-keeps", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-keeps", 2)...))
+	create(t, kept)
+	ref := getCOS(t, kept.Name).Spec.Phases[0].Objects[0].Ref
+
+	// Judged at the young Secret's creation, with a one-second grace period: the old one is past it.
+	if err := c().Get(ctx, client.ObjectKeyFromObject(young), young); err != nil {
+		t.Fatal(err)
+	}
+	sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
+		GracePeriod: time.Second, Clock: fixedClock{young.CreationTimestamp.Time}}
+	if _, err := sweeper.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c().Get(ctx, client.ObjectKeyFromObject(old), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Secret older than the grace period was not swept: %v", err)
+	}
+	if err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{}); err != nil {
+		t.Errorf("the Secret younger than the grace period was swept: %v", err)
+	}
+	// Much later, the young orphan goes too; the referenced Secret stays.
+	sweeper.Clock = fixedClock{time.Now().Add(time.Hour)}
+	if _, err := sweeper.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the young orphan was not swept after its grace period: %v", err)
+	}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: ref.Name}, &corev1.Secret{}); err != nil {
+		t.Errorf("a referenced Secret was swept: %v", err)
+	}
+}
+
+type fixedClock struct{ t time.Time }
+
+func (f fixedClock) Now() time.Time                  { return f.t }
+func (f fixedClock) Since(t time.Time) time.Duration { return f.t.Sub(t) }
+
+func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
+	ns := "deletion"
+	ensureNamespace(t, ns)
+	cos := builders.COS("deletion", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps(ns, "gone", 3)...),
+		builders.WithPhase("deploy", builders.Inline(deployment(ns, "gone", "example.invalid/gone:1", nil))))
+	create(t, cos)
+	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	secretName := got.Spec.Phases[0].Objects[0].Ref.Name
+	eventually(t, "the Secret to be owned", func() (bool, string) {
+		s := &corev1.Secret{}
+		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: secretName}, s); err != nil {
+			return false, err.Error()
+		}
+		return metav1.GetControllerOf(s) != nil, fmt.Sprint(s.OwnerReferences)
+	})
+	if err := c().Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ClusterObjectSet, its objects and its Secrets to be gone", func() (bool, string) {
+		var left []string
+		if err := c().Get(ctx, client.ObjectKey{Name: cos.Name}, &olmv1.ClusterObjectSet{}); !apierrors.IsNotFound(err) {
+			left = append(left, "ClusterObjectSet")
+		}
+		if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+			left = append(left, "Deployment")
+		}
+		for i := range 3 {
+			if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("gone-%d", i)}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+				left = append(left, fmt.Sprintf("ConfigMap gone-%d", i))
+			}
+		}
+		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: secretName}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			left = append(left, "Secret "+secretName)
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+}
