@@ -1,10 +1,12 @@
 package validation
 
 import (
+	"encoding/json"
 	"math"
-	"reflect"
+	"unicode/utf8"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // Two notions of equality are at work in the API server, and both are reproduced here.
@@ -12,11 +14,14 @@ import (
 // celEqual is CEL's == on values typed by the schema, as transition rules such as
 // `self == oldSelf` see them: list-type=map lists compare by key regardless of order, objects with
 // declared properties compare those properties and treat a null as absent, and fields the schema
-// does not declare (the inside of an embedded object) compare with semantic deep equality, but only
-// when the other side has the field too (equal sizes are required).
+// does not declare (the inside of an embedded object) compare with deep equality, but only when the
+// other side has the field too (equal sizes are required).
 //
 // unchanged is the ratcheting comparison of an update (schema and CEL errors of an unchanged value
 // are not reported): deep equality, except that list-type=map lists correlate items by key.
+//
+// Deep equality, in both, is jsonEqual: the API server's semantic deep equality of decoded values,
+// which also compares the unencoded bodies of inline objects (see wire.go) as their JSON forms.
 
 // embeddedMetaSchema declares what CEL sees of an embedded resource: apiVersion, kind, and metadata
 // with name and generateName.
@@ -35,7 +40,7 @@ func celEqual(self, other any, s *schema) bool {
 		return self == nil && other == nil
 	}
 	if s == nil {
-		return apiequality.Semantic.DeepEqual(self, other)
+		return jsonEqual(self, other)
 	}
 	switch s.Type {
 	case "array":
@@ -87,7 +92,7 @@ func celEqual(self, other any, s *schema) bool {
 				ps, declared := props[k]
 				if !declared {
 					// Undeclared field: compared only when the other side has it.
-					if vb, ok := b[k]; ok && !apiequality.Semantic.DeepEqual(va, vb) {
+					if vb, ok := b[k]; ok && !jsonEqual(va, vb) {
 						return false
 					}
 					continue
@@ -105,7 +110,7 @@ func celEqual(self, other any, s *schema) bool {
 					return false
 				}
 			default:
-				if vb, ok := b[k]; ok && !apiequality.Semantic.DeepEqual(va, vb) {
+				if vb, ok := b[k]; ok && !jsonEqual(va, vb) {
 					return false
 				}
 			}
@@ -175,7 +180,7 @@ func unchanged(newV, oldV any, s *schema) bool {
 		}
 		if s == nil || s.ListType != "map" || s.Items == nil || len(s.ListMapKeys) != 1 {
 			// Items of other lists do not correlate: the list is compared as a whole.
-			return reflect.DeepEqual(n, o)
+			return jsonEqual(n, o)
 		}
 		for _, item := range n {
 			old := correlateItem(item, o, s)
@@ -209,7 +214,7 @@ func unchanged(newV, oldV any, s *schema) bool {
 		if _, isList := oldV.([]any); isList {
 			return false
 		}
-		return reflect.DeepEqual(newV, oldV)
+		return jsonEqual(newV, oldV)
 	}
 }
 
@@ -240,4 +245,122 @@ func propSchema(s *schema, k string) *schema {
 		return p
 	}
 	return s.AdditionalProperties
+}
+
+// jsonEqual reports whether a and b are equal as the API server sees them: their JSON forms, once
+// decoded, are deeply equal. On wire values this is apiequality.Semantic.DeepEqual, which on their
+// types is plain deep equality. jsonEqual also takes the unencoded bodies of inline objects, JSON
+// values (isJSONValue) whose JSON forms differ from them in two ways only: invalid UTF-8 in a string
+// becomes U+FFFD, byte by byte, and a float64 whose encoding is an integer becomes an int64; a nil
+// map or list is null. Values of other types do not occur; they compare with
+// apiequality.Semantic.DeepEqual.
+func jsonEqual(a, b any) bool {
+	a, b = nilAsNull(a), nilAsNull(b)
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && (x == y || jsonString(x) == jsonString(y))
+	case int64, float64:
+		return jsonNumbersEqual(a, b)
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, va := range x {
+			vb, found := y[k]
+			if !found || !jsonEqual(va, vb) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// nilAsNull returns nil for a nil map or list, which encode as null.
+func nilAsNull(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return nil
+		}
+	case []any:
+		if x == nil {
+			return nil
+		}
+	}
+	return v
+}
+
+// jsonString is s as encoding/json encodes it: every byte of s that is not part of valid UTF-8
+// becomes U+FFFD.
+func jsonString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	out := make([]byte, 0, len(s)+8)
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, s[:size]...)
+		}
+		s = s[size:]
+	}
+	return string(out)
+}
+
+// jsonNumbersEqual compares two numbers, each an int64 or a float64, as their JSON forms decode. Two
+// float64s are equal exactly when their numeric values are: distinct finite values have distinct
+// shortest encodings, and 0 and -0 both decode as the int64 0.
+func jsonNumbersEqual(a, b any) bool {
+	switch x := a.(type) {
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return x == y
+		case float64:
+			return jsonNumber(y) == a
+		}
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return x == y
+		case int64:
+			return jsonNumber(x) == b
+		}
+	}
+	return false
+}
+
+// jsonNumber is what the API server decodes from the JSON encoding of f: an int64 when the encoding
+// is an integer that fits, else a float64 (nil for the numbers JSON cannot encode).
+func jsonNumber(f float64) any {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return nil
+	}
+	var v any
+	if utiljson.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	return v
 }

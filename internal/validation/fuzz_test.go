@@ -2,6 +2,7 @@ package validation
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -17,7 +18,8 @@ import (
 // FuzzValidate builds a new and an old ClusterObjectSet from the fuzz bytes and checks that the
 // validator does not panic, does not change its inputs, gives the same answer twice, adds the
 // Skipped error exactly when a blocking error is present, and accepts an unchanged update of what it
-// accepts on create.
+// accepts on create. It also checks that leaving the bodies of inline objects unencoded (toWire)
+// gives the errors of encoding everything (toWireWhole).
 //
 // The first byte chooses how the bytes become objects: built field by field from small sets of
 // valid and invalid values (even), or decoded as JSON (odd; "<old>\x00<new>").
@@ -68,6 +70,12 @@ func FuzzValidate(f *testing.F) {
 		checkList(t, updated)
 		if diff := cmp.Diff(rendered(updated), rendered(ValidateUpdate(old, obj))); diff != "" {
 			t.Fatalf("update is not deterministic:\n%s", diff)
+		}
+		if diff := cmp.Diff(rendered(validateCreate(obj, toWireWhole)), rendered(created)); diff != "" {
+			t.Fatalf("create: whole encoding (-) and unencoded bodies (+) disagree:\n%s", diff)
+		}
+		if diff := cmp.Diff(rendered(validateUpdate(old, obj, toWireWhole)), rendered(updated)); diff != "" {
+			t.Fatalf("update: whole encoding (-) and unencoded bodies (+) disagree:\n%s", diff)
 		}
 		if diff := cmp.Diff(objBefore, obj); diff != "" {
 			t.Fatalf("the new object changed:\n%s", diff)
@@ -193,7 +201,7 @@ func (s *source) content() map[string]any {
 	meta := map[string]any{"name": s.of(names...), "namespace": s.of("default", "", "Bad_NS")}
 	m["metadata"] = meta
 	for range s.pick(4) {
-		switch s.pick(14) {
+		switch s.pick(15) {
 		case 0:
 			delete(m, "apiVersion")
 		case 1:
@@ -225,9 +233,54 @@ func (s *source) content() map[string]any {
 			meta[s.of("color", "generation", "finalizers", "generateName")] = []any{"a/b/c", int64(-1), "a%", nil}[s.pick(4)]
 		case 13:
 			m["spec"] = map[string]any{"n": 1.5, "l": []any{nil, true, "x", map[string]any{}}, "null": nil}
+		case 14:
+			m[s.of("spec", "data", "k\xff", "k\xfe")] = s.bodyValue(3)
 		}
 	}
 	return m
+}
+
+// bodyValue is a value in the body of an inline object: mostly what JSON changes (integral floats,
+// invalid UTF-8) or cannot encode (infinity), and what is left to the whole encoding (json.Number,
+// field names that collide once repaired).
+func (s *source) bodyValue(depth int) any {
+	switch s.pick(12) {
+	case 0:
+		return int64(1)
+	case 1:
+		return float64(1)
+	case 2:
+		return []any{1.5, math.Copysign(0, -1), int64(0), float64(1 << 62), int64(4611686018427388000)}[s.pick(5)]
+	case 3:
+		return s.of("a\xff", "a\xfe", "a\uFFFD", "a\xff\xfe", "")
+	case 4:
+		return nil
+	case 5:
+		return s.pick(2) == 0
+	case 6:
+		return json.Number("1")
+	case 7:
+		if s.pick(8) == 0 {
+			return math.Inf(1)
+		}
+		return "x"
+	case 8, 9:
+		m := map[string]any{}
+		if depth > 0 {
+			for range s.pick(4) {
+				m[s.of("k", "l", "k\xff", "k\xfe", "k\uFFFD")] = s.bodyValue(depth - 1)
+			}
+		}
+		return m
+	default:
+		l := []any{}
+		if depth > 0 {
+			for range s.pick(4) {
+				l = append(l, s.bodyValue(depth-1))
+			}
+		}
+		return l
+	}
 }
 
 func (s *source) probe() olmv1.ProgressionProbe {
@@ -266,7 +319,7 @@ func (s *source) probe() olmv1.ProgressionProbe {
 
 // mutate makes the kind of change an update makes.
 func (s *source) mutate(c *olmv1.ClusterObjectSet) {
-	switch s.pick(8) {
+	switch s.pick(9) {
 	case 0:
 		c.Spec.Revision++
 	case 1:
@@ -286,6 +339,10 @@ func (s *source) mutate(c *olmv1.ClusterObjectSet) {
 	case 7:
 		if len(c.Spec.Phases) > 0 && len(c.Spec.Phases[0].Objects) > 0 {
 			c.Spec.Phases[0].Objects[0] = s.object()
+		}
+	case 8:
+		if len(c.Spec.Phases) > 0 && len(c.Spec.Phases[0].Objects) > 0 && c.Spec.Phases[0].Objects[0].Object.Object != nil {
+			c.Spec.Phases[0].Objects[0].Object.Object[s.of("spec", "data")] = s.bodyValue(2)
 		}
 	}
 }

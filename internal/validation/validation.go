@@ -10,7 +10,10 @@
 // invalid UTF-8 becomes U+FFFD), and applies the API server's decoding steps: nulls of declared fields
 // are dropped (a nil phase objects list is absent, not empty) and inline objects are coerced
 // (apiVersion and kind must be strings, metadata must decode as ObjectMeta). A coercion failure is a
-// 400 Bad Request from the API server, before validation; here it is the only error returned.
+// 400 Bad Request from the API server, before validation; here it is the only error returned. The
+// bodies of inline objects (all but apiVersion, kind and metadata), which no rule looks into, are not
+// encoded but compared as their JSON forms would be, so that the cost of validation does not grow
+// with their size (see wire.go).
 //
 // Validation then runs in the API server's two stages:
 //
@@ -51,14 +54,7 @@ import (
 
 // ValidateCreate validates a ClusterObjectSet being created.
 func ValidateCreate(obj *olmv1.ClusterObjectSet) field.ErrorList {
-	if obj == nil {
-		return field.ErrorList{field.InternalError(nil, errors.New("no ClusterObjectSet to validate"))}
-	}
-	spec, errs := toWire(&obj.Spec, true)
-	if len(errs) > 0 {
-		return errs
-	}
-	return validate(spec, nil, nil)
+	return validateCreate(obj, toWire)
 }
 
 // ValidateUpdate validates an update from old to obj. On top of the rules of a create: revision and
@@ -69,17 +65,34 @@ func ValidateCreate(obj *olmv1.ClusterObjectSet) field.ErrorList {
 // A nil old is a create. The rules of status.observedPhases are not checked (see the package
 // documentation).
 func ValidateUpdate(old, obj *olmv1.ClusterObjectSet) field.ErrorList {
+	return validateUpdate(old, obj, toWire)
+}
+
+// validateCreate and validateUpdate take the function that makes wire forms, so that tests can
+// compare toWire with toWireWhole.
+func validateCreate(obj *olmv1.ClusterObjectSet, wire wireFunc) field.ErrorList {
+	if obj == nil {
+		return field.ErrorList{field.InternalError(nil, errors.New("no ClusterObjectSet to validate"))}
+	}
+	spec, errs := wire(&obj.Spec, true)
+	if len(errs) > 0 {
+		return errs
+	}
+	return validate(spec, nil, nil)
+}
+
+func validateUpdate(old, obj *olmv1.ClusterObjectSet, wire wireFunc) field.ErrorList {
 	if old == nil {
-		return ValidateCreate(obj)
+		return validateCreate(obj, wire)
 	}
 	if obj == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("no ClusterObjectSet to validate"))}
 	}
-	spec, errs := toWire(&obj.Spec, true)
+	spec, errs := wire(&obj.Spec, true)
 	if len(errs) > 0 {
 		return errs
 	}
-	oldSpec, _ := toWire(&old.Spec, false)
+	oldSpec, _ := wire(&old.Spec, false)
 	return validate(spec, oldSpec, rootCorr(spec, oldSpec, specSchema))
 }
 

@@ -3,7 +3,10 @@ package validation
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,13 +28,71 @@ import (
 // A failed coercion fails the request with 400 Bad Request before validation; for the new object
 // toWire returns it as a field error, for the old object (strict=false) it drops what does not
 // decode, as the API server does when it reads a stored object.
+//
+// # Bodies of inline objects
+//
+// Encoding megabytes of inline objects to JSON and decoding them again would dominate the cost of
+// validation, for nothing: no rule looks inside an inline object beyond apiVersion, kind and metadata.
+// The other fields of an inline object, its body (spec, data, rules, ...), only count through
+//
+//   - their names: an inline object is an object of so many fields, empty or not, and
+//   - their values, for equality, in the transition rule "phases is immutable" and in ratcheting.
+//
+// So only the typed fields of the spec and the apiVersion, kind and metadata of each inline object go
+// through JSON; the body fields are put back into the result as the caller's Go values, unencoded
+// (and never changed). Equality compares them as their JSON forms would compare (jsonEqual), so the
+// verdicts are those of encoding everything. This holds when a body is a JSON value (isJSONValue):
+// made of what JSON decoding yields, with finite numbers and valid UTF-8 field names, not too deeply
+// nested. It then encodes without error and its decoded form differs only in repaired strings and in
+// integral numbers, which jsonEqual accounts for. When a body is anything else (a Go type JSON
+// decoding never makes, NaN, field names that collide once invalid UTF-8 is repaired, a cycle), the
+// whole spec is encoded instead (toWireWhole), which also finds and names what cannot be encoded.
 
 var specPath = field.NewPath("spec")
 
+// maxBodyDepth bounds the nesting of the bodies kept unencoded: far below the nesting the decoder
+// refuses (10000), and a cycle always exceeds it.
+const maxBodyDepth = 500
+
+// wireFunc turns a spec into its wire form, as toWire and toWireWhole do.
+type wireFunc func(spec *olmv1.ClusterObjectSetSpec, strict bool) (map[string]any, field.ErrorList)
+
+// toWire returns the wire form of spec, with the bodies of inline objects unencoded when they are
+// JSON values (see above).
 func toWire(spec *olmv1.ClusterObjectSetSpec, strict bool) (map[string]any, field.ErrorList) {
+	heads, bodies, ok := splitBodies(spec)
+	if !ok {
+		return toWireWhole(spec, strict)
+	}
+	out, errs := encode(heads, spec, strict)
+	if out == nil {
+		return nil, errs
+	}
+	for _, b := range bodies {
+		obj := inlineObject(out, b.phase, b.object)
+		if obj == nil {
+			return nil, append(errs, field.InternalError(specPath, fmt.Errorf("inline object %d of phase %d not found in the wire form", b.object, b.phase)))
+		}
+		for k, v := range b.content {
+			if !isHeadField(k) {
+				obj[k] = v
+			}
+		}
+	}
+	return out, errs
+}
+
+// toWireWhole returns the wire form of spec, encoding all of it.
+func toWireWhole(spec *olmv1.ClusterObjectSetSpec, strict bool) (map[string]any, field.ErrorList) {
+	return encode(spec, spec, strict)
+}
+
+// encode encodes spec as JSON, decodes it and does the API server's decoding steps. orig is the spec
+// as given, which encodingErrors searches for what cannot be encoded.
+func encode(spec, orig *olmv1.ClusterObjectSetSpec, strict bool) (map[string]any, field.ErrorList) {
 	data, err := json.Marshal(spec)
 	if err != nil {
-		return nil, encodingErrors(spec, err)
+		return nil, encodingErrors(orig, err)
 	}
 	var out map[string]any
 	if err := utiljson.Unmarshal(data, &out); err != nil {
@@ -39,6 +100,115 @@ func toWire(spec *olmv1.ClusterObjectSetSpec, strict bool) (map[string]any, fiel
 	}
 	pruneNulls(out, specSchema)
 	return out, coerce(specPath, out, specSchema, strict)
+}
+
+// body locates an inline object with a body: number object of phase number phase, whose content is
+// content.
+type body struct {
+	phase, object int
+	content       map[string]any
+}
+
+// headFields are the fields of an inline object that the rules look at.
+var headFields = [...]string{"apiVersion", "kind", "metadata"}
+
+// splitBodies returns a copy of spec whose inline objects keep only their head fields, and the bodies
+// taken out, or ok=false when a body is not a JSON value. spec is not changed; when no inline object
+// has a body, heads is spec itself.
+func splitBodies(spec *olmv1.ClusterObjectSetSpec) (heads *olmv1.ClusterObjectSetSpec, bodies []body, ok bool) {
+	for i := range spec.Phases {
+		for j := range spec.Phases[i].Objects {
+			content := spec.Phases[i].Objects[j].Object.Object
+			hasBody := false
+			for k, v := range content {
+				if isHeadField(k) {
+					continue
+				}
+				if !utf8.ValidString(k) || !isJSONValue(v, maxBodyDepth) {
+					return nil, nil, false
+				}
+				hasBody = true
+			}
+			if hasBody {
+				bodies = append(bodies, body{phase: i, object: j, content: content})
+			}
+		}
+	}
+	if len(bodies) == 0 {
+		return spec, nil, true
+	}
+
+	// Copy the phases and the objects lists that hold a body, and replace those objects by their heads.
+	heads = new(olmv1.ClusterObjectSetSpec)
+	*heads = *spec
+	heads.Phases = slices.Clone(spec.Phases)
+	copied := make([]bool, len(spec.Phases))
+	for _, b := range bodies {
+		phase := &heads.Phases[b.phase]
+		if !copied[b.phase] {
+			phase.Objects = slices.Clone(phase.Objects)
+			copied[b.phase] = true
+		}
+		head := make(map[string]any, len(headFields))
+		for _, k := range headFields {
+			if v, ok := b.content[k]; ok {
+				head[k] = v
+			}
+		}
+		phase.Objects[b.object].Object.Object = head
+	}
+	return heads, bodies, true
+}
+
+func isHeadField(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" }
+
+// inlineObject returns the wire form of inline object j of phase i, or nil.
+func inlineObject(wire map[string]any, i, j int) map[string]any {
+	phases, _ := wire["phases"].([]any)
+	if i >= len(phases) {
+		return nil
+	}
+	phase, _ := phases[i].(map[string]any)
+	objects, _ := phase["objects"].([]any)
+	if j >= len(objects) {
+		return nil
+	}
+	object, _ := objects[j].(map[string]any)
+	content, _ := object["object"].(map[string]any)
+	return content
+}
+
+// isJSONValue reports whether v is made only of what JSON decoding yields (nil, bool, string, int64,
+// float64, map[string]any, []any), with finite numbers and field names of valid UTF-8, nested at most
+// depth deep.
+func isJSONValue(v any, depth int) bool {
+	switch x := v.(type) {
+	case nil, bool, string, int64:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		if depth == 0 {
+			return false
+		}
+		for k, e := range x {
+			if !utf8.ValidString(k) || !isJSONValue(e, depth-1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if depth == 0 {
+			return false
+		}
+		for _, e := range x {
+			if !isJSONValue(e, depth-1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // encodingErrors names the inline objects that cannot be encoded as JSON (a client could not send
