@@ -10,10 +10,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -171,4 +174,22 @@ func checkExternalized(t *testing.T, want, stored *olmv1.ClusterObjectSet) {
 			}
 		}
 	}
+}
+
+// settledSecrets waits until every object-data Secret of cos is owned by it (the reconciler's Secret
+// ownership runs even in webhook-only mode), then returns their resourceVersions.
+func settledSecrets(t *testing.T, cos *olmv1.ClusterObjectSet) secretState {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for _, s := range objectDataSecrets(t, cos.Name) {
+			if ref := metav1.GetControllerOf(&s); ref == nil || ref.UID != cos.UID {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the Secrets of %s to be owned: %v", cos.Name, err)
+	}
+	return stateOf(objectDataSecrets(t, cos.Name))
 }
