@@ -94,8 +94,10 @@ test-e2e: ## End-to-end tests on a kind cluster (needs Docker; not run by `make 
 	@echo "the kind e2e suite arrives with the deployment manifests"; exit 1
 
 .PHONY: bench
-bench: control-plane ## Run the benchmarks.
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: control-plane ## Run the benchmarks (figures in docs/benchmarks.md); about 10 minutes.
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
 
 ##@ Local control plane
 

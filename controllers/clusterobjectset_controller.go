@@ -141,6 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		outcome = rollout.Outcome{Retrying: err.Error(), Phases: len(cos.Spec.Phases)}
 	}
+	outcome.Blocked, outcome.Retrying, outcome.WaitingOn = truncate(outcome.Blocked), truncate(outcome.Retrying), truncate(outcome.WaitingOn)
 	r.recordTransitions(cos, before, outcome)
 	now := r.Clock.Now()
 	rollout.SetConditions(cos, outcome, now)
@@ -251,7 +252,7 @@ func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSe
 	desired.SetResourceVersion("")
 	desired.SetManagedFields(nil)
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return nil, "", err
+		return nil, "", sanitize(err)
 	}
 	if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
 		return nil, "", err

@@ -1,0 +1,350 @@
+// Package bench_test measures the reconciler on fresh local control planes: rollout wall time of the
+// Argo CD bundle against kubectl apply plus kubectl wait, the manager's memory with 10,000 unrelated
+// Secrets in the cluster, and reconcile CPU for 100 settled ClusterObjectSets. Each benchmark runs
+// once (make bench uses -benchtime=1x); the figures go to docs/benchmarks.md.
+package bench_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// freshEnv starts a control plane of its own for one measurement.
+func freshEnv(b *testing.B) *testenv.Environment {
+	b.Helper()
+	env, err := testenv.Start(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = env.Stop() })
+	return env
+}
+
+func ensureNamespace(b *testing.B, env *testenv.Environment, name string) {
+	b.Helper()
+	if err := controlplane.EnsureNamespace(context.Background(), env.Config, name); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func kubectl(b *testing.B, env *testenv.Environment, args ...string) {
+	b.Helper()
+	bin, err := controlplane.Binary("kubectl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// BenchmarkArgoCDRollout compares the wall time from submitting the Argo CD install until every
+// Deployment and StatefulSet is ready: as a ClusterObjectSet rolled out by the reconciler (phase by
+// phase, each waiting for readiness), and as `kubectl apply -f` followed by `kubectl wait`.
+func BenchmarkArgoCDRollout(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		var cosTime, kubectlTime time.Duration
+		{
+			env := freshEnv(b)
+			ensureNamespace(b, env, "argocd")
+			mgr, err := env.StartManager(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			cos, err := builders.Bundle("argocd", "argocd-install", "argocd")
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			if err := env.Client.Create(context.Background(), cos); err != nil {
+				b.Fatal(err)
+			}
+			waitCondition(b, env.Client, cos.Name, olmv1.ConditionSucceeded)
+			cosTime = time.Since(start)
+			_ = mgr.Stop()
+			_ = env.Stop()
+		}
+		{
+			env := freshEnv(b)
+			ensureNamespace(b, env, "argocd")
+			dir, err := builders.BundleDir("argocd-install")
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			kubectl(b, env, "apply", "--server-side", "-n", "argocd", "-f", filepath.Join(dir, "install.yaml"))
+			kubectl(b, env, "wait", "-n", "argocd", "--for=condition=Available", "deployment", "--all", "--timeout=5m")
+			kubectl(b, env, "rollout", "status", "-n", "argocd", "statefulset/argocd-application-controller", "--timeout=5m")
+			kubectlTime = time.Since(start)
+			_ = env.Stop()
+		}
+		b.ReportMetric(cosTime.Seconds(), "cos-s")
+		b.ReportMetric(kubectlTime.Seconds(), "kubectl-s")
+		b.ReportMetric(cosTime.Seconds()/kubectlTime.Seconds(), "ratio")
+		b.StartTimer()
+	}
+}
+
+func waitCondition(b *testing.B, c client.Client, name, condType string) {
+	b.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cos := &olmv1.ClusterObjectSet{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
+			return false, nil
+		}
+		return apimeta.IsStatusConditionTrue(cos.Status.Conditions, condType), nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for %s %s: %v", name, condType, err)
+	}
+}
+
+// managerProcess runs the manager binary against env as a separate process, so that its memory
+// and CPU can be read from /proc.
+type managerProcess struct {
+	cmd        *exec.Cmd
+	metricsURL string
+}
+
+var buildOnce sync.Once
+var managerBin string
+
+func startManagerProcess(b *testing.B, env *testenv.Environment) *managerProcess {
+	b.Helper()
+	buildOnce.Do(func() {
+		root, err := controlplane.RepoRoot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		managerBin = filepath.Join(b.TempDir(), "cos-externalizer")
+		cmd := exec.Command("go", "build", "-o", managerBin, "./cmd/cos-externalizer")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("building the manager: %v\n%s", err, out)
+		}
+	})
+	ports, err := controlplane.FreePorts(2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &managerProcess{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])}
+	m.cmd = exec.Command(managerBin, "--kubeconfig="+env.Kubeconfig, "--enable-webhooks=false",
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]), fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		"--log-level=error")
+	m.cmd.Stdout, m.cmd.Stderr = io.Discard, os.Stderr
+	if err := m.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.stop() })
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(ready) //nolint:noctx // loopback
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		b.Fatal("manager not ready")
+	}
+	return m
+}
+
+func (m *managerProcess) stop() {
+	if m.cmd.Process != nil && m.cmd.ProcessState == nil {
+		_ = m.cmd.Process.Signal(os.Interrupt)
+		_ = m.cmd.Wait()
+	}
+}
+
+// rssBytes is the resident set size of the process.
+func (m *managerProcess) rssBytes(b *testing.B) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb * 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// cpuSeconds is the user plus system CPU time of the process so far.
+func (m *managerProcess) cpuSeconds(b *testing.B) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(raw), ") ")
+	fields := strings.Fields(rest)
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// metric sums the samples of a metric whose line starts with prefix.
+func (m *managerProcess) metric(b *testing.B, prefix string) float64 {
+	resp, err := http.Get(m.metricsURL) //nolint:noctx // loopback
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, prefix) {
+			v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// BenchmarkManagerMemory compares the manager's RSS on a cluster with a few ClusterObjectSets,
+// without and with 10,000 unrelated 1 KiB Secrets (half of them in the system namespace, unlabelled).
+func BenchmarkManagerMemory(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		env := freshEnv(b)
+		ensureNamespace(b, env, olmv1.DefaultSystemNamespace)
+		ensureNamespace(b, env, "noise")
+		for i := range 5 {
+			cos := builders.COS(fmt.Sprintf("mem-%d", i), builders.WithPhase("configuration", builders.InlineConfigMaps("default", fmt.Sprintf("mem-%d", i), 3)...))
+			if err := env.Client.Create(context.Background(), cos); err != nil {
+				b.Fatal(err)
+			}
+		}
+		measure := func() float64 {
+			m := startManagerProcess(b, env)
+			for i := range 5 {
+				waitCondition(b, env.Client, fmt.Sprintf("mem-%d", i), olmv1.ConditionSucceeded)
+			}
+			time.Sleep(3 * time.Second) // let the heap settle after the initial sync
+			rss := m.rssBytes(b)
+			m.stop()
+			return rss
+		}
+		without := measure()
+		createNoise(b, env, 10000)
+		with := measure()
+		b.ReportMetric(without/(1<<20), "rss-MiB-without")
+		b.ReportMetric(with/(1<<20), "rss-MiB-with-10k-secrets")
+		b.ReportMetric(with/without, "ratio")
+		b.StartTimer()
+	}
+}
+
+func createNoise(b *testing.B, env *testenv.Environment, n int) {
+	b.Helper()
+	blob := []byte(strings.Repeat("x", 1024))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				ns := "noise"
+				if i%2 == 0 {
+					ns = olmv1.DefaultSystemNamespace
+				}
+				err := env.Client.Create(context.Background(), &corev1.Secret{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("noise-%d", i)},
+					Data:       map[string][]byte{"blob": blob},
+				})
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+}
+
+// BenchmarkSettledReconcile measures the CPU a manager spends reconciling 100 ClusterObjectSets
+// that are already rolled out: a fresh manager process reconciles each of them once at start-up.
+// The CPU of starting a manager with nothing to do is subtracted.
+func BenchmarkSettledReconcile(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		env := freshEnv(b)
+		ensureNamespace(b, env, olmv1.DefaultSystemNamespace)
+		idle := startManagerProcess(b, env)
+		time.Sleep(5 * time.Second)
+		baseline := idle.cpuSeconds(b)
+		idle.stop()
+
+		const n = 100
+		for i := range n {
+			cos := builders.COS(fmt.Sprintf("settled-%d", i), builders.WithPhase("configuration", builders.InlineConfigMaps("default", fmt.Sprintf("settled-%d", i), 3)...))
+			if err := env.Client.Create(context.Background(), cos); err != nil {
+				b.Fatal(err)
+			}
+		}
+		first := startManagerProcess(b, env)
+		for i := range n {
+			waitCondition(b, env.Client, fmt.Sprintf("settled-%d", i), olmv1.ConditionSucceeded)
+		}
+		first.stop()
+
+		m := startManagerProcess(b, env)
+		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`) >= n, nil
+		}); err != nil {
+			b.Fatal("the settled ClusterObjectSets were not reconciled")
+		}
+		time.Sleep(5 * time.Second)
+		cpu := m.cpuSeconds(b) - baseline
+		reconcileSum := m.metric(b, `controller_runtime_reconcile_time_seconds_sum{controller="clusterobjectset"`)
+		reconciles := m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`)
+		b.ReportMetric(cpu*1000/n, "cpu-ms/settled-cos")
+		b.ReportMetric(reconcileSum*1000/reconciles, "ms/reconcile")
+		b.ReportMetric(reconciles, "reconciles")
+		b.StartTimer()
+	}
+}
