@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -188,19 +189,18 @@ func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 	}
 	self := revisionOf(cos)
 	for i, phase := range cos.Spec.Phases {
+		results := r.applyPhase(ctx, cos, self, i, resolved[i])
 		waiting := ""
-		for j, obj := range resolved[i] {
-			protection := collision.Effective(cos.Spec.CollisionProtection, phase.CollisionProtection, phase.Objects[j].CollisionProtection)
-			applied, msg, err := r.applyObject(ctx, cos, self, obj, protection)
-			if err != nil {
-				return out, 0, fmt.Errorf("phase %q: %s: %w", phase.Name, describe(obj), err)
+		for j, res := range results {
+			if res.err != nil {
+				return out, 0, fmt.Errorf("phase %q: %s: %w", phase.Name, describe(resolved[i][j]), res.err)
 			}
-			if msg != "" {
-				out.Retrying = fmt.Sprintf("phase %q: %s", phase.Name, msg)
+			if res.collision != "" {
+				out.Retrying = fmt.Sprintf("phase %q: %s", phase.Name, res.collision)
 				return out, fallbackRequeue, nil
 			}
-			if res := probes.Evaluate(applied, cos.Spec.ProgressionProbes); !res.Ready && waiting == "" {
-				waiting = res.Message
+			if p := probes.Evaluate(res.applied, cos.Spec.ProgressionProbes); !p.Ready && waiting == "" {
+				waiting = p.Message
 			}
 		}
 		if waiting != "" {
@@ -212,6 +212,37 @@ func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 	}
 	out.Complete = true
 	return out, 0, nil
+}
+
+// applyResult is the outcome of applying one object.
+type applyResult struct {
+	applied   *unstructured.Unstructured
+	collision string
+	err       error
+}
+
+// applyConcurrency bounds the objects of a phase applied at once: a phase's objects are applied
+// together, in no particular order.
+const applyConcurrency = 8
+
+// applyPhase applies the objects of phase i concurrently and returns their results in order.
+func (r *Reconciler) applyPhase(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, i int, objs []*unstructured.Unstructured) []applyResult {
+	phase := cos.Spec.Phases[i]
+	results := make([]applyResult, len(objs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, applyConcurrency)
+	for j, obj := range objs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			protection := collision.Effective(cos.Spec.CollisionProtection, phase.CollisionProtection, phase.Objects[j].CollisionProtection)
+			applied, msg, err := r.applyObject(ctx, cos, self, obj, protection)
+			results[j] = applyResult{applied: applied, collision: msg, err: err}
+		}()
+	}
+	wg.Wait()
+	return results
 }
 
 // applyObject decides whether the object may be created or taken over, and applies it with
@@ -285,6 +316,9 @@ func (r *Reconciler) getLive(ctx context.Context, obj *unstructured.Unstructured
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
 	key := client.ObjectKeyFromObject(obj)
+	if err := r.Client.Get(ctx, key, live); err == nil {
+		return live, nil
+	}
 	err := r.APIReader.Get(ctx, key, live)
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -131,8 +131,19 @@ type managerProcess struct {
 	metricsURL string
 }
 
-var buildOnce sync.Once
-var managerBin string
+var (
+	buildOnce  sync.Once
+	managerBin string
+	buildDir   string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 func startManagerProcess(b *testing.B, env *testenv.Environment) *managerProcess {
 	b.Helper()
@@ -141,7 +152,10 @@ func startManagerProcess(b *testing.B, env *testenv.Environment) *managerProcess
 		if err != nil {
 			b.Fatal(err)
 		}
-		managerBin = filepath.Join(b.TempDir(), "cos-externalizer")
+		if buildDir, err = os.MkdirTemp("", "cos-bench-"); err != nil {
+			b.Fatal(err)
+		}
+		managerBin = filepath.Join(buildDir, "cos-externalizer")
 		cmd := exec.Command("go", "build", "-o", managerBin, "./cmd/cos-externalizer")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
