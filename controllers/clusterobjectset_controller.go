@@ -88,6 +88,7 @@ type Reconciler struct {
 	Rollout bool
 
 	watches *kindWatches
+	applied appliedObjects
 }
 
 // SetupWithManager registers the reconciler: ClusterObjectSets, the object-data Secrets behind their
@@ -282,9 +283,19 @@ func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSe
 	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
 	desired.SetResourceVersion("")
 	desired.SetManagedFields(nil)
+	digest, err := content.Canonical(desired.Object)
+	if err != nil {
+		return nil, "", err
+	}
+	key := appliedKey{cos: cos.UID, gvk: desired.GroupVersionKind(), name: client.ObjectKeyFromObject(desired)}
+	if decision.Verdict == collision.Update && r.applied.unchanged(key, digest, existing) {
+		// Nothing changed since our last apply: neither what we apply nor the object's spec.
+		return existing, "", nil
+	}
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return nil, "", sanitize(err)
 	}
+	r.applied.record(key, digest, desired)
 	if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
 		return nil, "", err
 	}

@@ -65,6 +65,7 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 				return reconcile.Result{RequeueAfter: teardownPoll}, nil
 			}
 		}
+		r.applied.forget(cos.UID)
 		patch := client.MergeFrom(cos.DeepCopy())
 		controllerutil.RemoveFinalizer(cos, Finalizer)
 		if err := r.Client.Patch(ctx, cos, patch); client.IgnoreNotFound(err) != nil {

@@ -76,6 +76,12 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// A running manager, as in a cluster: its caches synced and its controller started.
+			warm := builders.COS("warm-up", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "warm-up", 1)...))
+			if err := env.Client.Create(context.Background(), warm); err != nil {
+				b.Fatal(err)
+			}
+			waitCondition(b, env.Client, warm.Name, olmv1.ConditionSucceeded)
 			cos, err := builders.Bundle("argocd", "argocd-install", "argocd")
 			if err != nil {
 				b.Fatal(err)
