@@ -2,69 +2,82 @@ package webhook
 
 import (
 	"encoding/json"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 )
 
-// decodeCOS decodes a ClusterObjectSet from an admission request, and returns the size of its
-// serialized spec as sent. Inline objects that unstructured.Unstructured refuses to decode (no kind,
-// say) are kept as they are, so that validation, not decoding, reports them with their field path, as
-// the API server's own validation would.
-func decodeCOS(raw []byte) (*olmv1.ClusterObjectSet, int, error) {
-	var parts struct {
-		metav1.TypeMeta `json:",inline"`
-		Metadata        metav1.ObjectMeta `json:"metadata"`
-		Spec            json.RawMessage   `json:"spec"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, 0, err
-	}
-	obj := &olmv1.ClusterObjectSet{TypeMeta: parts.TypeMeta, ObjectMeta: parts.Metadata}
-	if len(parts.Spec) == 0 || json.Unmarshal(parts.Spec, &obj.Spec) == nil {
-		return obj, len(parts.Spec), nil
-	}
-	obj, err := decodeTolerant(raw)
-	return obj, len(parts.Spec), err
+// wireCOS mirrors ClusterObjectSet with inline objects as plain maps, so that the whole request
+// decodes in one pass (unstructured.Unstructured re-parses its bytes, and refuses objects without a
+// kind, which validation, not decoding, must report with their field path).
+type wireCOS struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            wireSpec          `json:"spec"`
+	Status          json.RawMessage   `json:"status,omitempty"`
 }
 
-// decodeTolerant decodes raw with its inline objects set aside, then puts them back as they are.
-func decodeTolerant(raw []byte) (*olmv1.ClusterObjectSet, error) {
-	var generic map[string]any
-	if err := utiljson.Unmarshal(raw, &generic); err != nil {
-		return nil, err
+type wireSpec struct {
+	LifecycleState          olmv1.LifecycleState      `json:"lifecycleState,omitempty"`
+	Revision                int64                     `json:"revision"`
+	Phases                  []wirePhase               `json:"phases,omitempty"`
+	ProgressDeadlineMinutes int32                     `json:"progressDeadlineMinutes,omitempty"`
+	ProgressionProbes       []olmv1.ProgressionProbe  `json:"progressionProbes,omitempty"`
+	CollisionProtection     olmv1.CollisionProtection `json:"collisionProtection,omitempty"`
+}
+
+type wirePhase struct {
+	Name                string                    `json:"name"`
+	Objects             []wireObject              `json:"objects"`
+	CollisionProtection olmv1.CollisionProtection `json:"collisionProtection,omitempty"`
+}
+
+type wireObject struct {
+	Object              map[string]any            `json:"object,omitempty"`
+	Ref                 olmv1.ObjectSourceRef     `json:"ref,omitzero"`
+	CollisionProtection olmv1.CollisionProtection `json:"collisionProtection,omitempty"`
+}
+
+// decodeCOS decodes a ClusterObjectSet from an admission request in one pass (integers of inline
+// objects as int64, as unstructured.Unstructured has them), and returns the size of its serialized
+// spec as sent: the request's size less its metadata and status, within a few bytes of punctuation.
+func decodeCOS(raw []byte) (*olmv1.ClusterObjectSet, int, error) {
+	var w wireCOS
+	if err := utiljson.Unmarshal(raw, &w); err != nil {
+		return nil, 0, err
 	}
-	type place struct{ phase, object int }
-	inline := map[place]map[string]any{}
-	spec, _ := generic["spec"].(map[string]any)
-	phases, _ := spec["phases"].([]any)
-	for i, p := range phases {
-		pm, _ := p.(map[string]any)
-		objs, _ := pm["objects"].([]any)
-		for j, o := range objs {
-			om, _ := o.(map[string]any)
-			if inner, ok := om["object"].(map[string]any); ok {
-				inline[place{i, j}] = inner
-				delete(om, "object")
+	obj := &olmv1.ClusterObjectSet{
+		TypeMeta:   w.TypeMeta,
+		ObjectMeta: w.Metadata,
+		Spec: olmv1.ClusterObjectSetSpec{
+			LifecycleState:          w.Spec.LifecycleState,
+			Revision:                w.Spec.Revision,
+			ProgressDeadlineMinutes: w.Spec.ProgressDeadlineMinutes,
+			ProgressionProbes:       w.Spec.ProgressionProbes,
+			CollisionProtection:     w.Spec.CollisionProtection,
+		},
+	}
+	if w.Spec.Phases != nil {
+		obj.Spec.Phases = make([]olmv1.ClusterObjectSetPhase, len(w.Spec.Phases))
+	}
+	for i, p := range w.Spec.Phases {
+		phase := olmv1.ClusterObjectSetPhase{Name: p.Name, CollisionProtection: p.CollisionProtection}
+		if p.Objects != nil {
+			phase.Objects = make([]olmv1.ClusterObjectSetObject, len(p.Objects))
+		}
+		for j, o := range p.Objects {
+			phase.Objects[j] = olmv1.ClusterObjectSetObject{
+				Object: unstructured.Unstructured{Object: o.Object}, Ref: o.Ref, CollisionProtection: o.CollisionProtection,
 			}
 		}
+		obj.Spec.Phases[i] = phase
 	}
-	rest, err := json.Marshal(generic)
+	meta, err := json.Marshal(w.Metadata)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	obj := &olmv1.ClusterObjectSet{}
-	if err := json.Unmarshal(rest, obj); err != nil {
-		return nil, err
-	}
-	for at, inner := range inline {
-		if at.phase >= len(obj.Spec.Phases) || at.object >= len(obj.Spec.Phases[at.phase].Objects) {
-			return nil, fmt.Errorf("spec.phases[%d].objects[%d]: cannot place the inline object", at.phase, at.object)
-		}
-		obj.Spec.Phases[at.phase].Objects[at.object].Object.Object = inner
-	}
-	return obj, nil
+	return obj, max(len(raw)-len(meta)-len(w.Status), 0), nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 )
 
 const (
@@ -170,13 +172,14 @@ func PlanFor(cosName string, in Input, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &packer{budget: budget, compressAbove: opts.compressAbove(), placed: map[string]int{}}
+	encoded := p.encodeAll(in)
 	refs := make([][]RefOut, len(in.Phases))
 	bins := make([][]int, len(in.Phases)) // Secret index of each externalized object
 	for i, ph := range in.Phases {
 		refs[i] = make([]RefOut, len(ph.Objects))
 		bins[i] = make([]int, len(ph.Objects))
 		for j, o := range ph.Objects {
-			ref, bin, err := p.member(o)
+			ref, bin, err := p.member(o, encoded[i][j])
 			if err != nil {
 				return nil, located(err, ph.Name, i, j)
 			}
@@ -221,18 +224,54 @@ type bin struct {
 
 // member handles one phase member: it returns the ref and the bin (-1 for a Keep ref, whose ref is
 // complete) of the object. A TooLargeError comes back without its position.
-func (p *packer) member(o ObjectInput) (RefOut, int, error) {
+func (p *packer) member(o ObjectInput, enc encoded) (RefOut, int, error) {
 	switch {
 	case (o.Object == nil) == (o.Keep == nil):
 		return RefOut{}, 0, ErrNotExactlyOne
 	case o.Keep != nil:
 		return *o.Keep, -1, nil
 	}
-	e, err := p.encode(o.Object)
-	if err != nil {
-		return RefOut{}, 0, err
+	if enc.err != nil {
+		return RefOut{}, 0, enc.err
 	}
-	return RefOut{Key: e.key}, p.place(e), nil
+	return RefOut{Key: enc.entry.key}, p.place(enc.entry), nil
+}
+
+// encoded is the stored form of one inline object, or why it has none.
+type encoded struct {
+	entry entry
+	err   error
+}
+
+// encodeAll encodes every inline object of in, spread over the available cores: encoding (canonical
+// JSON and gzip) is most of the work, and each object is independent. Placing the entries into
+// Secrets stays sequential, in phase order, so the plan does not depend on scheduling.
+func (p *packer) encodeAll(in Input) [][]encoded {
+	out := make([][]encoded, len(in.Phases))
+	type job struct{ i, j int }
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range max(runtime.GOMAXPROCS(0), 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for jb := range jobs {
+				e, err := p.encode(in.Phases[jb.i].Objects[jb.j].Object)
+				out[jb.i][jb.j] = encoded{entry: e, err: err}
+			}
+		}()
+	}
+	for i, ph := range in.Phases {
+		out[i] = make([]encoded, len(ph.Objects))
+		for j, o := range ph.Objects {
+			if o.Object != nil && o.Keep == nil {
+				jobs <- job{i, j}
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return out
 }
 
 // entry is an object as it is stored.
