@@ -240,14 +240,9 @@ func (m *managerProcess) metric(b *testing.B, prefix string) float64 {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, prefix) {
-			v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-			sum += v
-		}
+	sum, err := testenv.SumMetric(resp.Body, prefix)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return sum
 }

@@ -1,20 +1,16 @@
 package controlplane
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cos-externalizer/cos-externalizer/certs"
 )
 
 // pki is the set of files the control plane authenticates with, written below dir.
@@ -27,8 +23,8 @@ type pki struct {
 }
 
 // newPKI creates a fresh CA, an API server serving certificate for the loopback address, a
-// system:masters client certificate and a service-account key pair. Keys are ECDSA P-256 except the
-// service-account key, which is RSA for the widest compatibility with token verifiers.
+// system:masters client certificate and a service-account key pair (RSA, for the widest
+// compatibility with token verifiers).
 func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -40,92 +36,62 @@ func newPKI(dir string) (*pki, error) {
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
 	}
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certs.NewCA("cos-externalizer-local-ca", 10*365*24*time.Hour, now)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "cos-externalizer-local-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	p.caPEM = ca.PEM
+	caKey, err := certs.EncodeKey(ca.Key)
 	if err != nil {
 		return nil, err
 	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
+	if err := writeFiles(map[string][]byte{p.CACert: ca.PEM, p.CAKey: caKey}); err != nil {
 		return nil, err
 	}
-	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	if err := writeCertAndKey(p.CACert, p.CAKey, caDER, caKey); err != nil {
-		return nil, err
-	}
-
-	issue := func(serial int64, cn string, orgs []string, usage x509.ExtKeyUsage, ips []net.IP, dns []string, certPath, keyPath string) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for _, leaf := range []struct {
+		what      string
+		leaf      certs.Leaf
+		cert, key string
+	}{
+		{"serving certificate", certs.Leaf{CommonName: "kube-apiserver", Usage: x509.ExtKeyUsageServerAuth,
+			Hosts: []string{"127.0.0.1", serviceIP, "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}},
+			p.ServingCert, p.ServingKey},
+		{"admin certificate", certs.Leaf{CommonName: "admin", Organizations: []string{"system:masters"}, Usage: x509.ExtKeyUsageClientAuth},
+			p.AdminCert, p.AdminKey},
+	} {
+		leaf.leaf.ValidFor, leaf.leaf.Now = 365*24*time.Hour, now
+		cert, key, err := ca.Issue(leaf.leaf)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("%s: %w", leaf.what, err)
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn, Organization: orgs},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(365 * 24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			IPAddresses:  ips,
-			DNSNames:     dns,
+		if err := writeFiles(map[string][]byte{leaf.cert: cert, leaf.key: key}); err != nil {
+			return nil, err
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), caKey)
-		if err != nil {
-			return err
-		}
-		return writeCertAndKey(certPath, keyPath, der, key)
-	}
-	if err := issue(2, "kube-apiserver", nil, x509.ExtKeyUsageServerAuth,
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)},
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		p.ServingCert, p.ServingKey); err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
-	}
-	if err := issue(3, "admin", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, nil, nil,
-		p.AdminCert, p.AdminKey); err != nil {
-		return nil, fmt.Errorf("admin certificate: %w", err)
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKey(p.SAKey, saKey); err != nil {
+	saPEM, err := certs.EncodeKey(saKey)
+	if err != nil {
 		return nil, err
 	}
 	pubDER, err := x509.MarshalPKIXPublicKey(saKey.Public())
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(p.SAPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o600); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p, writeFiles(map[string][]byte{
+		p.SAKey: saPEM,
+		p.SAPub: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
+	})
 }
 
-func writeCertAndKey(certPath, keyPath string, der []byte, key crypto.Signer) error {
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return err
+func writeFiles(files map[string][]byte) error {
+	for path, data := range files {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
 	}
-	return writeKey(keyPath, key)
-}
-
-func writeKey(path string, key crypto.Signer) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	return nil
 }

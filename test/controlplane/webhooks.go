@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 )
@@ -33,19 +34,13 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile, baseU
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return err
 	}
-	point := func(cc *admissionregistrationv1.WebhookClientConfig) error {
-		if cc.Service == nil || cc.Service.Path == nil {
-			return fmt.Errorf("webhook without a service path in %s", manifestsFile)
-		}
-		url := baseURL + *cc.Service.Path
-		cc.Service, cc.URL, cc.CABundle = nil, &url, caPEM
-		return nil
-	}
 	for _, o := range objs {
+		var obj client.Object
+		var configs []*admissionregistrationv1.WebhookClientConfig
 		switch o.GetKind() {
 		case "MutatingWebhookConfiguration":
 			wc := &admissionregistrationv1.MutatingWebhookConfiguration{}
@@ -53,34 +48,33 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile, baseU
 				return err
 			}
 			for i := range wc.Webhooks {
-				if err := point(&wc.Webhooks[i].ClientConfig); err != nil {
-					return err
-				}
+				configs = append(configs, &wc.Webhooks[i].ClientConfig)
 			}
-			api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
-			if err := api.Delete(ctx, wc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			if _, err := api.Create(ctx, wc, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("installing %s: %w", wc.Name, err)
-			}
+			obj = wc
 		case "ValidatingWebhookConfiguration":
 			wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, wc); err != nil {
 				return err
 			}
 			for i := range wc.Webhooks {
-				if err := point(&wc.Webhooks[i].ClientConfig); err != nil {
-					return err
-				}
+				configs = append(configs, &wc.Webhooks[i].ClientConfig)
 			}
-			api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-			if err := api.Delete(ctx, wc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
+			obj = wc
+		default:
+			continue
+		}
+		for _, cc := range configs {
+			if cc.Service == nil || cc.Service.Path == nil {
+				return fmt.Errorf("webhook without a service path in %s", manifestsFile)
 			}
-			if _, err := api.Create(ctx, wc, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("installing %s: %w", wc.Name, err)
-			}
+			url := baseURL + *cc.Service.Path
+			cc.Service, cc.URL, cc.CABundle = nil, &url, caPEM
+		}
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("installing %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
 	return nil
@@ -92,19 +86,12 @@ func UninstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile stri
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return err
 	}
 	for _, o := range objs {
-		var err error
-		switch o.GetKind() {
-		case "MutatingWebhookConfiguration":
-			err = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
-		case "ValidatingWebhookConfiguration":
-			err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, o.GetName(), metav1.DeleteOptions{})
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -83,19 +82,10 @@ func webhookDurationSum(b *testing.B) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum := 0.0
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_sum{") &&
-			strings.Contains(line, `name="externalize.cos-externalizer.io"`) {
-			v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum += v
-		}
+	sum, err := testenv.SumMetric(strings.NewReader(string(raw)), "apiserver_admission_webhook_admission_duration_seconds_sum{",
+		`name="externalize.cos-externalizer.io"`)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return sum
 }
@@ -116,16 +106,9 @@ func handlerSeconds(b *testing.B) float64 {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "cos_externalizer_admission_duration_seconds_sum{") &&
-			strings.Contains(line, `webhook="externalize"`) && strings.Contains(line, `operation="CREATE"`) {
-			v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-			sum += v
-		}
+	sum, err := testenv.SumMetric(resp.Body, "cos_externalizer_admission_duration_seconds_sum{", `webhook="externalize"`, `operation="CREATE"`)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return sum
 }
