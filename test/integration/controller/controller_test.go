@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -421,6 +422,23 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 	if !strings.Contains(msg, "configuration") || strings.Contains(msg, "changed") {
 		t.Errorf("Blocked message %q: want the phase named and no content", msg)
 	}
+	eventually(t, "a Blocked Event", func() (bool, string) {
+		events := &eventsv1.EventList{}
+		if err := c().List(ctx, events); err != nil {
+			return false, err.Error()
+		}
+		blocked := false
+		for _, e := range events.Items {
+			if e.Regarding.Name != cos.Name {
+				continue
+			}
+			if strings.Contains(e.Note, "changed") {
+				t.Errorf("Event %s quotes the Secret's content: %q", e.Reason, e.Note)
+			}
+			blocked = blocked || (e.Reason == controllers.EventBlocked && e.Type == corev1.EventTypeWarning)
+		}
+		return blocked, fmt.Sprintf("%d events", len(events.Items))
+	})
 	replace(data)
 	waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 }
@@ -563,4 +581,30 @@ func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 		}
 		return len(left) == 0, strings.Join(left, ", ")
 	})
+}
+
+func TestKeepsFiveArchivedRevisions(t *testing.T) {
+	owner := map[string]string{olmv1.LabelOwnerName: "many-revisions"}
+	for rev := int64(1); rev <= 7; rev++ {
+		cos := builders.COS(fmt.Sprintf("many-%d", rev), builders.WithRevision(rev), builders.WithLabels(owner),
+			builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", "many", map[string]string{"rev": fmt.Sprint(rev)}))))
+		create(t, cos)
+		waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	}
+	eventually(t, "revisions 2 to 6 archived, 1 deleted, 7 active", func() (bool, string) {
+		list := &olmv1.ClusterObjectSetList{}
+		if err := c().List(ctx, list, client.MatchingLabels(owner)); err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, item := range list.Items {
+			got = append(got, fmt.Sprintf("%d:%s", item.Spec.Revision, item.Spec.LifecycleState))
+		}
+		want := "2:Archived 3:Archived 4:Archived 5:Archived 6:Archived 7:Active"
+		return strings.Join(got, " ") == want, strings.Join(got, " ")
+	})
+	cm := &corev1.ConfigMap{}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: "default", Name: "many"}, cm); err != nil || cm.Data["rev"] != "7" {
+		t.Errorf("the ConfigMap after seven revisions: %v %v", cm.Data, err)
+	}
 }

@@ -4,6 +4,8 @@ package webhook_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -265,6 +267,53 @@ func TestConcurrentApplies(t *testing.T) {
 	}
 	if len(secrets) != len(referenced) {
 		t.Errorf("%d Secrets for %d referenced", len(secrets), len(referenced))
+	}
+}
+
+func TestStoredFormTooLargeIsRefusedWithWhy(t *testing.T) {
+	want, err := builders.Bundle("never-externalized", "prometheus-operator-crds", "monitoring",
+		builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeNever)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := allObjectDataSecrets(t)
+	_, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", writeJSON(t, want))
+	if err == nil {
+		t.Fatal("a 2.8 MB inline ClusterObjectSet was accepted with externalization off")
+	}
+	for _, part := range []string{"spec.phases", "over the", "not externalized", "externalization is set to never"} {
+		if !strings.Contains(stderr, part) {
+			t.Errorf("refusal does not say %q: %s", part, stderr)
+		}
+	}
+	if cosExists(t, want.Name) || allObjectDataSecrets(t) != before {
+		t.Error("something was written for a refused request")
+	}
+}
+
+func TestObjectTooLargeEvenCompressed(t *testing.T) {
+	// 1.2 MB of random base64 compresses to about 0.9 MB: over a Secret's 900 KiB budget.
+	blob := make([]byte, 900<<10)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	huge := builders.ConfigMap("default", "incompressible", map[string]string{"blob": base64.StdEncoding.EncodeToString(blob)})
+	obj := builders.COS("too-large", builders.WithPhase("configuration", builders.Inline(huge)))
+	before := allObjectDataSecrets(t)
+	_, stderr, err := kubectl(t, nil, "create", "-f", writeJSON(t, obj))
+	if err == nil {
+		t.Fatal("an object larger than a Secret, even compressed, was accepted")
+	}
+	for _, part := range []string{"spec.phases[0].objects[0]", `phase "configuration" object 0`, "ConfigMap default/incompressible", "gzip-compressed"} {
+		if !strings.Contains(stderr, part) {
+			t.Errorf("refusal does not say %q: %.1000s", part, stderr)
+		}
+	}
+	if strings.Contains(stderr, base64.StdEncoding.EncodeToString(blob[:30])) {
+		t.Error("the refusal quotes the object's content")
+	}
+	if allObjectDataSecrets(t) != before {
+		t.Error("Secrets written for a refused request")
 	}
 }
 
