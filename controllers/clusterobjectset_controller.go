@@ -65,6 +65,8 @@ const (
 
 	// fallbackRequeue bounds how long a rollout waits without an event; watches do the real work.
 	fallbackRequeue = 2 * time.Minute
+	// conflictRetry is how soon a reconcile that lost a write race runs again.
+	conflictRetry = 200 * time.Millisecond
 )
 
 // Reconciler reconciles ClusterObjectSets.
@@ -114,7 +116,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile brings one ClusterObjectSet closer to its desired state and reports it in its status.
+// Writes to the ClusterObjectSet are guarded by its resourceVersion: a conflict means the cache was
+// behind, and the request is simply retried on the newer object.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("the ClusterObjectSet changed meanwhile; retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cos); err != nil {
@@ -131,7 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.reconcileTeardown(ctx, cos)
 	}
 	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
-		patch := client.MergeFrom(cos.DeepCopy())
+		patch := client.MergeFromWithOptions(cos.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(cos, Finalizer)
 		if err := r.Client.Patch(ctx, cos, patch); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
@@ -450,7 +463,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, cos *olmv1.Cluster
 	if apiequality.Semantic.DeepEqual(before.Status, cos.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, cos, client.MergeFrom(before)); err != nil {
+	if err := r.Client.Status().Patch(ctx, cos, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching the status: %w", err)
 	}
 	return nil
@@ -474,7 +487,7 @@ func (r *Reconciler) archivePredecessors(ctx context.Context, cos *olmv1.Cluster
 			continue
 		}
 		if other.Spec.LifecycleState == olmv1.LifecycleStateActive && other.Spec.Revision < cos.Spec.Revision {
-			patch := client.MergeFrom(other.DeepCopy())
+			patch := client.MergeFromWithOptions(other.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			other.Spec.LifecycleState = olmv1.LifecycleStateArchived
 			if err := r.Client.Patch(ctx, other, patch); err != nil {
 				return fmt.Errorf("archiving %s: %w", other.Name, err)

@@ -66,7 +66,7 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 			}
 		}
 		r.applied.forget(cos.UID)
-		patch := client.MergeFrom(cos.DeepCopy())
+		patch := client.MergeFromWithOptions(cos.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.RemoveFinalizer(cos, Finalizer)
 		if err := r.Client.Patch(ctx, cos, patch); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)

@@ -10,7 +10,6 @@ const (
 	RefusalInvalid        = "invalid"         // the object breaks an invariant of the API
 	RefusalTooLarge       = "too_large"       // an object, or the stored form, is over a size limit
 	RefusalSecretConflict = "secret_conflict" // a Secret under our name holds other content
-	RefusalUnresolvable   = "unresolvable"    // stored refs could not be read to compare an update
 	RefusalWriteFailed    = "write_failed"    // writing a Secret failed
 	RefusalSecretInUse    = "secret_in_use"   // deleting a Secret a live ClusterObjectSet references
 	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded

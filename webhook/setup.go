@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -25,7 +24,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	if opts.MaxStoredBytes == 0 {
 		opts.MaxStoredBytes = DefaultMaxStoredBytes
 	}
-	self, err := whoAmI(ctx, mgr.GetAPIReader(), mgr)
+	self, err := whoAmI(ctx, mgr)
 	if err != nil {
 		return err
 	}
@@ -44,12 +43,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 }
 
 // whoAmI asks the API server for the manager's user name.
-func whoAmI(ctx context.Context, _ client.Reader, mgr ctrl.Manager) (string, error) {
+func whoAmI(ctx context.Context, mgr ctrl.Manager) (string, error) {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return "", err
 	}
-	review := &authenticationv1.SelfSubjectReview{ObjectMeta: metav1.ObjectMeta{}}
+	review := &authenticationv1.SelfSubjectReview{}
 	if err := c.Create(ctx, review); err != nil {
 		return "", fmt.Errorf("asking the API server who the manager is (SelfSubjectReview): %w", err)
 	}
