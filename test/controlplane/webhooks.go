@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,11 +31,7 @@ func WebhookManifests() (string, error) {
 // webhook at baseURL plus its service path (the API server reaches a local manager only by URL: there
 // is no Service routing on the local control plane) and trusting caPEM.
 func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile, baseURL string, caPEM []byte) error {
-	objs, err := manifests.ReadFile(manifestsFile)
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{})
+	objs, c, err := webhookManifests(cfg, manifestsFile)
 	if err != nil {
 		return err
 	}
@@ -82,11 +79,7 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile, baseU
 
 // UninstallWebhooks deletes the webhook configurations of the manifests file.
 func UninstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile string) error {
-	objs, err := manifests.ReadFile(manifestsFile)
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{})
+	objs, c, err := webhookManifests(cfg, manifestsFile)
 	if err != nil {
 		return err
 	}
@@ -96,6 +89,16 @@ func UninstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile stri
 		}
 	}
 	return nil
+}
+
+// webhookManifests reads the webhook configurations and makes a client to write them.
+func webhookManifests(cfg *rest.Config, manifestsFile string) ([]*unstructured.Unstructured, client.Client, error) {
+	objs, err := manifests.ReadFile(manifestsFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{})
+	return objs, c, err
 }
 
 // EnsureNamespace creates a namespace if it does not exist.
