@@ -159,8 +159,9 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	e.Metrics.BytesInline.Add(float64(plan.Stats.InlineBytes))
 	e.Metrics.BytesStored.Add(float64(plan.Stats.StoredBytes))
 	e.Metrics.SecretsWritten.Add(float64(written))
-	what := fmt.Sprintf("externalized %d objects into %d Secrets in %s (%d bytes inline, %d bytes stored; %s)",
-		plan.Stats.Objects, len(plan.Secrets), e.Options.SystemNamespace, plan.Stats.InlineBytes, plan.Stats.StoredBytes, decision.Reason)
+	what := fmt.Sprintf("externalized %s into %s in %s (%d bytes inline, %d bytes stored; %s)",
+		plural(plan.Stats.Objects, "object"), plural(len(plan.Secrets), "Secret"), e.Options.SystemNamespace,
+		plan.Stats.InlineBytes, plan.Stats.StoredBytes, decision.Reason)
 	if dryRun {
 		what += "; dry run: nothing written"
 	}
@@ -355,6 +356,13 @@ func (e *Externalizer) respond(obj *olmv1.ClusterObjectSet, phasesChanged bool, 
 		resp = admission.Patched("", ops...)
 	}
 	return resp.WithWarnings(warnings...)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func hasRefs(phases []olmv1.ClusterObjectSetPhase) bool {
