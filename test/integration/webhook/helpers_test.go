@@ -102,15 +102,33 @@ func stateOf(secrets []corev1.Secret) secretState {
 	return s
 }
 
-// allObjectDataSecrets counts every object-data Secret in the system namespace.
-func allObjectDataSecrets(t *testing.T) int {
+// secretNames lists the object-data Secrets of the system namespace by name.
+func secretNames(t *testing.T) map[string]bool {
 	t.Helper()
 	list := &corev1.SecretList{}
 	if err := testenv.Env.Client.List(context.Background(), list, client.InNamespace(testenv.SystemNamespace),
 		client.HasLabels{olmv1.LabelRevisionName}); err != nil {
 		t.Fatal(err)
 	}
-	return len(list.Items)
+	names := map[string]bool{}
+	for _, s := range list.Items {
+		names[s.Name] = true
+	}
+	return names
+}
+
+// written returns the object-data Secrets that exist now and did not before, sorted. Secrets of
+// earlier tests may disappear meanwhile (the garbage collector, the sweep): only new ones count.
+func written(t *testing.T, before map[string]bool) []string {
+	t.Helper()
+	var added []string
+	for name := range secretNames(t) {
+		if !before[name] {
+			added = append(added, name)
+		}
+	}
+	sort.Strings(added)
+	return added
 }
 
 func getCOS(t *testing.T, name string) *olmv1.ClusterObjectSet {
