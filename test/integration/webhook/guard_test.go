@@ -99,3 +99,48 @@ func TestMetricsExposed(t *testing.T) {
 		}
 	}
 }
+
+// TestPreCreatedSecretIsNotTrusted: a Secret that already exists under a name the webhook needs is
+// used only when it is exactly what the webhook would write.
+func TestPreCreatedSecretIsNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	cos := builders.COS("squatted", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "squatted", 2)...))
+	in := content.Input{Phases: []content.PhaseInput{{Name: "configuration"}}}
+	for _, o := range cos.Spec.Phases[0].Objects {
+		in.Phases[0].Objects = append(in.Phases[0].Objects, content.ObjectInput{Object: o.Object.Object})
+	}
+	plan, err := content.PlanFor(cos.Name, in, content.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := plan.Secrets[0]
+	squatter := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: planned.Name,
+			Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}},
+		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true),
+		Data: map[string][]byte{"other": []byte(`{"kind":"Secret"}`)},
+	}
+	if err := testenv.Env.Client.Create(ctx, squatter); err != nil {
+		t.Fatal(err)
+	}
+	err = testenv.Env.Client.Create(ctx, cos.DeepCopy())
+	if err == nil || !strings.Contains(err.Error(), "already exists and cannot be used") || !strings.Contains(err.Error(), "its data differs") {
+		t.Fatalf("a squatted Secret name was not refused clearly: %v", err)
+	}
+	if strings.Contains(err.Error(), `"kind":"Secret"`) {
+		t.Errorf("the refusal quotes the squatter's content: %v", err)
+	}
+	// The same content, exactly as the webhook would write it, is accepted.
+	if err := testenv.Env.Client.Delete(ctx, squatter); err != nil {
+		t.Fatal(err)
+	}
+	exact := squatter.DeepCopy()
+	exact.ResourceVersion, exact.UID, exact.Data = "", "", planned.Data
+	if err := testenv.Env.Client.Create(ctx, exact); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.Env.Client.Create(ctx, cos.DeepCopy()); err != nil {
+		t.Fatalf("a Secret with exactly the planned content was not accepted: %v", err)
+	}
+}
