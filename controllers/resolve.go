@@ -32,7 +32,7 @@ func indexRefs(systemNamespace string) client.IndexerFunc {
 				if o.Ref.Name == "" {
 					continue
 				}
-				k := refNamespace(o.Ref, systemNamespace) + "/" + o.Ref.Name
+				k := o.Ref.NamespaceOr(systemNamespace) + "/" + o.Ref.Name
 				if !seen[k] {
 					seen[k] = true
 					out = append(out, k)
@@ -41,13 +41,6 @@ func indexRefs(systemNamespace string) client.IndexerFunc {
 		}
 		return out
 	}
-}
-
-func refNamespace(ref olmv1.ObjectSourceRef, systemNamespace string) string {
-	if ref.Namespace == "" {
-		return systemNamespace
-	}
-	return ref.Namespace
 }
 
 // cosForSecret maps a Secret event to the ClusterObjectSets that reference it.
@@ -99,7 +92,7 @@ func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 // resolveRef reads one ref. A missing Secret or key is "missing"; a Secret that is not immutable,
 // content that does not match its content key, or content that cannot be decoded is "blocked".
 func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret) (*unstructured.Unstructured, string, string) {
-	key := client.ObjectKey{Namespace: refNamespace(ref, r.SystemNamespace), Name: ref.Name}
+	key := client.ObjectKey{Namespace: ref.NamespaceOr(r.SystemNamespace), Name: ref.Name}
 	sec, ok := secrets[key]
 	if !ok {
 		var err error

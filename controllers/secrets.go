@@ -40,7 +40,7 @@ func (r *Reconciler) ensureSecretOwnership(ctx context.Context, cos *olmv1.Clust
 	done := map[string]bool{}
 	for _, p := range cos.Spec.Phases {
 		for _, o := range p.Objects {
-			if o.Ref.Name == "" || done[o.Ref.Name] || refNamespace(o.Ref, r.SystemNamespace) != r.SystemNamespace {
+			if o.Ref.Name == "" || done[o.Ref.Name] || o.Ref.NamespaceOr(r.SystemNamespace) != r.SystemNamespace {
 				continue
 			}
 			done[o.Ref.Name] = true
@@ -154,7 +154,7 @@ func (s *OrphanSweeper) Sweep(ctx context.Context) (int, error) {
 func references(cos *olmv1.ClusterObjectSet, secretName, systemNamespace string) bool {
 	for _, p := range cos.Spec.Phases {
 		for _, o := range p.Objects {
-			if o.Ref.Name == secretName && refNamespace(o.Ref, systemNamespace) == systemNamespace {
+			if o.Ref.Name == secretName && o.Ref.NamespaceOr(systemNamespace) == systemNamespace {
 				return true
 			}
 		}

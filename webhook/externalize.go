@@ -196,10 +196,7 @@ func (e *Externalizer) restoreStoredPhases(ctx context.Context, old, obj *olmv1.
 func (e *Externalizer) resolver(ctx context.Context) externalize.ResolveFunc {
 	cache := map[client.ObjectKey]*corev1.Secret{}
 	return func(ref olmv1.ObjectSourceRef) (map[string]any, error) {
-		key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
-		if key.Namespace == "" {
-			key.Namespace = e.Options.SystemNamespace
-		}
+		key := client.ObjectKey{Namespace: ref.NamespaceOr(e.Options.SystemNamespace), Name: ref.Name}
 		sec, ok := cache[key]
 		if !ok {
 			sec = &corev1.Secret{}
@@ -229,10 +226,7 @@ func (e *Externalizer) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObje
 			if o.Object.Object != nil {
 				continue
 			}
-			key := client.ObjectKey{Namespace: o.Ref.Namespace, Name: o.Ref.Name}
-			if key.Namespace == "" {
-				key.Namespace = e.Options.SystemNamespace
-			}
+			key := client.ObjectKey{Namespace: o.Ref.NamespaceOr(e.Options.SystemNamespace), Name: o.Ref.Name}
 			sec, seen := secrets[key]
 			if !seen {
 				sec = &corev1.Secret{}

@@ -74,11 +74,7 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 func references(c *olmv1.ClusterObjectSet, namespace, name, systemNamespace string) (string, bool) {
 	for i, p := range c.Spec.Phases {
 		for j, o := range p.Objects {
-			ns := o.Ref.Namespace
-			if ns == "" {
-				ns = systemNamespace
-			}
-			if o.Object.Object == nil && o.Ref.Name == name && ns == namespace {
+			if o.Object.Object == nil && o.Ref.Name == name && o.Ref.NamespaceOr(systemNamespace) == namespace {
 				return fmt.Sprintf("spec.phases[%d].objects[%d].ref", i, j), true
 			}
 		}

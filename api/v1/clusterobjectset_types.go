@@ -175,6 +175,15 @@ type ObjectSourceRef struct {
 	Key string `json:"key"`
 }
 
+// NamespaceOr returns the namespace of the referenced Secret: ref.namespace, or systemNamespace when
+// it is empty.
+func (r ObjectSourceRef) NamespaceOr(systemNamespace string) string {
+	if r.Namespace == "" {
+		return systemNamespace
+	}
+	return r.Namespace
+}
+
 // ProgressionProbe is a readiness check: assertions run against every object its selector matches.
 type ProgressionProbe struct {
 	// selector chooses the objects the assertions apply to.

@@ -44,7 +44,8 @@ func sameObject(a, b olmv1.ClusterObjectSetObject, systemNamespace string, resol
 	if a.CollisionProtection != b.CollisionProtection {
 		return false, nil
 	}
-	if isRef(a) && isRef(b) && normalize(a.Ref, systemNamespace) == normalize(b.Ref, systemNamespace) {
+	if isRef(a) && isRef(b) && a.Ref.Name == b.Ref.Name && a.Ref.Key == b.Ref.Key &&
+		a.Ref.NamespaceOr(systemNamespace) == b.Ref.NamespaceOr(systemNamespace) {
 		return true, nil
 	}
 	ca, err := canonicalOf(a, resolve)
@@ -59,13 +60,6 @@ func sameObject(a, b olmv1.ClusterObjectSetObject, systemNamespace string, resol
 }
 
 func isRef(o olmv1.ClusterObjectSetObject) bool { return o.Object.Object == nil }
-
-func normalize(r olmv1.ObjectSourceRef, systemNamespace string) olmv1.ObjectSourceRef {
-	if r.Namespace == "" {
-		r.Namespace = systemNamespace
-	}
-	return r
-}
 
 func canonicalOf(o olmv1.ClusterObjectSetObject, resolve ResolveFunc) ([]byte, error) {
 	obj := o.Object.Object
