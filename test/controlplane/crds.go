@@ -70,6 +70,31 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) ([]string, e
 			return nil, fmt.Errorf("waiting for CRD %s to be Established: %w", name, err)
 		}
 	}
+	// Established is not yet served: discovery lags a moment behind, and clients that look the
+	// resource up (kubectl, REST mappers) fail until it catches up.
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv := crd.Spec.Group + "/" + v.Name
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				list, err := cs.Discovery().ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					return false, nil
+				}
+				for _, r := range list.APIResources {
+					if r.Name == crd.Spec.Names.Plural {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("waiting for %s %s to be served: %w", gv, crd.Spec.Names.Plural, err)
+			}
+		}
+	}
 	return names, nil
 }
 
