@@ -19,10 +19,18 @@ KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 ETCD_VERSION := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/tools/etcd/go.mod)
 KWOK_VERSION := $(shell awk '$$1=="require" && $$2=="sigs.k8s.io/kwok" {print $$3}' hack/tools/kwok/go.mod)
+PROMOP_MODULE := github.com/prometheus-operator/prometheus-operator
+PROMOP_VERSION := $(shell awk '$$1=="require" && $$2=="$(PROMOP_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
+ARGOCD_MODULE := github.com/argoproj/argo-cd/v3
+ARGOCD_VERSION := $(shell awk '$$1=="require" && $$2=="$(ARGOCD_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
 
 KUBE_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)
 ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
+# The real third-party bundles the tests read (test/builders.BundleDir; COS_TESTDATA_DIR overrides).
+# Their stamp lives inside the folder, so deleting the folder also makes it fetched again.
+TESTDATA := $(BIN)/testdata/bundles
+TESTDATA_STAMP := $(TESTDATA)/.stamp-prometheus-operator-$(PROMOP_VERSION)-argocd-$(ARGOCD_VERSION)
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -81,11 +89,11 @@ build: ## Build the manager binary into bin/.
 ##@ Test
 
 .PHONY: test
-test: control-plane verify lint ## Run every test (unit, API and integration against a real local control plane).
+test: control-plane testdata verify lint ## Run every test (unit, API and integration against a real local control plane).
 	$(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
-test-unit: ## Run the tests that need no control plane (pure packages).
+test-unit: testdata ## Run the tests that need no control plane (pure packages).
 	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./test/builders/...
 
 .PHONY: test-e2e
@@ -94,10 +102,27 @@ test-e2e: ## End-to-end tests on a kind cluster (needs Docker; not run by `make 
 	@echo "the kind e2e suite arrives with the deployment manifests"; exit 1
 
 .PHONY: bench
-bench: control-plane ## Run the benchmarks (figures in docs/benchmarks.md); about 3 minutes once built.
+bench: control-plane testdata ## Run the benchmarks (figures in docs/benchmarks.md); about 3 minutes once built.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
+
+.PHONY: testdata
+testdata: $(TESTDATA_STAMP) ## Fetch the real test bundles (prometheus-operator CRDs, Argo CD install) into bin/testdata/.
+
+# The bundles are files of Go module zips pinned in hack/tools/testdata/go.mod and checked against its
+# go.sum. They are copied out of the module cache into a fresh folder that replaces the old one whole.
+$(TESTDATA_STAMP): hack/tools/testdata/go.mod hack/tools/testdata/go.sum
+	@echo "fetching test bundles: $(PROMOP_MODULE) $(PROMOP_VERSION), $(ARGOCD_MODULE) $(ARGOCD_VERSION)"
+	cd hack/tools/testdata && $(GO) mod download $(PROMOP_MODULE) $(ARGOCD_MODULE)
+	rm -rf $(TESTDATA).tmp && mkdir -p $(TESTDATA).tmp/prometheus-operator-crds $(TESTDATA).tmp/argocd-install
+	cd hack/tools/testdata && \
+		promop=$$($(GO) list -m -f '{{.Dir}}' $(PROMOP_MODULE)) && argocd=$$($(GO) list -m -f '{{.Dir}}' $(ARGOCD_MODULE)) && \
+		cp "$$promop"/example/prometheus-operator-crd-full/*.yaml $(TESTDATA).tmp/prometheus-operator-crds/ && \
+		cp "$$argocd"/manifests/install.yaml $(TESTDATA).tmp/argocd-install/
+	chmod -R u+w $(TESTDATA).tmp
+	touch $(TESTDATA).tmp/$(notdir $(TESTDATA_STAMP))
+	rm -rf $(TESTDATA) && mv $(TESTDATA).tmp $(TESTDATA)
 
 ##@ Local control plane
 

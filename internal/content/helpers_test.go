@@ -12,7 +12,8 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
-// The real bundles of ../shared/testdata/bundles, and the namespace their namespaced objects go to.
+// The real bundles (builders.BundleDir: bin/testdata/bundles from `make testdata`, or $COS_TESTDATA_DIR),
+// and the namespace their namespaced objects go to.
 var bundles = []struct{ name, namespace string }{
 	{"prometheus-operator-crds", ""},
 	{"argocd-install", "argocd"},

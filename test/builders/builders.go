@@ -165,20 +165,25 @@ func FromBundle(name string, objs []*unstructured.Unstructured, namespace string
 	return c, nil
 }
 
-// BundleDir returns the folder of a third-party test bundle: $COS_TESTDATA_DIR/<name> when set,
-// else shared/testdata/bundles/<name> beside the repository.
+// BundleDir returns the folder of a real third-party test bundle: $COS_TESTDATA_DIR/<name> when that
+// variable is set, else bin/testdata/bundles/<name> in the repository, where `make testdata` puts the
+// bundles pinned in hack/tools/testdata/go.mod (the prometheus-operator CRDs and the Argo CD install,
+// taken from those projects' Go module zips). A missing folder is an error that says how to get it:
+// tests fail without their data, they never skip.
 func BundleDir(name string) (string, error) {
 	base := os.Getenv("COS_TESTDATA_DIR")
+	hint := "COS_TESTDATA_DIR is set; unset it to use the bundles of `make testdata`"
 	if base == "" {
 		root, err := controlplane.RepoRoot()
 		if err != nil {
 			return "", err
 		}
-		base = filepath.Join(root, "..", "shared", "testdata", "bundles")
+		base = filepath.Join(root, "bin", "testdata", "bundles")
+		hint = "run `make testdata` to fetch the test bundles"
 	}
 	dir := filepath.Join(base, name)
 	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("test bundle %s: %w (set COS_TESTDATA_DIR to the bundles folder)", name, err)
+		return "", fmt.Errorf("test bundle %s: %w (%s)", name, err, hint)
 	}
 	return dir, nil
 }

@@ -1,6 +1,7 @@
 package builders
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,5 +96,13 @@ func TestRealBundlesSort(t *testing.T) {
 	}
 	if len(prom.Spec.Phases) != 1 || prom.Spec.Phases[0].Name != "crds" || len(prom.Spec.Phases[0].Objects) != 10 {
 		t.Errorf("prometheus-operator: want one crds phase of 10 objects, got %d phases", len(prom.Spec.Phases))
+	}
+}
+
+func TestBundleDirMissing(t *testing.T) {
+	t.Setenv("COS_TESTDATA_DIR", t.TempDir())
+	_, err := BundleDir("argocd-install")
+	if err == nil || !strings.Contains(err.Error(), "COS_TESTDATA_DIR is set") {
+		t.Errorf("error %v, want one that names COS_TESTDATA_DIR", err)
 	}
 }
