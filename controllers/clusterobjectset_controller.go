@@ -81,6 +81,9 @@ type Reconciler struct {
 	SystemNamespace string
 	// KeepArchived is how many archived revisions of one owner are kept.
 	KeepArchived int
+	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet
+	// (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
+	MaxResolvedBytes int64
 
 	// SkipNameValidation lets a process start the controller more than once (tests restart the
 	// manager).

@@ -63,10 +63,14 @@ type problem struct {
 }
 
 // resolve returns the objects of every phase: inline ones as given, refs read from their Secrets.
-// Unresolvable objects are nil in the result, with the first problem reported.
+// Unresolvable objects are nil in the result, with the first problem reported. The refs of one
+// ClusterObjectSet share a budget of MaxResolvedBytes of resolved content (content.Budget): every
+// ref is charged, but each Secret key is read and decoded once, and refs to it share the decoded
+// object. Callers must not change resolved objects in place (applyObject copies first).
 func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) ([][]*unstructured.Unstructured, problem) {
 	var prob problem
 	secrets := map[client.ObjectKey]*corev1.Secret{}
+	budget := content.NewBudget(r.MaxResolvedBytes)
 	out := make([][]*unstructured.Unstructured, len(cos.Spec.Phases))
 	for i, p := range cos.Spec.Phases {
 		out[i] = make([]*unstructured.Unstructured, len(p.Objects))
@@ -76,7 +80,7 @@ func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 				continue
 			}
 			where := fmt.Sprintf("phase %q object %d", p.Name, j)
-			obj, blocked, missing := r.resolveRef(ctx, o.Ref, secrets)
+			obj, blocked, missing := r.resolveRef(ctx, o.Ref, secrets, budget)
 			switch {
 			case blocked != "" && prob.blocked == "":
 				prob.blocked = where + ": " + blocked
@@ -90,8 +94,9 @@ func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 }
 
 // resolveRef reads one ref. A missing Secret or key is "missing"; a Secret that is not immutable,
-// content that does not match its content key, or content that cannot be decoded is "blocked".
-func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret) (*unstructured.Unstructured, string, string) {
+// content that does not match its content key, content that cannot be decoded, or content past the
+// ClusterObjectSet's budget is "blocked".
+func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
 	key := client.ObjectKey{Namespace: ref.NamespaceOr(r.SystemNamespace), Name: ref.Name}
 	sec, ok := secrets[key]
 	if !ok {
@@ -111,10 +116,14 @@ func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, 
 	if !ok {
 		return nil, "", fmt.Sprintf("Secret %s has no key %q", key, ref.Key)
 	}
-	m, err := content.Resolve(data, ref.Key, content.MaxDecompressedSize)
+	m, err := budget.Resolve(key.String()+"/"+ref.Key, data, ref.Key)
+	if errors.Is(err, content.ErrBudgetExceeded) {
+		return nil, fmt.Sprintf("the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", budget.Limit()), ""
+	}
 	if err != nil {
 		return nil, fmt.Sprintf("Secret %s key %q: %s", key, ref.Key, resolveReason(err)), ""
 	}
+	// A wrapper of its own per ref; the map is shared by every ref to this key.
 	u := &unstructured.Unstructured{Object: m}
 	if u.GetKind() == "" || u.GetAPIVersion() == "" {
 		return nil, fmt.Sprintf("Secret %s key %q does not hold a Kubernetes object (apiVersion and kind are required)", key, ref.Key), ""

@@ -66,6 +66,9 @@ type Options struct {
 	WriteConcurrency int
 	// ExemptUsers may delete referenced object-data Secrets (the garbage collector, the manager).
 	ExemptUsers []string
+	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet that an
+	// update is compared with (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
+	MaxResolvedBytes int64
 }
 
 // Externalizer is the mutating webhook.
@@ -192,9 +195,13 @@ func (e *Externalizer) restoreStoredPhases(ctx context.Context, old, obj *olmv1.
 	return true, ""
 }
 
-// resolver reads a ref's Secret and returns the object it holds, verifying content keys.
+// resolver reads a ref's Secret and returns the object it holds, verifying content keys. The refs of
+// one request share a budget of Options.MaxResolvedBytes (content.Budget): each Secret key is read
+// and decoded once, and every ref to it gets the same object, which SameContent only reads. Past the
+// budget, an error wrapping content.ErrBudgetExceeded.
 func (e *Externalizer) resolver(ctx context.Context) externalize.ResolveFunc {
 	cache := map[client.ObjectKey]*corev1.Secret{}
+	budget := content.NewBudget(e.Options.MaxResolvedBytes)
 	return func(ref olmv1.ObjectSourceRef) (map[string]any, error) {
 		key := client.ObjectKey{Namespace: ref.NamespaceOr(e.Options.SystemNamespace), Name: ref.Name}
 		sec, ok := cache[key]
@@ -209,7 +216,10 @@ func (e *Externalizer) resolver(ctx context.Context) externalize.ResolveFunc {
 		if !ok {
 			return nil, fmt.Errorf("secret %s has no key %q", key, ref.Key)
 		}
-		obj, err := content.Resolve(data, ref.Key, content.MaxDecompressedSize)
+		obj, err := budget.Resolve(key.String()+"/"+ref.Key, data, ref.Key)
+		if errors.Is(err, content.ErrBudgetExceeded) {
+			return nil, fmt.Errorf("%w (the limit is --max-resolved-bytes)", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("secret %s key %q: %w", key, ref.Key, err)
 		}

@@ -70,16 +70,24 @@ func gunzip(stored []byte, limit int64) ([]byte, error) {
 // decoded (see Decode) and parsed as a JSON object the way unstructured.Unstructured parses, integers
 // as int64. Errors never contain content.
 func Resolve(stored []byte, key string, limit int64) (map[string]any, error) {
-	if IsContentKey(key) {
-		if got := Key(stored); got != key {
-			return nil, fmt.Errorf("%w: key %s, content hashes to %s", ErrDigestMismatch, key, got)
-		}
+	if err := verifyKey(stored, key); err != nil {
+		return nil, err
 	}
 	data, err := Decode(stored, limit)
 	if err != nil {
 		return nil, err
 	}
 	return parseObject(data)
+}
+
+// verifyKey checks that stored bytes hash to key when key is a content key (ErrDigestMismatch).
+func verifyKey(stored []byte, key string) error {
+	if IsContentKey(key) {
+		if got := Key(stored); got != key {
+			return fmt.Errorf("%w: key %s, content hashes to %s", ErrDigestMismatch, key, got)
+		}
+	}
+	return nil
 }
 
 // parseObject parses a JSON object. Parser errors are dropped, not wrapped: they may quote content.

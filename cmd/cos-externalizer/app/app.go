@@ -26,6 +26,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
@@ -52,6 +53,8 @@ type Options struct {
 	threshold      int
 	maxStoredBytes int
 	exemptUsers    string
+
+	maxResolvedBytes int64
 
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
@@ -84,6 +87,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
 	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
+	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved (decompressed) content of the refs of one ClusterObjectSet, every ref counted, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.GarbageCollectorUser, "Comma-separated users that may delete referenced object-data Secrets (the manager itself is always exempt).")
 }
 
@@ -116,6 +120,9 @@ func (o *Options) Validate() error {
 	}
 	if o.maxStoredBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
+	}
+	if o.maxResolvedBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-resolved-bytes: must be positive, got %d", o.maxResolvedBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -196,6 +203,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			Threshold:       o.threshold,
 			MaxStoredBytes:  o.maxStoredBytes,
 			ExemptUsers:     exempt,
+
+			MaxResolvedBytes: o.maxResolvedBytes,
 		}, webhook.DefaultMetrics); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
 		}
@@ -212,6 +221,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		Rollout:         o.rollout,
 		Clock:           o.Clock,
 
+		MaxResolvedBytes:   o.maxResolvedBytes,
 		SkipNameValidation: o.SkipControllerNameValidation,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
