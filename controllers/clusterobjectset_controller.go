@@ -6,7 +6,9 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -30,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
@@ -136,20 +140,35 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, cos); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.ensureSecretOwnership(ctx, cos); err != nil {
-		log.Info("could not own the object-data Secrets yet", "error", err.Error())
+	ownErr := r.ensureSecretOwnership(ctx, cos)
+	if ownErr != nil {
+		log.Info("could not own the object-data Secrets yet; retrying", "error", ownErr.Error())
+		ownErr = fmt.Errorf("owning the object-data Secrets: %w", ownErr)
 	}
 
 	if !r.Rollout {
-		return reconcile.Result{}, nil
+		// Webhook-only mode: nothing here tears down, so a finalizer this manager added while it
+		// rolled out would hold a deleted ClusterObjectSet forever. Only our own is released: another
+		// reconciler (OLM's) uses the same finalizer name and tears down itself.
+		if !cos.DeletionTimestamp.IsZero() && finalizedByUs(cos) {
+			patch := client.MergeFromWithOptions(cos.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			controllerutil.RemoveFinalizer(cos, Finalizer)
+			if err := r.Client.Patch(ctx, cos, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, errors.Join(ownErr, fmt.Errorf("removing the finalizer: %w", err))
+			}
+			log.Info("released the finalizer without tearing down (--rollout=false)")
+		}
+		return reconcile.Result{}, ownErr
 	}
 	if !cos.DeletionTimestamp.IsZero() || cos.Spec.LifecycleState == olmv1.LifecycleStateArchived {
-		return r.reconcileTeardown(ctx, cos)
+		res, err := r.reconcileTeardown(ctx, cos)
+		return res, errors.Join(err, ownErr)
 	}
 	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
 		patch := client.MergeFromWithOptions(cos.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(cos, Finalizer)
-		if err := r.Client.Patch(ctx, cos, patch); err != nil {
+		// Under our field manager, so that webhook-only mode can tell our finalizer from OLM's.
+		if err := r.Client.Patch(ctx, cos, patch, client.FieldOwner(FieldOwner)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
@@ -170,17 +189,21 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.archivePredecessors(ctx, cos); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, ownErr
 	}
-	if outcome.Blocked != "" {
-		return reconcile.Result{}, nil
+	if outcome.Blocked != "" || outcome.Empty {
+		// Blocked needs a person; an empty revision waits for its phases (a spec change).
+		return reconcile.Result{}, ownErr
 	}
 	if deadline, ok := rollout.Deadline(cos); ok && now.Before(deadline) && deadline.Sub(now) < requeue {
 		requeue = deadline.Sub(now) + time.Second
 	}
 	if err != nil {
 		// Errors already shown in the status; the controller's backoff paces the retries.
-		return reconcile.Result{}, err
+		return reconcile.Result{}, errors.Join(err, ownErr)
+	}
+	if ownErr != nil {
+		return reconcile.Result{}, ownErr
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
@@ -189,6 +212,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 // outcome, when to look again without an event, and an error for API failures.
 func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (rollout.Outcome, time.Duration, error) {
 	out := rollout.Outcome{Phases: len(cos.Spec.Phases)}
+	if len(cos.Spec.Phases) == 0 {
+		// Not complete: a revision without phases must never archive its predecessor.
+		out.Empty = true
+		return out, 0, nil
+	}
 	resolved, problem := r.resolve(ctx, cos)
 	switch {
 	case problem.blocked != "":
@@ -508,6 +536,25 @@ func (r *Reconciler) archivePredecessors(ctx context.Context, cos *olmv1.Cluster
 		}
 	}
 	return nil
+}
+
+// finalizedByUs reports whether our field manager added the teardown finalizer (managedFields), as
+// this manager does; OLM's reconciler adds a finalizer of the same name under its own manager.
+func finalizedByUs(cos *olmv1.ClusterObjectSet) bool {
+	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
+		return false
+	}
+	want := fieldpath.MakePathOrDie("metadata", "finalizers", value.NewValueInterface(Finalizer))
+	for _, mf := range cos.ManagedFields {
+		if mf.Manager != FieldOwner || mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err == nil && set.Has(want) {
+			return true
+		}
+	}
+	return false
 }
 
 func deletionPredicate() predicate.Predicate {

@@ -34,8 +34,16 @@ func init() { ctrlmetrics.Registry.MustRegister(secretsSwept, ownerRefsPatched) 
 
 // ensureSecretOwnership makes cos the controller owner of every object-data Secret of the system
 // namespace that carries its revision-name label and that it references, so that the garbage
-// collector deletes them with it. It is idempotent.
+// collector deletes them with it. A Secret still owned by an earlier ClusterObjectSet of the same
+// name (deleted and re-created, or restored from a backup) is handed to this one: its stale owner
+// reference is replaced, so the garbage collector never deletes content a live ClusterObjectSet
+// uses. A Secret controlled by anything else is left alone. It is idempotent.
 func (r *Reconciler) ensureSecretOwnership(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
+	if !cos.DeletionTimestamp.IsZero() {
+		// Never adopt into a ClusterObjectSet being deleted: deleted with orphan propagation, the
+		// Secrets it left behind would be owned again, and collected, once it is gone.
+		return nil
+	}
 	label := content.RevisionLabelValue(cos.Name)
 	done := map[string]bool{}
 	for _, p := range cos.Spec.Phases {
@@ -51,15 +59,15 @@ func (r *Reconciler) ensureSecretOwnership(ctx context.Context, cos *olmv1.Clust
 				}
 				return err
 			}
-			if sec.Labels[olmv1.LabelRevisionName] != label || sec.Type != olmv1.SecretTypeObjectData || hasOwner(sec, cos) {
+			if sec.Labels[olmv1.LabelRevisionName] != label || sec.Type != olmv1.SecretTypeObjectData {
 				continue
 			}
-			if other := metav1.GetControllerOfNoCopy(sec); other != nil {
-				// Owned by an earlier ClusterObjectSet of the same name: the sweep deals with it.
+			refs, change := ownerRefsFor(sec.OwnerReferences, cos)
+			if !change {
 				continue
 			}
-			patch := client.MergeFrom(sec.DeepCopy())
-			sec.OwnerReferences = append(sec.OwnerReferences, ownerRef(cos))
+			patch := client.MergeFromWithOptions(sec.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			sec.OwnerReferences = refs
 			if err := r.Client.Patch(ctx, sec, patch); err != nil {
 				return fmt.Errorf("owning Secret %s: %w", klog.KObj(sec), err)
 			}
@@ -67,6 +75,34 @@ func (r *Reconciler) ensureSecretOwnership(ctx context.Context, cos *olmv1.Clust
 		}
 	}
 	return nil
+}
+
+// ownerRefsFor returns the owner references an object-data Secret of cos should have, and whether
+// they differ from refs: references to earlier ClusterObjectSets of the same name (another uid) are
+// dropped and cos is added as the controller, unless something else controls the Secret.
+func ownerRefsFor(refs []metav1.OwnerReference, cos *olmv1.ClusterObjectSet) ([]metav1.OwnerReference, bool) {
+	kept := make([]metav1.OwnerReference, 0, len(refs)+1)
+	stale, has := false, false
+	for _, ref := range refs {
+		switch {
+		case ref.UID == cos.UID:
+			has = true
+		case ref.Kind == olmv1.ClusterObjectSetKind && ref.APIVersion == olmv1.GroupVersion.String() && ref.Name == cos.Name:
+			stale = true
+			continue
+		case ref.Controller != nil && *ref.Controller:
+			// Controlled by something else: not ours to take.
+			return refs, false
+		}
+		kept = append(kept, ref)
+	}
+	if has && !stale {
+		return refs, false
+	}
+	if !has {
+		kept = append(kept, ownerRef(cos))
+	}
+	return kept, true
 }
 
 func hasOwner(o metav1.Object, cos *olmv1.ClusterObjectSet) bool {
@@ -79,8 +115,10 @@ func hasOwner(o metav1.Object, cos *olmv1.ClusterObjectSet) bool {
 }
 
 // OrphanSweeper periodically deletes object-data Secrets whose ClusterObjectSet never appeared (the
-// admission request that wrote them failed later) once they are older than GracePeriod, and those
-// whose ClusterObjectSet exists but no longer references them and is not their owner.
+// admission request that wrote them failed later), and those whose ClusterObjectSet exists but
+// neither references nor owns them, once their grace period has passed: GracePeriod counted from
+// the Secret's creation or, when the webhook reused it since, from its last use
+// (content.LastUsedAnnotation).
 type OrphanSweeper struct {
 	Client          client.Client
 	SystemNamespace string
@@ -91,9 +129,6 @@ type OrphanSweeper struct {
 
 // Start runs the sweep every Interval until ctx ends (a manager Runnable; it runs on the leader).
 func (s *OrphanSweeper) Start(ctx context.Context) error {
-	if s.Clock == nil {
-		s.Clock = clock.RealClock{}
-	}
 	log := ctrl.LoggerFrom(ctx).WithName("orphan-sweep")
 	t := time.NewTicker(s.Interval)
 	defer t.Stop()
@@ -116,29 +151,43 @@ func (s *OrphanSweeper) NeedLeaderElection() bool { return true }
 
 // Sweep deletes the orphaned Secrets once and returns how many it deleted.
 func (s *OrphanSweeper) Sweep(ctx context.Context) (int, error) {
+	orphans, err := s.Orphans(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.Delete(ctx, orphans)
+}
+
+// Orphans lists the object-data Secrets that are orphaned now.
+func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	secrets := &corev1.SecretList{}
 	if err := s.Client.List(ctx, secrets, client.InNamespace(s.SystemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
-		return 0, err
+		return nil, err
 	}
 	sets := &olmv1.ClusterObjectSetList{}
 	if err := s.Client.List(ctx, sets); err != nil {
-		return 0, err
+		return nil, err
 	}
 	byLabel := map[string]*olmv1.ClusterObjectSet{}
 	for i := range sets.Items {
 		byLabel[content.RevisionLabelValue(sets.Items[i].Name)] = &sets.Items[i]
 	}
-	now := s.Clock.Now()
+	now := s.clock().Now()
+	var orphans []corev1.Secret
+	for _, sec := range secrets.Items {
+		if orphaned(&sec, byLabel[sec.Labels[olmv1.LabelRevisionName]], s.SystemNamespace, now, s.GracePeriod) {
+			orphans = append(orphans, sec)
+		}
+	}
+	return orphans, nil
+}
+
+// Delete deletes the Secrets, each only if it is still exactly the version that was judged (same uid
+// and resourceVersion): a Secret the webhook reused meanwhile has a new resourceVersion and stays.
+func (s *OrphanSweeper) Delete(ctx context.Context, orphans []corev1.Secret) (int, error) {
 	n := 0
-	for i := range secrets.Items {
-		sec := &secrets.Items[i]
-		if sec.Type != olmv1.SecretTypeObjectData || now.Sub(sec.CreationTimestamp.Time) < s.GracePeriod {
-			continue
-		}
-		cos := byLabel[sec.Labels[olmv1.LabelRevisionName]]
-		if cos != nil && (hasOwner(sec, cos) || references(cos, sec.Name, s.SystemNamespace)) {
-			continue
-		}
+	for i := range orphans {
+		sec := &orphans[i]
 		err := s.Client.Delete(ctx, sec, client.Preconditions{UID: &sec.UID, ResourceVersion: &sec.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return n, fmt.Errorf("deleting orphaned Secret %s: %w", klog.KObj(sec), err)
@@ -151,13 +200,38 @@ func (s *OrphanSweeper) Sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func references(cos *olmv1.ClusterObjectSet, secretName, systemNamespace string) bool {
-	for _, p := range cos.Spec.Phases {
-		for _, o := range p.Objects {
-			if o.Ref.Name == secretName && o.Ref.NamespaceOr(systemNamespace) == systemNamespace {
-				return true
-			}
+func (s *OrphanSweeper) clock() clock.PassiveClock {
+	if s.Clock == nil {
+		return clock.RealClock{}
+	}
+	return s.Clock
+}
+
+// orphaned decides whether an object-data Secret may be swept at now: its grace period, counted
+// from its creation or its last recorded use, has passed, and cos (the ClusterObjectSet its label
+// names, or nil) neither owns nor references it.
+func orphaned(sec *corev1.Secret, cos *olmv1.ClusterObjectSet, systemNamespace string, now time.Time, grace time.Duration) bool {
+	if sec.Type != olmv1.SecretTypeObjectData {
+		return false
+	}
+	if now.Sub(lastUsed(sec)) < grace {
+		return false
+	}
+	if cos == nil {
+		return true
+	}
+	_, referenced := cos.RefTo(sec.Namespace, sec.Name, systemNamespace)
+	return !referenced && !hasOwner(sec, cos)
+}
+
+// lastUsed is the later of the Secret's creation and the time in its last-used annotation (ignored
+// when it does not parse).
+func lastUsed(sec *corev1.Secret) time.Time {
+	t := sec.CreationTimestamp.Time
+	if v, ok := sec.Annotations[content.LastUsedAnnotation]; ok {
+		if used, err := time.Parse(time.RFC3339, v); err == nil && used.After(t) {
+			t = used
 		}
 	}
-	return false
+	return t
 }

@@ -111,6 +111,17 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		if errs := validation.ValidateCreate(obj); len(errs) > 0 {
 			return invalid(obj.Name, errs), RefusalInvalid
 		}
+		// The API server refuses a create of an existing name only after admission, and a
+		// server-side apply that lost a create race is retried as an update: such a create is
+		// answered as a dry run is, the same refs and nothing written.
+		exists, err := e.exists(ctx, obj.Name)
+		if err != nil {
+			return admission.Errored(http.StatusServiceUnavailable, err), RefusalWriteFailed
+		}
+		if exists && !dryRun {
+			dryRun = true
+			warnings = append(warnings, fmt.Sprintf("%sClusterObjectSet %s already exists: this create writes no Secrets", warningPrefix, obj.Name))
+		}
 	case admissionv1.Update:
 		old, _, err := decodeCOS(req.OldObject.Raw)
 		if err != nil {
@@ -120,7 +131,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		if warning != "" {
 			warnings = append(warnings, warning)
 		}
-		if errs := validation.ValidateUpdate(old, obj); len(errs) > 0 {
+		if errs := append(validation.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...); len(errs) > 0 {
 			return invalid(obj.Name, errs).WithWarnings(warnings...), RefusalInvalid
 		}
 		if restored || len(old.Spec.Phases) > 0 {
@@ -166,12 +177,28 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		plural(plan.Stats.Objects, "object"), plural(len(plan.Secrets), "Secret"), e.Options.SystemNamespace,
 		plan.Stats.InlineBytes, plan.Stats.StoredBytes, decision.Reason)
 	if dryRun {
-		what += "; dry run: nothing written"
+		what += "; nothing written"
 	}
 	warnings = append(warnings, warningPrefix+what)
 	ctrl.LoggerFrom(ctx).Info("externalized", "objects", plan.Stats.Objects, "secrets", len(plan.Secrets), "secretsCreated", written,
 		"inlineBytes", plan.Stats.InlineBytes, "storedBytes", plan.Stats.StoredBytes)
 	return e.respond(obj, true, warnings), ""
+}
+
+// exists reports whether a ClusterObjectSet of that name exists (read live).
+func (e *Externalizer) exists(ctx context.Context, name string) (bool, error) {
+	if name == "" {
+		return false, nil
+	}
+	err := e.Reader.Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("checking whether ClusterObjectSet %s exists: %w", name, err)
+	}
 }
 
 // restoreStoredPhases handles an update whose phases differ from the stored ones: when they carry
@@ -280,17 +307,13 @@ func (e *Externalizer) writeSecrets(ctx context.Context, cosName string, plan *c
 			Data:      s.Data,
 		}
 		g.Go(func() error {
-			if !dryRun {
-				err := e.Client.Create(gctx, want)
-				if err == nil {
-					created[i] = true
-					return nil
-				}
-				if !apierrors.IsAlreadyExists(err) {
-					return &writeError{secret: client.ObjectKeyFromObject(want), err: err}
-				}
+			if dryRun {
+				_, err := e.checkExisting(gctx, want, true)
+				return err
 			}
-			return e.checkExisting(gctx, want, dryRun)
+			var err error
+			created[i], err = e.createOrReuse(gctx, want)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -309,16 +332,59 @@ func (e *Externalizer) writeSecrets(ctx context.Context, cosName string, plan *c
 	return n, admission.Response{}, ""
 }
 
+// reuseAttempts bounds how often a Secret that vanishes or changes between reading and touching it
+// (the sweep deleted it, say) is created or checked again.
+const reuseAttempts = 3
+
+// createOrReuse creates the Secret, or reuses an existing one that holds exactly the wanted content.
+// A reused Secret gets the time of this request in its last-used annotation, guarded by the
+// resourceVersion it was checked at: the orphan sweep deletes only the version it judged, so either
+// the sweep deleted it first and it is created again here, or the touch came first and the sweep
+// leaves it. It reports whether it created the Secret.
+func (e *Externalizer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, error) {
+	key := client.ObjectKeyFromObject(want)
+	var err error
+	for range reuseAttempts {
+		err = e.Client.Create(ctx, want.DeepCopy())
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return false, &writeError{secret: key, err: err}
+		}
+		var got *corev1.Secret
+		if got, err = e.checkExisting(ctx, want, false); err != nil {
+			var conflict *conflictError
+			if errors.As(err, &conflict) || !apierrors.IsNotFound(err) {
+				return false, err
+			}
+			continue // deleted since the create: create it again
+		}
+		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if got.Annotations == nil {
+			got.Annotations = map[string]string{}
+		}
+		got.Annotations[content.LastUsedAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		if err = e.Client.Patch(ctx, got, patch); err == nil {
+			return false, nil
+		}
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return false, &writeError{secret: key, err: err}
+		}
+	}
+	return false, &writeError{secret: key, err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
+}
+
 // checkExisting accepts an existing Secret only when it is one of ours with exactly the wanted
-// content. On a dry run a missing Secret is fine: the real request would create it.
-func (e *Externalizer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun bool) error {
+// content, and returns it. On a dry run a missing Secret is fine: the real request would create it.
+func (e *Externalizer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun bool) (*corev1.Secret, error) {
 	got := &corev1.Secret{}
 	key := client.ObjectKeyFromObject(want)
 	if err := e.Reader.Get(ctx, key, got); err != nil {
 		if dryRun && apierrors.IsNotFound(err) {
-			return nil
+			return nil, nil
 		}
-		return &writeError{secret: key, err: err}
+		return nil, &writeError{secret: key, err: err}
 	}
 	var why []string
 	if got.Type != want.Type {
@@ -334,9 +400,9 @@ func (e *Externalizer) checkExisting(ctx context.Context, want *corev1.Secret, d
 		why = append(why, "its data differs from the content it must hold")
 	}
 	if len(why) > 0 {
-		return &conflictError{secret: key, why: strings.Join(why, ", ")}
+		return nil, &conflictError{secret: key, why: strings.Join(why, ", ")}
 	}
-	return nil
+	return got, nil
 }
 
 // respond allows the request, replacing spec.phases when they changed, and kubectl's last-applied

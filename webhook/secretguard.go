@@ -10,74 +10,144 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 )
 
 // The Secret guard. Its object selector limits it to Secrets carrying the revision-name label, so no
-// other Secret in the cluster ever waits on this webhook.
-// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]}}`
+// other Secret in the cluster ever waits on this webhook. On UPDATE the API server matches the
+// selector against the old and the new object, so an update that removes the label is guarded too.
+// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]}}`
 
-// GarbageCollectorUser is the identity of kube-controller-manager's garbage collector.
-const GarbageCollectorUser = "system:serviceaccount:kube-system:generic-garbage-collector"
+// NamespaceControllerUser is the identity of kube-controller-manager's namespace controller, which
+// deletes every Secret of a namespace being deleted: it is exempt, so that deleting the system
+// namespace never wedges.
+const NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-controller"
 
-// SecretGuard refuses to delete an object-data Secret that a live ClusterObjectSet references.
+// SecretGuard refuses to delete an object-data Secret that a live ClusterObjectSet references, and
+// to change its revision-name label or its ownerReferences (which would let the sweep or the
+// garbage collector take it). "Live" means it exists and is not being deleted, as the API server has
+// it now: the cache only proposes which ClusterObjectSets to look at, and every refusal is
+// confirmed with a live read, so a stale cache never refuses anything.
+//
+// The garbage collector is not exempt: a Secret whose ClusterObjectSet is gone or being deleted is
+// not referenced by a live one, so the collector may delete it; a Secret that a re-created
+// ClusterObjectSet of the same name references again is refused to the collector until the
+// reconciler has made the new ClusterObjectSet its owner.
 type SecretGuard struct {
-	// Reader lists ClusterObjectSets (the manager's cache).
-	Reader  client.Reader
-	Options Options
-	Metrics *Metrics
+	// Cache lists ClusterObjectSets (the manager's cache) to find candidates.
+	Cache client.Reader
+	// APIReader reads ClusterObjectSets uncached, to confirm a refusal.
+	APIReader client.Reader
+	Options   Options
+	Metrics   *Metrics
 }
 
-// Handle answers a DELETE of a labelled Secret.
+// guardedSecret is what the guard reads of a Secret; data is never decoded.
+type guardedSecret struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Type              corev1.SecretType `json:"type"`
+}
+
+// Handle answers a DELETE or UPDATE of a labelled Secret.
 func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admission.Response {
 	defer func(start time.Time) {
 		g.Metrics.Latency.WithLabelValues("secret-guard", string(req.Operation)).Observe(time.Since(start).Seconds())
 	}(time.Now())
-	if req.Operation != admissionv1.Delete || slices.Contains(g.Options.ExemptUsers, req.UserInfo.Username) {
+	if (req.Operation != admissionv1.Delete && req.Operation != admissionv1.Update) || slices.Contains(g.Options.ExemptUsers, req.UserInfo.Username) {
 		return admission.Allowed("")
 	}
-	// Only the type is read; data is never decoded into anything that is logged.
-	var meta struct {
-		Type corev1.SecretType `json:"type"`
-	}
-	if err := json.Unmarshal(req.OldObject.Raw, &meta); err != nil {
+	old := &guardedSecret{}
+	if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Secret: %w", err))
 	}
-	if meta.Type != olmv1.SecretTypeObjectData {
+	if old.Type != olmv1.SecretTypeObjectData {
 		return admission.Allowed("")
 	}
-	list := &olmv1.ClusterObjectSetList{}
-	if err := g.Reader.List(ctx, list); err != nil {
-		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("listing ClusterObjectSets: %w", err))
+	// The per-item requests of a DeleteCollection carry no name: the old object has it.
+	if old.Name == "" {
+		old.Name = req.Name
 	}
-	for _, c := range list.Items {
-		if c.DeletionTimestamp != nil {
-			continue
-		}
-		if path, ok := references(&c, req.Namespace, req.Name, g.Options.SystemNamespace); ok {
-			g.Metrics.Refusals.WithLabelValues(RefusalSecretInUse).Inc()
-			ctrl.LoggerFrom(ctx).Info("refused to delete a referenced Secret", "secret", req.Namespace+"/"+req.Name,
-				"clusterObjectSet", c.Name, "user", req.UserInfo.Username)
-			return admission.Denied(fmt.Sprintf(
-				"secret %s/%s holds objects of ClusterObjectSet %s (%s) and is deleted with it; delete the ClusterObjectSet instead",
-				req.Namespace, req.Name, c.Name, path))
-		}
+	if old.Namespace == "" {
+		old.Namespace = req.Namespace
 	}
-	return admission.Allowed("")
+	what := "delete it"
+	if req.Operation == admissionv1.Update {
+		updated := &guardedSecret{}
+		if err := json.Unmarshal(req.Object.Raw, updated); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Secret: %w", err))
+		}
+		if updated.Labels[olmv1.LabelRevisionName] == old.Labels[olmv1.LabelRevisionName] &&
+			apiequality.Semantic.DeepEqual(updated.OwnerReferences, old.OwnerReferences) {
+			return admission.Allowed("")
+		}
+		what = "change its " + olmv1.LabelRevisionName + " label or its ownerReferences"
+	}
+	cos, path, err := g.liveReferrer(ctx, old)
+	if err != nil {
+		return admission.Errored(http.StatusServiceUnavailable, err)
+	}
+	if cos == "" {
+		return admission.Allowed("")
+	}
+	g.Metrics.Refusals.WithLabelValues(RefusalSecretInUse).Inc()
+	ctrl.LoggerFrom(ctx).Info("refused a change of a referenced Secret", "secret", old.Namespace+"/"+old.Name,
+		"operation", req.Operation, "clusterObjectSet", cos, "user", req.UserInfo.Username)
+	return admission.Denied(fmt.Sprintf(
+		"secret %s/%s holds objects of ClusterObjectSet %s (%s): it cannot %s while that ClusterObjectSet exists; delete the ClusterObjectSet instead, and its Secrets go with it",
+		old.Namespace, old.Name, cos, path, what))
 }
 
-// references reports whether c has a ref to the Secret, and the field path of the first one.
-func references(c *olmv1.ClusterObjectSet, namespace, name, systemNamespace string) (string, bool) {
-	for i, p := range c.Spec.Phases {
-		for j, o := range p.Objects {
-			if o.Object.Object == nil && o.Ref.Name == name && o.Ref.NamespaceOr(systemNamespace) == namespace {
-				return fmt.Sprintf("spec.phases[%d].objects[%d].ref", i, j), true
-			}
+// liveReferrer returns the name of a live ClusterObjectSet that references the Secret, and the
+// field path of its first ref, or "" when there is none. Candidates are the ClusterObjectSets the
+// cache says reference it, the one its revision-name label names, and those its ownerReferences
+// name; each is read live before it counts.
+func (g *SecretGuard) liveReferrer(ctx context.Context, sec *guardedSecret) (string, string, error) {
+	var candidates []string
+	add := func(name string) {
+		if name != "" && !slices.Contains(candidates, name) {
+			candidates = append(candidates, name)
 		}
 	}
-	return "", false
+	list := &olmv1.ClusterObjectSetList{}
+	if err := g.Cache.List(ctx, list); err != nil {
+		return "", "", fmt.Errorf("listing ClusterObjectSets: %w", err)
+	}
+	for i := range list.Items {
+		if _, ok := list.Items[i].RefTo(sec.Namespace, sec.Name, g.Options.SystemNamespace); ok {
+			add(list.Items[i].Name)
+		}
+	}
+	// The label holds the ClusterObjectSet's name unless the name is too long for a label value.
+	if v := sec.Labels[olmv1.LabelRevisionName]; content.RevisionLabelValue(v) == v {
+		add(v)
+	}
+	for _, ref := range sec.OwnerReferences {
+		if ref.Kind == olmv1.ClusterObjectSetKind && ref.APIVersion == olmv1.GroupVersion.String() {
+			add(ref.Name)
+		}
+	}
+	for _, name := range candidates {
+		live := &olmv1.ClusterObjectSet{}
+		if err := g.APIReader.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return "", "", fmt.Errorf("reading ClusterObjectSet %s: %w", name, err)
+		}
+		if !live.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if path, ok := live.RefTo(sec.Namespace, sec.Name, g.Options.SystemNamespace); ok {
+			return name, path, nil
+		}
+	}
+	return "", "", nil
 }

@@ -37,7 +37,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	}})
 	server.Register(ValidatePath, admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics}))
 	server.Register(SecretGuardPath, &webhook.Admission{Handler: &SecretGuard{
-		Reader: mgr.GetClient(), Options: opts, Metrics: metrics,
+		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
 	}})
 	return nil
 }

@@ -40,7 +40,7 @@ func (v *Validator) ValidateCreate(_ context.Context, obj *olmv1.ClusterObjectSe
 // ValidateUpdate checks an update.
 func (v *Validator) ValidateUpdate(_ context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("UPDATE", time.Now())
-	return nil, v.refuse(obj, validation.ValidateUpdate(old, obj))
+	return nil, v.refuse(obj, append(validation.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...))
 }
 
 // ValidateDelete allows every delete; the webhook is not registered for them.

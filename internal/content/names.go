@@ -87,3 +87,8 @@ func writeField[T string | []byte](h hash.Hash, b T) {
 	_, _ = h.Write(n[:])
 	_, _ = h.Write([]byte(b))
 }
+
+// LastUsedAnnotation is set on an existing object-data Secret, to the RFC 3339 time of the
+// admission request, whenever the webhook reuses it for a ClusterObjectSet being created. The orphan
+// sweep measures its grace period from the later of this time and the Secret's creation.
+const LastUsedAnnotation = "cos-externalizer.io/last-used"

@@ -46,6 +46,8 @@ type Outcome struct {
 	WaitingOn string
 	// Complete: every phase applied and every object ready.
 	Complete bool
+	// Empty: the revision has no phases yet. It is not complete, and never archives a predecessor.
+	Empty bool
 	// RolledOutPhases is the number of phases complete, for messages.
 	RolledOutPhases, Phases int
 }
@@ -82,6 +84,10 @@ func SetConditions(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
 		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, "every phase is rolled out")
 		set(olmv1.ConditionAvailable, metav1.ConditionTrue, olmv1.ReasonProbesSucceeded, "every object passes its probes")
 		set(olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded, "the revision rolled out completely")
+	case o.Empty:
+		// An empty revision is not complete: its phases may still be filled (once).
+		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut, "the revision has no phases yet: waiting for spec.phases to be filled")
+		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, "the revision has no objects yet")
 	default:
 		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut, rolloutMessage(o))
 		set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, o.WaitingOn)

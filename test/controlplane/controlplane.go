@@ -170,7 +170,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			"--service-account-private-key-file=" + p.SAKey,
 			"--root-ca-file=" + p.CACert,
 			"--cluster-signing-cert-file=" + p.CACert, "--cluster-signing-key-file=" + p.CAKey,
-			"--use-service-account-credentials=false",
+			"--use-service-account-credentials=true",
 			"--kube-api-qps=200", "--kube-api-burst=400",
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cmPort),

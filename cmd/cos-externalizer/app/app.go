@@ -88,7 +88,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
 	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved (decompressed) content of the refs of one ClusterObjectSet, every ref counted, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
-	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.GarbageCollectorUser, "Comma-separated users that may delete referenced object-data Secrets (the manager itself is always exempt).")
+	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
 }
 
 // Validate checks the flag values.

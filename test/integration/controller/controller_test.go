@@ -42,11 +42,11 @@ func (c shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 var manager *testenv.Manager
 
-func startManager(ctx context.Context) (*testenv.Manager, error) {
+func startManager(ctx context.Context, args ...string) (*testenv.Manager, error) {
 	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) {
 		o.Clock = shiftedClock{}
 		o.SkipControllerNameValidation = true
-	})
+	}, args...)
 }
 
 func TestMain(m *testing.M) {
@@ -499,9 +499,10 @@ func TestOrphanSweep(t *testing.T) {
 	if err := c().Create(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	// creationTimestamp has a resolution of one second: let two pass between the two Secrets.
-	time.Sleep(2100 * time.Millisecond)
+	// The young orphan was used ten minutes after its creation (the webhook records reuse): its grace
+	// period counts from then.
 	young := objectDataSecret("orphan-young", "never-created-either", map[string][]byte{"k": []byte("{}")})
+	young.Annotations = map[string]string{content.LastUsedAnnotation: time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)}
 	if err := c().Create(ctx, young); err != nil {
 		t.Fatal(err)
 	}
@@ -511,12 +512,10 @@ func TestOrphanSweep(t *testing.T) {
 	create(t, kept)
 	ref := getCOS(t, kept.Name).Spec.Phases[0].Objects[0].Ref
 
-	// Judged at the young Secret's creation, with a one-second grace period: the old one is past it.
-	if err := c().Get(ctx, client.ObjectKeyFromObject(young), young); err != nil {
-		t.Fatal(err)
-	}
+	// Six minutes after creation with a five-minute grace period: the old one is past it, the young
+	// one was used since.
 	sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: time.Second, Clock: fixedClock{young.CreationTimestamp.Time}}
+		GracePeriod: 5 * time.Minute, Clock: fixedClock{time.Now().Add(6 * time.Minute)}}
 	if _, err := sweeper.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +523,7 @@ func TestOrphanSweep(t *testing.T) {
 		t.Errorf("the Secret older than the grace period was not swept: %v", err)
 	}
 	if err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{}); err != nil {
-		t.Errorf("the Secret younger than the grace period was swept: %v", err)
+		t.Errorf("the Secret used within the grace period was swept: %v", err)
 	}
 	// Much later, the young orphan goes too; the referenced Secret stays.
 	sweeper.Clock = fixedClock{time.Now().Add(time.Hour)}

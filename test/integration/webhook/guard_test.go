@@ -2,23 +2,33 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
 // asUser returns a client that acts as another cluster admin, not exempt from the Secret guard.
@@ -41,6 +51,9 @@ func TestSecretGuard(t *testing.T) {
 	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
 		t.Fatal(err)
 	}
+	// Owned before anything else happens: a delete that leaves the Secrets behind (below) then
+	// finds an owner reference to remove, with nothing adding one back.
+	settledSecrets(t, cos)
 	ref := cos.Spec.Phases[0].Objects[0].Ref
 	referenced := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: ref.Name}}
 
@@ -64,12 +77,178 @@ func TestSecretGuard(t *testing.T) {
 			t.Errorf("deleting %s: %v", s.Name, err)
 		}
 	}
-	// Once the ClusterObjectSet is gone, its Secret may be deleted.
-	if err := testenv.Env.Client.Delete(ctx, cos); err != nil {
+	// Once the ClusterObjectSet is gone, its Secret may be deleted. It is deleted leaving its
+	// Secrets behind (orphan propagation), so that the Secret is still there to delete: the allow path
+	// itself is exercised, whether or not the manager's cache has seen the deletion yet.
+	if err := testenv.Env.Client.Delete(ctx, cos, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	if err := alice.Delete(ctx, referenced); err != nil && !apierrors.IsNotFound(err) {
+	waitGone(t, client.ObjectKey{Name: cos.Name}, &olmv1.ClusterObjectSet{})
+	if err := alice.Delete(ctx, referenced); err != nil {
 		t.Errorf("deleting the Secret of a deleted ClusterObjectSet: %v", err)
+	}
+}
+
+// TestSecretGuardStaleCache: the guard's cache still lists a ClusterObjectSet that is gone; the guard
+// confirms with a live read and allows the delete.
+func TestSecretGuardStaleCache(t *testing.T) {
+	ctx := context.Background()
+	cos := builders.COS("guard-stale", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "guard-stale", 1)...))
+	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{}
+	if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: cos.Spec.Phases[0].Objects[0].Ref.Name}, sec); err != nil {
+		t.Fatal(err)
+	}
+	stale := frozenCache{items: []olmv1.ClusterObjectSet{*cos.DeepCopy()}}
+	guard := &webhook.SecretGuard{Cache: stale, APIReader: testenv.Env.Client, Metrics: webhook.NewMetrics(nil),
+		Options: webhook.Options{SystemNamespace: testenv.SystemNamespace}}
+	deleteOf := func() admission.Request {
+		raw, err := json.Marshal(sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Delete, Namespace: sec.Namespace, // a DeleteCollection item: no name
+			OldObject: runtime.RawExtension{Raw: raw}, UserInfo: authenticationv1.UserInfo{Username: "alice"},
+		}}
+	}
+	if resp := guard.Handle(ctx, deleteOf()); resp.Allowed {
+		t.Fatal("the guard allowed deleting a Secret a live ClusterObjectSet references")
+	}
+	if err := testenv.Env.Client.Delete(ctx, cos, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, client.ObjectKey{Name: cos.Name}, &olmv1.ClusterObjectSet{})
+	if resp := guard.Handle(ctx, deleteOf()); !resp.Allowed {
+		t.Errorf("a stale cache refused: %v", resp.Result)
+	}
+}
+
+// frozenCache is a cache that never sees a change: it lists the ClusterObjectSets it was given.
+type frozenCache struct{ items []olmv1.ClusterObjectSet }
+
+func (f frozenCache) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("frozenCache: Get is not used by the guard")
+}
+
+func (f frozenCache) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	l, ok := list.(*olmv1.ClusterObjectSetList)
+	if !ok {
+		return fmt.Errorf("frozenCache: cannot list %T", list)
+	}
+	l.Items = append([]olmv1.ClusterObjectSet(nil), f.items...)
+	return nil
+}
+
+// TestSecretGuardBypasses: a bulk delete by label, and removing the label or the owner references
+// first, are refused for referenced Secrets; harmless updates are not.
+func TestSecretGuardBypasses(t *testing.T) {
+	ctx := context.Background()
+	alice := asUser(t, "alice")
+	cos := builders.COS("guard-bypass", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "guard-bypass", 2)...))
+	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
+		t.Fatal(err)
+	}
+	cos = getCOS(t, cos.Name)
+	settledSecrets(t, cos)
+	label := client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}
+	key := client.ObjectKey{Namespace: testenv.SystemNamespace, Name: cos.Spec.Phases[0].Objects[0].Ref.Name}
+
+	err := alice.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(testenv.SystemNamespace), label)
+	if err == nil || !strings.Contains(err.Error(), "holds objects of ClusterObjectSet guard-bypass") {
+		t.Errorf("a bulk delete of referenced Secrets: want the guard's refusal, got %v", err)
+	}
+	if n := len(objectDataSecrets(t, cos.Name)); n == 0 {
+		t.Fatal("a bulk delete removed the referenced Secrets")
+	}
+
+	tests := map[string]struct {
+		change  func(*corev1.Secret)
+		refused bool
+	}{
+		"remove the label": {func(s *corev1.Secret) { delete(s.Labels, olmv1.LabelRevisionName) }, true},
+		"change the label": {func(s *corev1.Secret) { s.Labels[olmv1.LabelRevisionName] = "someone-else" }, true},
+		"drop the owner":   {func(s *corev1.Secret) { s.OwnerReferences = nil }, true},
+		"point the owner elsewhere": {func(s *corev1.Secret) {
+			s.OwnerReferences[0].UID = "00000000-0000-0000-0000-000000000000"
+		}, true},
+		"add an annotation": {func(s *corev1.Secret) { metav1.SetMetaDataAnnotation(&s.ObjectMeta, "example.com/note", "hi") }, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			sec := &corev1.Secret{}
+			if err := testenv.Env.Client.Get(ctx, key, sec); err != nil {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(sec.DeepCopy())
+			tc.change(sec)
+			err := alice.Patch(ctx, sec, patch)
+			switch {
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), "cannot change its "+olmv1.LabelRevisionName+" label or its ownerReferences")):
+				t.Errorf("want the guard's refusal, got %v", err)
+			case !tc.refused && err != nil:
+				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+	got := &corev1.Secret{}
+	if err := testenv.Env.Client.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[olmv1.LabelRevisionName] != content.RevisionLabelValue(cos.Name) || metav1.GetControllerOf(got) == nil || metav1.GetControllerOf(got).UID != cos.UID {
+		t.Errorf("the referenced Secret changed: labels %v, owners %v", got.Labels, got.OwnerReferences)
+	}
+}
+
+// TestDeletingANamespaceOfReferencedSecretsDoesNotWedge: kube-controller-manager's namespace
+// controller, under its own service account, empties a namespace whose Secrets a live
+// ClusterObjectSet references: it is exempt, so the namespace goes away.
+func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guard-namespace"}}
+	if err := testenv.Env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	cm := builders.ConfigMap("default", "in-guarded-namespace", map[string]string{"a": "b"})
+	data, err := content.Canonical(cm.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cos := builders.COS("guard-namespace", builders.WithPhase("configuration", builders.Ref("data", ns.Name, content.Key(data))))
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data",
+		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}},
+		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{content.Key(data): data}}
+	if err := testenv.Env.Client.Create(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
+		t.Fatal(err)
+	}
+	if err := asUser(t, "alice").Delete(ctx, sec); err == nil || !apierrors.IsForbidden(err) {
+		t.Fatalf("deleting a Secret that a live ClusterObjectSet references in another namespace: %v", err)
+	}
+	if err := testenv.Env.Client.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
+}
+
+// waitGone waits until the API server no longer has the object.
+func waitGone(t *testing.T, key client.ObjectKey, obj client.Object) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := testenv.Env.Client.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("waiting for %T %s to be gone: %v", obj, key, err)
 	}
 }
 

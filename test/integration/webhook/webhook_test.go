@@ -321,6 +321,48 @@ func TestObjectTooLargeEvenCompressed(t *testing.T) {
 	}
 }
 
+// TestCreateOfAnExistingNameWritesNothing: a create of a name that is taken is refused as the API
+// server refuses it, before any Secret is written.
+func TestCreateOfAnExistingNameWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	always := builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"})
+	first := builders.COS("taken", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "taken", 2)...))
+	if err := testenv.Env.Client.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	before := secretNames(t)
+	again := builders.COS("taken", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "taken-other", 3)...))
+	err := testenv.Env.Client.Create(ctx, again)
+	if !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating a taken name: want AlreadyExists, got %v", err)
+	}
+	if added := written(t, before); len(added) > 0 {
+		t.Errorf("a refused create wrote Secrets: %v", added)
+	}
+}
+
+// TestReorderedPhasesAreRefused: phases roll out in order and are immutable; the CRD's CEL equality
+// of a list-map ignores order, so the webhook refuses a reorder itself.
+func TestReorderedPhasesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	cos := builders.COS("reorder",
+		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", "reorder-a", nil))),
+		builders.WithPhase("deploy", builders.Inline(builders.ConfigMap("default", "reorder-b", nil))))
+	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
+		t.Fatal(err)
+	}
+	stored := getCOS(t, cos.Name)
+	swapped := stored.DeepCopy()
+	swapped.Spec.Phases[0], swapped.Spec.Phases[1] = swapped.Spec.Phases[1], swapped.Spec.Phases[0]
+	err := testenv.Env.Client.Update(ctx, swapped)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.phases: Forbidden: phases roll out in the order they are listed and cannot be reordered") {
+		t.Fatalf("reordering phases: want Invalid with the reason, got %v", err)
+	}
+	if got := getCOS(t, cos.Name); got.Spec.Phases[0].Name != "configuration" || got.ResourceVersion != stored.ResourceVersion {
+		t.Errorf("the refused reorder changed the ClusterObjectSet: phases %s, %s", got.Spec.Phases[0].Name, got.Spec.Phases[1].Name)
+	}
+}
+
 // TestWebhookDown must run last: it stops the manager. Requests then fail closed.
 func TestWebhookDown(t *testing.T) {
 	if err := manager.Stop(); err != nil {

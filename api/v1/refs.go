@@ -1,0 +1,16 @@
+package v1
+
+import "fmt"
+
+// RefTo reports whether c has a ref to the Secret namespace/name, and the field path of the first
+// one. systemNamespace is what an empty ref.namespace means.
+func (c *ClusterObjectSet) RefTo(namespace, name, systemNamespace string) (string, bool) {
+	for i, p := range c.Spec.Phases {
+		for j, o := range p.Objects {
+			if o.Object.Object == nil && o.Ref.Name == name && o.Ref.NamespaceOr(systemNamespace) == namespace {
+				return fmt.Sprintf("spec.phases[%d].objects[%d].ref", i, j), true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,302 @@
+package controller_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/controllers"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+var always = builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"})
+
+// TestEmptyRevisionNeverArchivesItsPredecessor: a revision created with no phases (to be filled
+// later) is not complete, so it neither succeeds nor archives the revision before it; once its
+// phases are filled it rolls out and takes over.
+func TestEmptyRevisionNeverArchivesItsPredecessor(t *testing.T) {
+	ns := "empty-revision"
+	ensureNamespace(t, ns)
+	owner := builders.WithLabels(map[string]string{olmv1.LabelOwnerName: "empty-revision-app"})
+	rev1 := builders.COS("empty-revision-1", owner,
+		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, "served", map[string]string{"rev": "1"}))))
+	create(t, rev1)
+	waitFor(t, rev1.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+
+	rev2 := builders.COS("empty-revision-2", builders.WithRevision(2), owner)
+	create(t, rev2)
+	got := waitFor(t, rev2.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut)
+	if msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message; !strings.Contains(msg, "no phases yet") {
+		t.Errorf("Progressing message %q does not say the revision is empty", msg)
+	}
+	if apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionSucceeded) != nil {
+		t.Errorf("an empty revision has a Succeeded condition: %s", conditions(got))
+	}
+	// Archiving would have happened in the reconcile that wrote this status.
+	if r1 := getCOS(t, rev1.Name); r1.Spec.LifecycleState != olmv1.LifecycleStateActive {
+		t.Fatalf("the empty revision archived its predecessor: %s", r1.Spec.LifecycleState)
+	}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "served"}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("the predecessor's object is gone: %v", err)
+	}
+
+	got.Spec.Phases = builders.COS("", builders.WithPhase("configuration",
+		builders.Inline(builders.ConfigMap(ns, "served", map[string]string{"rev": "2"})))).Spec.Phases
+	if err := c().Update(ctx, got); err != nil {
+		t.Fatalf("filling the phases: %v", err)
+	}
+	waitFor(t, rev2.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	waitFor(t, rev1.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
+	cm := &corev1.ConfigMap{}
+	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "served"}, cm); err != nil || cm.Data["rev"] != "2" {
+		t.Errorf("after the handover the ConfigMap is %v (%v)", cm.Data, err)
+	}
+}
+
+// TestDeleteAndRecreateKeepsContent: `kubectl delete cos x; kubectl apply -f x.yaml`. The webhook
+// reuses the Secrets still owned by the deleted ClusterObjectSet; the garbage collector must not
+// delete them under the new one, which takes them over and succeeds.
+func TestDeleteAndRecreateKeepsContent(t *testing.T) {
+	const hold = "test.cos-externalizer.io/hold"
+	for name, whileTerminating := range map[string]bool{"immediately": false, "while-terminating": true} {
+		t.Run(name, func(t *testing.T) {
+			cosName := "recreate-" + name
+			ensureNamespace(t, cosName)
+			build := func() *olmv1.ClusterObjectSet {
+				return builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 3)...))
+			}
+			create(t, build())
+			first := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+			waitSecretsControlledBy(t, first)
+
+			if whileTerminating {
+				// Something else (a backup tool, a policy) holds the old one while it terminates.
+				patch := client.MergeFrom(first.DeepCopy())
+				controllerutil.AddFinalizer(first, hold)
+				if err := c().Patch(ctx, first, patch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c().Delete(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			if whileTerminating {
+				// Our teardown runs; the hold is released while the producer already retries.
+				eventually(t, "the teardown to finish", func() (bool, string) {
+					cur := getCOS(t, cosName)
+					return !controllerutil.ContainsFinalizer(cur, controllers.Finalizer), fmt.Sprint(cur.Finalizers)
+				})
+				cur := getCOS(t, cosName)
+				patch := client.MergeFrom(cur.DeepCopy())
+				controllerutil.RemoveFinalizer(cur, hold)
+				if err := c().Patch(ctx, cur, patch); err != nil {
+					t.Fatal(err)
+				}
+				// A GitOps tool re-applies until the name is free.
+				eventually(t, "the re-create to be accepted", func() (bool, string) {
+					err := c().Create(ctx, build())
+					return err == nil, fmt.Sprint(err)
+				})
+			} else {
+				eventually(t, "the ClusterObjectSet to be gone", func() (bool, string) {
+					err := c().Get(ctx, client.ObjectKey{Name: cosName}, &olmv1.ClusterObjectSet{})
+					return apierrors.IsNotFound(err), fmt.Sprint(err)
+				})
+				create(t, build())
+			}
+			second := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+			if second.UID == first.UID {
+				t.Fatal("the ClusterObjectSet was not re-created")
+			}
+			waitSecretsControlledBy(t, second, first.UID)
+		})
+	}
+}
+
+// TestRestoreFromBackupKeepsContent: the stored ClusterObjectSet (refs) and its Secrets are restored
+// from a backup after a loss. The Secrets come back with owner references to the lost uid; the
+// garbage collector must not delete them, and the restored ClusterObjectSet takes them over.
+func TestRestoreFromBackupKeepsContent(t *testing.T) {
+	cosName := "restore"
+	ensureNamespace(t, cosName)
+	create(t, builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 2)...)))
+	lost := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	secrets := waitSecretsControlledBy(t, lost)
+
+	start := time.Now()
+	if err := c().Delete(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ClusterObjectSet and its Secrets to be gone", func() (bool, string) {
+		left := 0
+		for _, s := range secrets {
+			if err := c().Get(ctx, client.ObjectKeyFromObject(&s), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+				left++
+			}
+		}
+		err := c().Get(ctx, client.ObjectKey{Name: cosName}, &olmv1.ClusterObjectSet{})
+		return left == 0 && apierrors.IsNotFound(err), fmt.Sprintf("%d Secrets left, ClusterObjectSet: %v", left, err)
+	})
+
+	t.Logf("the ClusterObjectSet and its Secrets were gone %s after the delete", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	backup := lost.DeepCopy()
+	backup.ObjectMeta = metav1.ObjectMeta{Name: lost.Name, Labels: lost.Labels, Annotations: lost.Annotations}
+	backup.Status = olmv1.ClusterObjectSetStatus{}
+	create(t, backup)
+	for _, s := range secrets {
+		restored := s.DeepCopy()
+		restored.ObjectMeta = metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Labels: s.Labels,
+			Annotations: s.Annotations, OwnerReferences: s.OwnerReferences}
+		if err := c().Create(ctx, restored); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	waitSecretsControlledBy(t, restored, lost.UID)
+	t.Logf("the restored ClusterObjectSet succeeded and owned its Secrets %s after the restore", time.Since(start).Round(time.Millisecond))
+}
+
+// TestSweepSparesASecretBeingReused: a producer's apply wrote the Secrets and failed; it retries
+// after the grace period, just as the sweep judges them orphaned. The webhook's reuse changes their
+// resourceVersion, and the sweep deletes only what it judged: the Secrets stay.
+func TestSweepSparesASecretBeingReused(t *testing.T) {
+	cos := builders.COS("sweep-reuse", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-reuse", 2)...))
+	in := content.Input{Phases: []content.PhaseInput{{Name: "configuration"}}}
+	for _, o := range cos.Spec.Phases[0].Objects {
+		in.Phases[0].Objects = append(in.Phases[0].Objects, content.ObjectInput{Object: o.Object.Object})
+	}
+	plan, err := content.PlanFor(cos.Name, in, content.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range plan.Secrets {
+		if err := c().Create(ctx, objectDataSecret(s.Name, cos.Name, s.Data)); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, s.Name)
+	}
+	sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
+		GracePeriod: 5 * time.Minute, Clock: fixedClock{time.Now().Add(time.Hour)}}
+	judged, err := sweeper.Orphans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged = slices.DeleteFunc(judged, func(s corev1.Secret) bool { return !slices.Contains(names, s.Name) })
+	if len(judged) != len(names) {
+		t.Fatalf("the sweep judged %d of the %d Secrets orphaned", len(judged), len(names))
+	}
+
+	create(t, cos) // the retry: the webhook reuses the Secrets
+	for _, name := range names {
+		s := &corev1.Secret{}
+		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.Annotations[content.LastUsedAnnotation]; !ok {
+			t.Errorf("Secret %s was reused without recording it", name)
+		}
+	}
+	if n, err := sweeper.Delete(ctx, judged); err != nil || n != 0 {
+		t.Fatalf("the sweep deleted %d reused Secrets (%v)", n, err)
+	}
+	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+}
+
+// TestWebhookOnlyModeReleasesOnlyOurFinalizer: a ClusterObjectSet finalized while rollout was on can
+// still be deleted after the manager switched to --rollout=false; a finalizer of the same name that
+// another reconciler (OLM's) added is left to it.
+func TestWebhookOnlyModeReleasesOnlyOurFinalizer(t *testing.T) {
+	ours := builders.COS("webhook-only-ours", builders.WithPhase("configuration",
+		builders.Inline(builders.ConfigMap("default", "webhook-only-ours", nil))))
+	create(t, ours)
+	got := waitFor(t, ours.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	if !controllerutil.ContainsFinalizer(got, controllers.Finalizer) {
+		t.Fatalf("no finalizer while rolling out: %v", got.Finalizers)
+	}
+	restart := func(args ...string) {
+		t.Helper()
+		if err := manager.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		mgr, err := startManager(ctx, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manager = mgr
+	}
+	restart("--rollout=false")
+	defer restart()
+
+	theirs := builders.COS("webhook-only-theirs", builders.WithPhase("configuration",
+		builders.Inline(builders.ConfigMap("default", "webhook-only-theirs", nil))))
+	theirs.Finalizers = []string{controllers.Finalizer} // written by another field manager
+	create(t, theirs)
+	if err := c().Delete(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	if err := c().Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "our ClusterObjectSet to be gone", func() (bool, string) {
+		err := c().Get(ctx, client.ObjectKey{Name: ours.Name}, &olmv1.ClusterObjectSet{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	other := getCOS(t, theirs.Name)
+	if !controllerutil.ContainsFinalizer(other, controllers.Finalizer) {
+		t.Errorf("webhook-only mode removed a finalizer another reconciler added")
+	}
+	patch := client.MergeFrom(other.DeepCopy())
+	controllerutil.RemoveFinalizer(other, controllers.Finalizer)
+	if err := c().Patch(ctx, other, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitSecretsControlledBy waits until every object-data Secret cos references exists with cos as
+// its controller and no owner reference to any of the stale uids, and returns them.
+func waitSecretsControlledBy(t *testing.T, cos *olmv1.ClusterObjectSet, stale ...types.UID) []corev1.Secret {
+	t.Helper()
+	var secrets []corev1.Secret
+	eventually(t, "the Secrets of "+cos.Name+" to be controlled by it", func() (bool, string) {
+		secrets = secrets[:0]
+		seen := map[string]bool{}
+		for _, p := range cos.Spec.Phases {
+			for _, o := range p.Objects {
+				if o.Ref.Name == "" || seen[o.Ref.Name] {
+					continue
+				}
+				seen[o.Ref.Name] = true
+				s := &corev1.Secret{}
+				if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: o.Ref.Name}, s); err != nil {
+					return false, err.Error()
+				}
+				if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != cos.UID {
+					return false, fmt.Sprintf("Secret %s owners %v", s.Name, s.OwnerReferences)
+				}
+				for _, ref := range s.OwnerReferences {
+					if slices.Contains(stale, ref.UID) {
+						return false, fmt.Sprintf("Secret %s still refers to %s", s.Name, ref.UID)
+					}
+				}
+				secrets = append(secrets, *s)
+			}
+		}
+		return len(secrets) > 0, "no refs"
+	})
+	return secrets
+}
