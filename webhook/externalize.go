@@ -332,9 +332,14 @@ func (e *Externalizer) writeSecrets(ctx context.Context, cosName string, plan *c
 	return n, admission.Response{}, ""
 }
 
-// reuseAttempts bounds how often a Secret that vanishes or changes between reading and touching it
-// (the sweep deleted it, say) is created or checked again.
-const reuseAttempts = 3
+const (
+	// reuseAttempts bounds how often a Secret that vanishes or changes between reading and touching
+	// it (the sweep deleted it, another request touched it) is created or checked again.
+	reuseAttempts = 5
+	// recentUse is how old a last-used time may be and still spare a touch: concurrent requests
+	// reusing one Secret touch it once.
+	recentUse = 10 * time.Second
+)
 
 // createOrReuse creates the Secret, or reuses an existing one that holds exactly the wanted content.
 // A reused Secret gets the time of this request in its last-used annotation, guarded by the
@@ -360,11 +365,15 @@ func (e *Externalizer) createOrReuse(ctx context.Context, want *corev1.Secret) (
 			}
 			continue // deleted since the create: create it again
 		}
+		now := time.Now()
+		if used, err := time.Parse(time.RFC3339, got.Annotations[content.LastUsedAnnotation]); err == nil && now.Sub(used) < recentUse {
+			return false, nil // touched a moment ago (by a concurrent request): its grace has just begun
+		}
 		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		if got.Annotations == nil {
 			got.Annotations = map[string]string{}
 		}
-		got.Annotations[content.LastUsedAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		got.Annotations[content.LastUsedAnnotation] = now.UTC().Format(time.RFC3339)
 		if err = e.Client.Patch(ctx, got, patch); err == nil {
 			return false, nil
 		}

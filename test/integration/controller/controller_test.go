@@ -507,6 +507,7 @@ func TestOrphanSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A ClusterObjectSet whose Secret it references must survive any sweep.
+	removeAfter(t, "sweep-keeps")
 	kept := builders.COS("sweep-keeps", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-keeps", 2)...))
 	create(t, kept)

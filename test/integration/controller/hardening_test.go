@@ -31,6 +31,7 @@ func TestEmptyRevisionNeverArchivesItsPredecessor(t *testing.T) {
 	ns := "empty-revision"
 	ensureNamespace(t, ns)
 	owner := builders.WithLabels(map[string]string{olmv1.LabelOwnerName: "empty-revision-app"})
+	removeAfter(t, "empty-revision-1", "empty-revision-2")
 	rev1 := builders.COS("empty-revision-1", owner,
 		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, "served", map[string]string{"rev": "1"}))))
 	create(t, rev1)
@@ -74,6 +75,7 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 	for name, whileTerminating := range map[string]bool{"immediately": false, "while-terminating": true} {
 		t.Run(name, func(t *testing.T) {
 			cosName := "recreate-" + name
+			removeAfter(t, cosName)
 			ensureNamespace(t, cosName)
 			build := func() *olmv1.ClusterObjectSet {
 				return builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 3)...))
@@ -131,6 +133,7 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 // garbage collector must not delete them, and the restored ClusterObjectSet takes them over.
 func TestRestoreFromBackupKeepsContent(t *testing.T) {
 	cosName := "restore"
+	removeAfter(t, cosName)
 	ensureNamespace(t, cosName)
 	create(t, builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 2)...)))
 	lost := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
@@ -174,7 +177,11 @@ func TestRestoreFromBackupKeepsContent(t *testing.T) {
 // after the grace period, just as the sweep judges them orphaned. The webhook's reuse changes their
 // resourceVersion, and the sweep deletes only what it judged: the Secrets stay.
 func TestSweepSparesASecretBeingReused(t *testing.T) {
-	cos := builders.COS("sweep-reuse", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-reuse", 2)...))
+	// A name of its own per run: the Secret names follow from it, and those of an earlier run may
+	// still wait for the garbage collector.
+	name := fmt.Sprintf("sweep-reuse-%d", time.Now().UnixNano())
+	removeAfter(t, name)
+	cos := builders.COS(name, always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-reuse", 2)...))
 	in := content.Input{Phases: []content.PhaseInput{{Name: "configuration"}}}
 	for _, o := range cos.Spec.Phases[0].Objects {
 		in.Phases[0].Objects = append(in.Phases[0].Objects, content.ObjectInput{Object: o.Object.Object})
@@ -265,6 +272,25 @@ func TestWebhookOnlyModeReleasesOnlyOurFinalizer(t *testing.T) {
 	if err := c().Patch(ctx, other, patch); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// removeAfter deletes the ClusterObjectSets when the test ends and waits until they are gone, so
+// that the test can run again (-count) in the same cluster.
+func removeAfter(t *testing.T, names ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, name := range names {
+			if err := c().Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting %s: %v", name, err)
+			}
+		}
+		for _, name := range names {
+			eventually(t, name+" to be gone", func() (bool, string) {
+				err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+		}
+	})
 }
 
 // waitSecretsControlledBy waits until every object-data Secret cos references exists with cos as

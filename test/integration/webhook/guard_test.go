@@ -148,6 +148,7 @@ func (f frozenCache) List(_ context.Context, list client.ObjectList, _ ...client
 func TestSecretGuardBypasses(t *testing.T) {
 	ctx := context.Background()
 	alice := asUser(t, "alice")
+	removeAfter(t, "guard-bypass")
 	cos := builders.COS("guard-bypass", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "guard-bypass", 2)...))
 	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
@@ -209,6 +210,7 @@ func TestSecretGuardBypasses(t *testing.T) {
 // ClusterObjectSet references: it is exempt, so the namespace goes away.
 func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 	ctx := context.Background()
+	removeAfter(t, "guard-namespace")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guard-namespace"}}
 	if err := testenv.Env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -235,6 +237,21 @@ func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
+}
+
+// removeAfter deletes the ClusterObjectSets when the test ends and waits until they are gone, so
+// that the test can run again (-count) in the same cluster.
+func removeAfter(t *testing.T, names ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, name := range names {
+			cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := testenv.Env.Client.Delete(context.Background(), cos); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting %s: %v", name, err)
+			}
+			waitGone(t, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
+		}
+	})
 }
 
 // waitGone waits until the API server no longer has the object.

@@ -325,6 +325,7 @@ func TestObjectTooLargeEvenCompressed(t *testing.T) {
 // server refuses it, before any Secret is written.
 func TestCreateOfAnExistingNameWritesNothing(t *testing.T) {
 	ctx := context.Background()
+	removeAfter(t, "taken")
 	always := builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"})
 	first := builders.COS("taken", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "taken", 2)...))
 	if err := testenv.Env.Client.Create(ctx, first); err != nil {
@@ -345,6 +346,7 @@ func TestCreateOfAnExistingNameWritesNothing(t *testing.T) {
 // of a list-map ignores order, so the webhook refuses a reorder itself.
 func TestReorderedPhasesAreRefused(t *testing.T) {
 	ctx := context.Background()
+	removeAfter(t, "reorder")
 	cos := builders.COS("reorder",
 		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", "reorder-a", nil))),
 		builders.WithPhase("deploy", builders.Inline(builders.ConfigMap("default", "reorder-b", nil))))
