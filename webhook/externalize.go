@@ -64,7 +64,8 @@ type Options struct {
 	MaxStoredBytes int
 	// WriteConcurrency bounds the Secrets written at once.
 	WriteConcurrency int
-	// ExemptUsers may delete referenced object-data Secrets (the garbage collector, the manager).
+	// ExemptUsers may delete, or change the label and owners of, referenced object-data Secrets (by
+	// default the namespace controller; Setup adds the manager itself).
 	ExemptUsers []string
 	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet that an
 	// update is compared with (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.

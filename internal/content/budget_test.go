@@ -35,18 +35,7 @@ func sizedObject(n int) []byte {
 }
 
 // gzipBest compresses at the best ratio, as a bomb maker would.
-func gzipBest(tb testing.TB, b []byte) []byte {
-	tb.Helper()
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if _, err := w.Write(b); err != nil {
-		tb.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func gzipBest(tb testing.TB, b []byte) []byte { return gzipAt(tb, b, gzip.BestCompression) }
 
 // use is one ref resolved through a Budget, and what it should give.
 type use struct {

@@ -104,10 +104,13 @@ func inline(objs ...map[string]any) []ObjectInput {
 }
 
 // gz compresses b fast: any valid gzip will do for reader tests.
-func gz(tb testing.TB, b []byte) []byte {
+func gz(tb testing.TB, b []byte) []byte { return gzipAt(tb, b, gzip.BestSpeed) }
+
+// gzipAt compresses b at a gzip level.
+func gzipAt(tb testing.TB, b []byte, level int) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	w, _ := gzip.NewWriterLevel(&buf, level)
 	if _, err := w.Write(b); err != nil {
 		tb.Fatal(err)
 	}

@@ -182,11 +182,7 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 	name := fmt.Sprintf("sweep-reuse-%d", time.Now().UnixNano())
 	removeAfter(t, name)
 	cos := builders.COS(name, always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-reuse", 2)...))
-	in := content.Input{Phases: []content.PhaseInput{{Name: "configuration"}}}
-	for _, o := range cos.Spec.Phases[0].Objects {
-		in.Phases[0].Objects = append(in.Phases[0].Objects, content.ObjectInput{Object: o.Object.Object})
-	}
-	plan, err := content.PlanFor(cos.Name, in, content.Options{})
+	plan, err := testenv.PlannedSecrets(cos)
 	if err != nil {
 		t.Fatal(err)
 	}

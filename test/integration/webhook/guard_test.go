@@ -302,11 +302,7 @@ func TestPreCreatedSecretIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
 	cos := builders.COS("squatted", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "squatted", 2)...))
-	in := content.Input{Phases: []content.PhaseInput{{Name: "configuration"}}}
-	for _, o := range cos.Spec.Phases[0].Objects {
-		in.Phases[0].Objects = append(in.Phases[0].Objects, content.ObjectInput{Object: o.Object.Object})
-	}
-	plan, err := content.PlanFor(cos.Name, in, content.Options{})
+	plan, err := testenv.PlannedSecrets(cos)
 	if err != nil {
 		t.Fatal(err)
 	}
