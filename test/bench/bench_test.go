@@ -174,7 +174,7 @@ func startManagerProcess(b *testing.B, env *testenv.Environment) *managerProcess
 	}
 	m := &managerProcess{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])}
 	m.cmd = exec.Command(managerBin, "--kubeconfig="+env.Kubeconfig, "--enable-webhooks=false",
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]), fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]), "--metrics-secure=false", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		"--log-level=error")
 	m.cmd.Stdout, m.cmd.Stderr = io.Discard, os.Stderr
 	if err := m.cmd.Start(); err != nil {

@@ -80,7 +80,7 @@ func (e *Environment) StartManagerWith(ctx context.Context, adjust func(*app.Opt
 	all := append([]string{
 		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(ports[0]), "--webhook-cert-dir=" + dir,
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]), "--metrics-secure=false",
 		"--system-namespace=" + SystemNamespace,
 	}, args...)
 	if err := fs.Parse(all); err != nil {

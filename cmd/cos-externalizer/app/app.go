@@ -4,23 +4,30 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -38,6 +45,8 @@ var Version = "dev"
 // Options are the manager's command-line flags.
 type Options struct {
 	metricsAddr     string
+	metricsSecure   bool
+	enableHTTP2     bool
 	probeAddr       string
 	leaderElect     bool
 	leaderElectNS   string
@@ -61,7 +70,7 @@ type Options struct {
 	// SkipControllerNameValidation lets a process start the manager more than once (tests). Not a flag.
 	SkipControllerNameValidation bool
 
-	rollout      bool
+	rollout      string
 	sweepEvery   time.Duration
 	sweepGrace   time.Duration
 	keepArchived int
@@ -69,7 +78,9 @@ type Options struct {
 
 // Bind registers the flags on fs.
 func (o *Options) Bind(fs *flag.FlagSet) {
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint (/metrics); \"0\" disables it.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint (/metrics); \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, to clients that the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the non-resource URL /metrics); false serves plain HTTP to anyone.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve the webhooks and metrics over HTTP/2 too (off: HTTP/1.1 only, against HTTP/2 stream-reset attacks).")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health (/healthz) and readiness (/readyz) endpoints.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the system namespace).")
@@ -83,7 +94,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.externalize, "externalize", string(externalize.ModeOversized), "Externalization policy: always, oversized (specs over --externalize-threshold) or never; the annotation "+externalize.Annotation+" overrides it per ClusterObjectSet.")
 	fs.IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "Serialized spec size in bytes above which --externalize=oversized moves inline objects into Secrets.")
 	fs.IntVar(&o.maxStoredBytes, "max-stored-bytes", webhook.DefaultMaxStoredBytes, "Largest stored ClusterObjectSet the validating webhook admits.")
-	fs.BoolVar(&o.rollout, "rollout", true, "Roll ClusterObjectSets out; false is webhook-only mode (Secret ownership and the orphan sweep still run) for clusters where another reconciler rolls out.")
+	fs.StringVar(&o.rollout, "rollout", RolloutAuto, "Roll ClusterObjectSets out: true, false (webhook-only mode: Secret ownership and the orphan sweep still run, for clusters where another reconciler rolls out) or auto (true unless the cluster serves OLM's ClusterExtension API, whose operator-controller rolls ClusterObjectSets out itself).")
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
 	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
@@ -117,6 +128,9 @@ func (o *Options) Validate() error {
 	}
 	if o.keepArchived < 0 {
 		errs = append(errs, fmt.Errorf("--keep-archived-revisions: must not be negative, got %d", o.keepArchived))
+	}
+	if o.rollout != RolloutAuto && o.rollout != "true" && o.rollout != "false" {
+		errs = append(errs, fmt.Errorf("--rollout: %q is none of true, false and auto", o.rollout))
 	}
 	if o.maxStoredBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
@@ -161,6 +175,13 @@ func cacheOptions(systemNamespace string) cache.Options {
 	}
 }
 
+// RolloutAuto is the default of --rollout: roll out unless OLM's operator-controller does.
+const RolloutAuto = "auto"
+
+// The metrics endpoint authenticates and authorizes its clients through the API server:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	log := ctrl.Log.WithName("setup")
@@ -168,16 +189,28 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if leNS == "" {
 		leNS = o.systemNamespace
 	}
+	rollOut, why, err := DecideRollout(cfg, o.rollout)
+	if err != nil {
+		return err
+	}
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
+	if o.metricsSecure {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "cos-externalizer.olm.operatorframework.io",
 		LeaderElectionNamespace: leNS,
 		Cache:                   cacheOptions(o.systemNamespace),
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir,
+			Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
 		}),
 	})
 	if err != nil {
@@ -218,7 +251,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		Recorder:        mgr.GetEventRecorder("cos-externalizer"),
 		SystemNamespace: o.systemNamespace,
 		KeepArchived:    o.keepArchived,
-		Rollout:         o.rollout,
+		Rollout:         rollOut,
 		Clock:           o.Clock,
 
 		MaxResolvedBytes:   o.maxResolvedBytes,
@@ -232,7 +265,53 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	}); err != nil {
 		return err
 	}
-	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace,
-		"metricsBindAddress", o.metricsAddr, "healthProbeBindAddress", o.probeAddr)
+	registerStatusCollector(controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace))
+	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
+		"webhooks", o.enableWebhooks, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
 	return mgr.Start(ctx)
+}
+
+// DecideRollout resolves --rollout: true and false as given; auto rolls out unless the cluster serves
+// OLM's ClusterExtension API (operator-controller then rolls ClusterObjectSets out, and two
+// reconcilers would fight over every one). It returns the decision and why, for the log.
+func DecideRollout(cfg *rest.Config, flag string) (bool, string, error) {
+	switch flag {
+	case "true":
+		return true, "--rollout=true", nil
+	case "false":
+		return false, "--rollout=false", nil
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, "", err
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(olmv1.GroupVersion.String())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, "", fmt.Errorf("--rollout=auto: asking the API server whether OLM is installed: %w", err)
+	}
+	if resources != nil {
+		for _, r := range resources.APIResources {
+			if r.Kind == "ClusterExtension" {
+				return false, "--rollout=auto: the cluster serves OLM's ClusterExtension API, so OLM's operator-controller rolls ClusterObjectSets out; webhook-only mode (pass --rollout=true to roll out anyway)", nil
+			}
+		}
+	}
+	return true, "--rollout=auto: OLM's ClusterExtension API is not served", nil
+}
+
+var (
+	statusCollectorMu sync.Mutex
+	statusCollector   prometheus.Collector
+)
+
+// registerStatusCollector registers c with controller-runtime's registry in place of the collector
+// of an earlier manager of this process (tests run the manager more than once).
+func registerStatusCollector(c prometheus.Collector) {
+	statusCollectorMu.Lock()
+	defer statusCollectorMu.Unlock()
+	if statusCollector != nil {
+		ctrlmetrics.Registry.Unregister(statusCollector)
+	}
+	ctrlmetrics.Registry.MustRegister(c)
+	statusCollector = c
 }

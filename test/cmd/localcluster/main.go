@@ -2,12 +2,16 @@
 //
 //	localcluster up              start it in the background; state and kubeconfig under .local/
 //	localcluster down            stop what `up` started
-//	localcluster run [--webhook-port=N] -- CMD ...
-//	                             run CMD against $KUBECONFIG, or against a fresh local control plane
-//	                             (with the CRDs installed) that stops when CMD exits; with
-//	                             --webhook-port, also a serving certificate for 127.0.0.1, the
-//	                             webhook configurations pointing at https://127.0.0.1:N, and the
-//	                             matching --webhook-* flags appended to CMD
+//	localcluster run [--webhooks [--webhook-port=N]] -- MANAGER ...
+//	                             run the manager against $KUBECONFIG with its webhooks off (a
+//	                             cluster's API server cannot call a webhook on this machine), or
+//	                             against a fresh local control plane (with the CRDs installed) that
+//	                             stops when the manager exits; there, with --webhooks, also a
+//	                             serving certificate for 127.0.0.1, the webhook configurations
+//	                             pointing at https://127.0.0.1:N (N free unless given), and the
+//	                             matching --webhook-* flags. Metrics and probes get free loopback
+//	                             ports unless the manager's flags name them, so that two runs can
+//	                             share a machine.
 //
 // `make cluster-up`, `make cluster-down` and `make run` call it.
 package main
@@ -51,14 +55,15 @@ func main() {
 		err = down()
 	case "run":
 		fs := flag.NewFlagSet("run", flag.ExitOnError)
-		webhookPort := fs.Int("webhook-port", 0, "serve the webhooks of config/webhook on this loopback port")
+		webhooks := fs.Bool("webhooks", false, "on a local control plane, serve the webhooks of config/webhook")
+		webhookPort := fs.Int("webhook-port", 0, "loopback port of the webhooks; 0 picks a free one")
 		_ = fs.Parse(os.Args[2:])
 		args := fs.Args()
 		if len(args) == 0 {
 			usage()
 		}
 		var code int
-		code, err = run(args, *webhookPort)
+		code, err = run(args, *webhooks, *webhookPort)
 		if err == nil {
 			os.Exit(code)
 		}
@@ -72,7 +77,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: localcluster up | down | run [--webhook-port=N] -- COMMAND [ARGS...]")
+	fmt.Fprintln(os.Stderr, "usage: localcluster up | down | run [--webhooks [--webhook-port=N]] -- MANAGER [ARGS...]")
 	os.Exit(2)
 }
 
@@ -167,14 +172,25 @@ func down() error {
 	return os.Remove(statePath)
 }
 
-// run starts CMD against $KUBECONFIG or a fresh local control plane, forwarding SIGINT and SIGTERM,
-// and tears the control plane down when CMD exits.
-func run(args []string, webhookPort int) (int, error) {
+// run starts the manager against $KUBECONFIG or a fresh local control plane, forwarding SIGINT and
+// SIGTERM, and tears the control plane down when the manager exits.
+func run(args []string, webhooks bool, webhookPort int) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := os.Environ()
+	ports, err := loopbackPorts(args)
+	if err != nil {
+		return 0, err
+	}
+	args = append(args, ports...)
 	if kc := os.Getenv("KUBECONFIG"); kc != "" {
-		fmt.Fprintf(os.Stderr, "localcluster: KUBECONFIG is set (%s): running against that cluster (install the CRD there with `kubectl apply -f config/crd/bases`).\n", kc)
+		fmt.Fprintf(os.Stderr, "localcluster: KUBECONFIG is set (%s): running the manager against that cluster with its webhooks off "+
+			"(--enable-webhooks=false): the cluster's API server cannot call a webhook served on this machine. `make deploy` installs "+
+			"the webhooks in the cluster. The CRD must be installed there (`kubectl apply --server-side -k config/crd`); with the default "+
+			"--rollout=auto the reconciler stays off where OLM's operator-controller rolls ClusterObjectSets out.\n", kc)
+		if !hasFlag(args, "--enable-webhooks") {
+			args = append(args, "--enable-webhooks=false")
+		}
 	} else {
 		local, err := localDir()
 		if err != nil {
@@ -193,7 +209,14 @@ func run(args []string, webhookPort int) (int, error) {
 			return 0, err
 		}
 		defer func() { _ = os.Remove(kubeconfig) }()
-		if webhookPort > 0 {
+		if webhooks {
+			if webhookPort == 0 {
+				free, err := controlplane.FreePorts(1)
+				if err != nil {
+					return 0, err
+				}
+				webhookPort = free[0]
+			}
 			webhookArgs, err := setupWebhooks(ctx, cp, local, webhookPort)
 			if err != nil {
 				return 0, err
@@ -203,6 +226,7 @@ func run(args []string, webhookPort int) (int, error) {
 		fmt.Fprintf(os.Stderr, "localcluster: local control plane ready; in another shell: export KUBECONFIG=%s\n", kubeconfig)
 		env = append(env, "KUBECONFIG="+kubeconfig)
 	}
+	fmt.Fprintf(os.Stderr, "localcluster: running %s\n", strings.Join(args, " "))
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
@@ -213,7 +237,7 @@ func run(args []string, webhookPort int) (int, error) {
 		<-ctx.Done()
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return exit.ExitCode(), nil
@@ -309,4 +333,31 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o600)
+}
+
+// loopbackPorts returns manager flags that put the metrics and health endpoints on free loopback
+// ports, for those the manager's own flags do not set.
+func loopbackPorts(args []string) ([]string, error) {
+	free, err := controlplane.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if !hasFlag(args, "--metrics-bind-address") {
+		out = append(out, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(free[0]))
+	}
+	if !hasFlag(args, "--health-probe-bind-address") {
+		out = append(out, "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(free[1]))
+	}
+	return out, nil
+}
+
+// hasFlag reports whether args set the flag name (as --name, --name=value or -name...).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == name || strings.HasPrefix(a, name+"=") || a == name[1:] || strings.HasPrefix(a, name[1:]+"=") {
+			return true
+		}
+	}
+	return false
 }

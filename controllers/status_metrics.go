@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+)
+
+// Progressing reasons always exported, as 0 when no ClusterObjectSet has them, so that alerts on
+// them have a series to watch.
+var alertingReasons = []string{olmv1.ReasonBlocked, olmv1.ReasonRetrying, olmv1.ReasonProgressDeadlineExceeded}
+
+var (
+	cosByReasonDesc = prometheus.NewDesc("cos_externalizer_clusterobjectsets",
+		"ClusterObjectSets by the reason of their Progressing condition (\"None\" before any status); Blocked, Retrying and ProgressDeadlineExceeded are always exported.",
+		[]string{"reason"}, nil)
+	orphanedSecretsDesc = prometheus.NewDesc("cos_externalizer_orphaned_secrets",
+		"object-data Secrets of the system namespace that no ClusterObjectSet references or owns: the orphan sweep deletes them once their grace period has passed.",
+		nil, nil)
+)
+
+// StatusCollector exports, at scrape time, gauges read from the manager's cache: ClusterObjectSets
+// by Progressing reason, and object-data Secrets waiting for the orphan sweep. It serves every
+// replica, leader or not, and whoever writes the status (this reconciler or OLM's).
+type StatusCollector struct {
+	reader          client.Reader
+	systemNamespace string
+}
+
+// NewStatusCollector returns a collector over reader (the manager's cache).
+func NewStatusCollector(reader client.Reader, systemNamespace string) *StatusCollector {
+	return &StatusCollector{reader: reader, systemNamespace: systemNamespace}
+}
+
+// Describe implements prometheus.Collector.
+func (c *StatusCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- cosByReasonDesc
+	ch <- orphanedSecretsDesc
+}
+
+// Collect implements prometheus.Collector. A cache that cannot answer within a second (not synced
+// yet) yields no samples, rather than a wrong zero.
+func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	sets := &olmv1.ClusterObjectSetList{}
+	if err := c.reader.List(ctx, sets); err != nil {
+		return
+	}
+	counts := map[string]int{}
+	for _, r := range alertingReasons {
+		counts[r] = 0
+	}
+	byLabel := map[string]*olmv1.ClusterObjectSet{}
+	for i := range sets.Items {
+		cos := &sets.Items[i]
+		byLabel[content.RevisionLabelValue(cos.Name)] = cos
+		reason := "None"
+		if cond := apimeta.FindStatusCondition(cos.Status.Conditions, olmv1.ConditionProgressing); cond != nil {
+			reason = cond.Reason
+		}
+		counts[reason]++
+	}
+	for reason, n := range counts {
+		ch <- prometheus.MustNewConstMetric(cosByReasonDesc, prometheus.GaugeValue, float64(n), reason)
+	}
+	secrets := &corev1.SecretList{}
+	if err := c.reader.List(ctx, secrets, client.InNamespace(c.systemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
+		return
+	}
+	// Grace ignored: every Secret the sweep deletes now or once its grace has passed.
+	never := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	pending := 0
+	for i := range secrets.Items {
+		sec := &secrets.Items[i]
+		if orphaned(sec, byLabel[sec.Labels[olmv1.LabelRevisionName]], c.systemNamespace, never, 0) {
+			pending++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(orphanedSecretsDesc, prometheus.GaugeValue, float64(pending))
+}
