@@ -17,7 +17,12 @@ import (
 func main() {
 	var o app.Options
 	o.Bind(flag.CommandLine)
+	version := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *version {
+		fmt.Println("cos-externalizer", app.Version)
+		return
+	}
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

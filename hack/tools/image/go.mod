@@ -1,0 +1,12 @@
+// Builds the manager's container image without Docker. Not project code: see the Makefile targets image and image-check.
+module github.com/cos-externalizer/cos-externalizer/hack/tools/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+)
