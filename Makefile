@@ -61,14 +61,19 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD, webhook configurations and RBAC under config/.
-	$(CONTROLLER_GEN) crd webhook rbac:roleName=cos-externalizer paths="./api/...;./webhook/...;./controllers/..." \
+manifests: ## Generate the CRD, webhook configurations and RBAC under config/ (kustomize builds on them).
+	$(CONTROLLER_GEN) crd webhook rbac:roleName=cos-externalizer-manager paths="./api/...;./webhook/...;./controllers;./cmd/..." \
 		output:crd:artifacts:config=config/crd/bases output:webhook:artifacts:config=config/webhook \
 		output:rbac:artifacts:config=config/rbac
+	@# The rule only a manager that rolls out needs (anything on anything): a ClusterRole of its own,
+	@# bound by the overlays that roll out, never by config/webhook-only.
+	$(CONTROLLER_GEN) rbac:roleName=cos-externalizer-rollout paths=./controllers/rolloutrbac \
+		output:rbac:artifacts:config=config/rbac/rollout
 
 # Files that generators and `go mod tidy` own. verify fails when regenerating changes any of them,
 # whatever else is uncommitted in the tree.
-GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/webhook config/rbac go.mod go.sum
+GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/webhook/manifests.yaml config/rbac/role.yaml \
+	config/rbac/rollout/role.yaml go.mod go.sum
 
 .PHONY: verify
 verify: ## Regenerate code, manifests and go.sum; fail if that changed anything.

@@ -42,12 +42,17 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
 )
 
-// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets/status,verbs=get;update;patch
+// Every write to a ClusterObjectSet is a patch; update on finalizers lets the owner references of
+// the object-data Secrets block their owner's deletion.
+// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// The objects a ClusterObjectSet manages can be of any kind:
-// +kubebuilder:rbac:groups=*,resources=*,verbs=*
+// Refs may name Secrets of any namespace; those are read uncached, one by one (the system namespace's
+// own Secrets have a Role: webhook/externalize.go):
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// The objects a ClusterObjectSet manages can be of any kind: that rule is a ClusterRole of its own
+// (package controllers/rolloutrbac), bound only where this manager rolls out.
 
 const (
 	// FieldOwner is the server-side apply field manager of every managed object.

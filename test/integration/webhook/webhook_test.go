@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
@@ -365,21 +366,116 @@ func TestReorderedPhasesAreRefused(t *testing.T) {
 	}
 }
 
-// TestWebhookDown must run last: it stops the manager. Requests then fail closed.
+// TestWebhookDown stops the manager and leaves its webhook configurations pointing at nothing, as
+// when every replica is down: what the webhooks must see fails closed, while refs-only
+// ClusterObjectSets (what OLM writes) are admitted, since the API server does not call the
+// webhooks for them (matchConditions). It starts a new manager when it ends, for the tests after it.
 func TestWebhookDown(t *testing.T) {
+	ctx := context.Background()
+	removeAfter(t, "webhook-down-refs", "webhook-down-reorder")
+	refsOnly := func(name string, phases ...string) *olmv1.ClusterObjectSet {
+		c := builders.COS(name)
+		for _, p := range phases {
+			builders.WithPhase(p, builders.Ref(name+"-"+p, "", "k"))(c)
+		}
+		return c
+	}
+	// Stored before the manager stops; the Secrets behind its refs need not exist.
+	if err := testenv.Env.Client.Create(ctx, refsOnly("webhook-down-reorder", "first", "second")); err != nil {
+		t.Fatal(err)
+	}
+	// While the manager is up, the validating webhook sees a reorder of refs too, and refuses it.
+	swapped := getCOS(t, "webhook-down-reorder")
+	swapped.Spec.Phases[0], swapped.Spec.Phases[1] = swapped.Spec.Phases[1], swapped.Spec.Phases[0]
+	if err := testenv.Env.Client.Update(ctx, swapped); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be reordered") {
+		t.Fatalf("reordering the phases of a refs-only ClusterObjectSet: want Invalid from the webhook, got %v", err)
+	}
 	if err := manager.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	obj := builders.COS("webhook-down", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "down", 2)...))
-	before := secretNames(t)
-	_, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", writeJSON(t, obj))
-	if err == nil {
-		t.Fatal("a ClusterObjectSet was admitted while the webhook was down")
-	}
-	if !strings.Contains(stderr, "failed calling webhook") || !strings.Contains(stderr, "externalize.cos-externalizer.io") {
-		t.Errorf("unclear error: %s", stderr)
-	}
-	if w := written(t, before); cosExists(t, obj.Name) || len(w) > 0 {
-		t.Errorf("something was written while the webhook was down: Secrets %v", w)
+	t.Cleanup(func() {
+		m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, "--rollout=false")
+		if err != nil {
+			t.Errorf("starting the manager again: %v", err)
+			return
+		}
+		manager = m
+	})
+
+	tests := []struct {
+		name string
+		// do sends the request and returns the ClusterObjectSet it is about.
+		do func(t *testing.T) (cosName string, err error)
+		// refusedBy is the webhook the refusal names; empty means admitted.
+		refusedBy string
+	}{{
+		name: "inline create",
+		do: func(t *testing.T) (string, error) {
+			obj := builders.COS("webhook-down", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "down", 2)...))
+			_, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", writeJSON(t, obj))
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, stderr)
+			}
+			return obj.Name, err
+		},
+		refusedBy: "externalize.cos-externalizer.io",
+	}, {
+		name: "refs-only create",
+		do: func(t *testing.T) (string, error) {
+			obj := refsOnly("webhook-down-refs", "configuration")
+			_, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", writeJSON(t, obj))
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, stderr)
+			}
+			return obj.Name, err
+		},
+	}, {
+		name: "refs-only update of the labels",
+		do: func(t *testing.T) (string, error) {
+			c := getCOS(t, "webhook-down-reorder")
+			c.Labels = map[string]string{"touched": "yes"}
+			return c.Name, testenv.Env.Client.Update(ctx, c)
+		},
+	}, {
+		name: "refs-only reorder of the phases",
+		do: func(t *testing.T) (string, error) {
+			c := getCOS(t, "webhook-down-reorder")
+			c.Spec.Phases[0], c.Spec.Phases[1] = c.Spec.Phases[1], c.Spec.Phases[0]
+			return c.Name, testenv.Env.Client.Update(ctx, c)
+		},
+		refusedBy: "validate.cos-externalizer.io",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := secretNames(t)
+			var resourceVersion string
+			if c := (&olmv1.ClusterObjectSet{}); testenv.Env.Client.Get(ctx, client.ObjectKey{Name: "webhook-down-reorder"}, c) == nil {
+				resourceVersion = c.ResourceVersion
+			}
+			name, err := tt.do(t)
+			switch {
+			case tt.refusedBy == "" && err != nil:
+				t.Fatalf("refused while the webhooks were down: %v", err)
+			case tt.refusedBy != "" && err == nil:
+				t.Fatal("admitted while the webhooks were down")
+			case tt.refusedBy != "" && (!strings.Contains(err.Error(), "failed calling webhook") || !strings.Contains(err.Error(), tt.refusedBy)):
+				t.Errorf("want a failed call of %s, got: %v", tt.refusedBy, err)
+			}
+			if tt.refusedBy == "" && !cosExists(t, name) {
+				t.Errorf("ClusterObjectSet %s was admitted but is not stored", name)
+			}
+			if tt.refusedBy != "" {
+				if name == "webhook-down-reorder" {
+					if got := getCOS(t, name); got.ResourceVersion != resourceVersion || got.Spec.Phases[0].Name != "first" {
+						t.Errorf("the refused update changed the ClusterObjectSet")
+					}
+				} else if cosExists(t, name) {
+					t.Errorf("the refused ClusterObjectSet %s is stored", name)
+				}
+			}
+			if w := written(t, before); len(w) > 0 {
+				t.Errorf("Secrets were written while the webhooks were down: %v", w)
+			}
+		})
 	}
 }
