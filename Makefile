@@ -23,6 +23,8 @@ PROMOP_MODULE := github.com/prometheus-operator/prometheus-operator
 PROMOP_VERSION := $(shell awk '$$1=="require" && $$2=="$(PROMOP_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3
 ARGOCD_VERSION := $(shell awk '$$1=="require" && $$2=="$(ARGOCD_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
+CERTMANAGER_MODULE := github.com/cert-manager/cert-manager
+CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="$(CERTMANAGER_MODULE)" {print $$3}' hack/tools/certmanager-crds/go.mod)
 
 KUBE_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)
 ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
@@ -31,6 +33,9 @@ KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
 # Their stamp lives inside the folder, so deleting the folder also makes it fetched again.
 TESTDATA := $(BIN)/testdata/bundles
 TESTDATA_STAMP := $(TESTDATA)/.stamp-prometheus-operator-$(PROMOP_VERSION)-argocd-$(ARGOCD_VERSION)
+# cert-manager's CRDs, which the deploy tests install to dry-run config/default (COS_CERTMANAGER_CRDS_DIR).
+CERTMANAGER_CRDS := $(BIN)/testdata/certmanager-crds
+CERTMANAGER_CRDS_STAMP := $(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -47,6 +52,7 @@ VERSION_LDFLAGS = -X github.com/cos-externalizer/cos-externalizer/cmd/cos-extern
 
 # Tests find the control-plane binaries here (unless KUBEBUILDER_ASSETS names another folder).
 export COS_BIN_DIR := $(BIN)
+export COS_CERTMANAGER_CRDS_DIR := $(CERTMANAGER_CRDS)
 
 ##@ General
 
@@ -125,7 +131,7 @@ image-check: image ## Check the image: entrypoint, numeric non-root user, static
 ##@ Test
 
 .PHONY: test
-test: control-plane testdata verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
+test: control-plane testdata certmanager-crds verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
 	$(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
@@ -159,6 +165,56 @@ $(TESTDATA_STAMP): hack/tools/testdata/go.mod hack/tools/testdata/go.sum
 	chmod -R u+w $(TESTDATA).tmp
 	touch $(TESTDATA).tmp/$(notdir $(TESTDATA_STAMP))
 	rm -rf $(TESTDATA) && mv $(TESTDATA).tmp $(TESTDATA)
+
+.PHONY: certmanager-crds
+certmanager-crds: $(CERTMANAGER_CRDS_STAMP) ## Fetch cert-manager's CRDs (for the deploy tests) into bin/testdata/certmanager-crds/.
+
+# The CRDs are the deploy/crds/*.yaml of the cert-manager module pinned in
+# hack/tools/certmanager-crds/go.mod (checked against its go.sum), copied out of the module cache.
+$(CERTMANAGER_CRDS_STAMP): hack/tools/certmanager-crds/go.mod hack/tools/certmanager-crds/go.sum
+	@echo "fetching cert-manager's CRDs: $(CERTMANAGER_MODULE) $(CERTMANAGER_VERSION)"
+	cd hack/tools/certmanager-crds && $(GO) mod download $(CERTMANAGER_MODULE)
+	rm -rf $(CERTMANAGER_CRDS).tmp && mkdir -p $(CERTMANAGER_CRDS).tmp
+	cd hack/tools/certmanager-crds && \
+		cp "$$($(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))"/deploy/crds/*.yaml $(CERTMANAGER_CRDS).tmp/
+	chmod -R u+w $(CERTMANAGER_CRDS).tmp
+	touch $(CERTMANAGER_CRDS).tmp/$(notdir $(CERTMANAGER_CRDS_STAMP))
+	rm -rf $(CERTMANAGER_CRDS) && mv $(CERTMANAGER_CRDS).tmp $(CERTMANAGER_CRDS)
+
+##@ Deploy
+
+# The kustomize overlay of config/ that deploy and undeploy use: default (with cert-manager),
+# self-signed (without) or webhook-only (OLM rolls out; no CRD, no namespace, no wildcard RBAC).
+OVERLAY ?= default
+# The manager image deploy sets (name[:tag] or name@digest).
+IMG ?= cos-externalizer:dev
+# kubectl with kustomize; the one of bin/ unless given.
+KUBECTL ?= $(BIN)/kubectl
+KUBECTL_DEP := $(if $(filter $(BIN)/kubectl,$(KUBECTL)),$(KUBE_STAMP))
+
+.PHONY: deploy
+deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG.
+	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
+	@# The image is set in a throwaway kustomization over the overlay (in .local/: kustomize wants a
+	@# relative path), so no committed file changes.
+	@mkdir -p $(LOCAL) && tmp=$$(mktemp -d $(LOCAL)/deploy.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && img='$(IMG)' && \
+	case "$$img" in \
+		*@*) name=$${img%%@*}; ref="digest: $${img#*@}";; \
+		*) if [[ "$${img##*/}" == *:* ]]; then name=$${img%:*}; ref="newTag: $${img##*:}"; else name=$$img; ref="newTag: latest"; fi;; \
+	esac && \
+	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\nimages:\n- name: cos-externalizer\n  newName: %s\n  %s\n' \
+		"../../config/$(OVERLAY)" "$$name" "$$ref" > "$$tmp/kustomization.yaml" && \
+	echo "deploying config/$(OVERLAY) with image $$img" && \
+	$(KUBECTL) kustomize "$$tmp" | $(KUBECTL) apply --server-side --field-manager=cos-externalizer-deploy -f -
+
+.PHONY: undeploy
+undeploy: $(KUBECTL_DEP) ## Delete what deploy installed (same OVERLAY); with the CRD (default, self-signed) every ClusterObjectSet goes first, torn down by the still-running manager.
+	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
+	@if $(KUBECTL) kustomize config/$(OVERLAY) | grep -q '^kind: CustomResourceDefinition$$' && \
+		$(KUBECTL) get crd clusterobjectsets.olm.operatorframework.io >/dev/null 2>&1; then \
+		echo "deleting every ClusterObjectSet while the manager can still tear their objects down"; \
+		$(KUBECTL) delete clusterobjectsets --all --ignore-not-found --timeout=5m; fi
+	$(KUBECTL) kustomize config/$(OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
 
 ##@ Local control plane
 
