@@ -45,11 +45,11 @@ const (
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
-// The API server calls it only for ClusterObjectSets with inline objects (matchConditions), so that
-// refs-only ones (what OLM writes) are admitted while the manager is down; the second entry, on the
-// same handler, checks the refs of a refs-only create (warnings) when the manager is up and is
-// ignored when it is not.
-// +kubebuilder:webhook:path=/mutate-olm-operatorframework-io-v1-clusterobjectset,mutating=true,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=create;update,versions=v1,name=externalize.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=15,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"has-inline-objects","expression":"has(object.spec) && has(object.spec.phases) && object.spec.phases.exists(p, has(p.objects) && p.objects.exists(o, has(o.object)))"}]}`
+// The API server calls it only for ClusterObjectSets with inline objects and for updates that change
+// stored phases (matchConditions), so that refs-only ones (what OLM writes, and its later updates)
+// are admitted while the manager is down; the second entry, on the same handler, checks the refs of
+// a refs-only create (warnings) when the manager is up and is ignored when it is not.
+// +kubebuilder:webhook:path=/mutate-olm-operatorframework-io-v1-clusterobjectset,mutating=true,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=create;update,versions=v1,name=externalize.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=15,reinvocationPolicy=IfNeeded,patch=`{"matchConditions":[{"name":"has-inline-objects-or-changes-phases","expression":"(has(object.spec) && has(object.spec.phases) && object.spec.phases.exists(p, has(p.objects) && p.objects.exists(o, has(o.object)))) || (request.operation == 'UPDATE' && has(oldObject.spec) && has(oldObject.spec.phases) && size(oldObject.spec.phases) > 0 && (has(object.spec) && has(object.spec.phases) ? object.spec.phases : []) != oldObject.spec.phases)"}]}`
 // +kubebuilder:webhook:path=/mutate-olm-operatorframework-io-v1-clusterobjectset,mutating=true,failurePolicy=ignore,sideEffects=NoneOnDryRun,groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=create;update,versions=v1,name=check-refs.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"matchConditions":[{"name":"sets-refs-only","expression":"has(object.spec) && has(object.spec.phases) && size(object.spec.phases) > 0 && !object.spec.phases.exists(p, has(p.objects) && p.objects.exists(o, has(o.object))) && (request.operation == 'CREATE' || !has(oldObject.spec) || !has(oldObject.spec.phases) || size(oldObject.spec.phases) == 0)"}]}`
 // +kubebuilder:webhookconfiguration:mutating=true,name=cos-externalizer
 

@@ -367,9 +367,10 @@ func TestReorderedPhasesAreRefused(t *testing.T) {
 }
 
 // TestWebhookDown stops the manager and leaves its webhook configurations pointing at nothing, as
-// when every replica is down: what the webhooks must see fails closed, while refs-only
-// ClusterObjectSets (what OLM writes) are admitted, since the API server does not call the
-// webhooks for them (matchConditions). It starts a new manager when it ends, for the tests after it.
+// when every replica is down: what the webhooks must see (inline objects, changes of stored phases)
+// fails closed, while refs-only ClusterObjectSets and updates that leave their phases alone (what
+// OLM writes) are admitted, since the API server does not call the webhooks for them
+// (matchConditions). It starts a new manager when it ends, for the tests after it.
 func TestWebhookDown(t *testing.T) {
 	ctx := context.Background()
 	removeAfter(t, "webhook-down-refs", "webhook-down-reorder")
@@ -384,7 +385,7 @@ func TestWebhookDown(t *testing.T) {
 	if err := testenv.Env.Client.Create(ctx, refsOnly("webhook-down-reorder", "first", "second")); err != nil {
 		t.Fatal(err)
 	}
-	// While the manager is up, the validating webhook sees a reorder of refs too, and refuses it.
+	// While the manager is up, the webhooks see a reorder of refs too, and refuse it.
 	swapped := getCOS(t, "webhook-down-reorder")
 	swapped.Spec.Phases[0], swapped.Spec.Phases[1] = swapped.Spec.Phases[1], swapped.Spec.Phases[0]
 	if err := testenv.Env.Client.Update(ctx, swapped); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be reordered") {
@@ -443,7 +444,22 @@ func TestWebhookDown(t *testing.T) {
 			c.Spec.Phases[0], c.Spec.Phases[1] = c.Spec.Phases[1], c.Spec.Phases[0]
 			return c.Name, testenv.Env.Client.Update(ctx, c)
 		},
-		refusedBy: "validate.cos-externalizer.io",
+		refusedBy: "externalize.cos-externalizer.io",
+	}, {
+		name: "refs-only change of the refs",
+		do: func(t *testing.T) (string, error) {
+			c := getCOS(t, "webhook-down-reorder")
+			c.Spec.Phases[0].Objects[0].Ref.Key = "other"
+			return c.Name, testenv.Env.Client.Update(ctx, c)
+		},
+		refusedBy: "externalize.cos-externalizer.io",
+	}, {
+		name: "refs-only archive",
+		do: func(t *testing.T) (string, error) {
+			c := getCOS(t, "webhook-down-reorder")
+			c.Spec.LifecycleState = olmv1.LifecycleStateArchived
+			return c.Name, testenv.Env.Client.Update(ctx, c)
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
