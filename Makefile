@@ -255,10 +255,13 @@ cluster-down: ## Stop the local control plane started by cluster-up.
 
 ##@ Run
 
+# The loopback port the webhooks of `make run` listen on without KUBECONFIG; 0 picks a free one.
+WEBHOOK_PORT ?= 0
+
 .PHONY: run
-run: control-plane build ## Run the manager: against $KUBECONFIG if set, else on a fresh local control plane (ARGS=... adds flags).
+run: control-plane build ## Run the manager: against $KUBECONFIG (webhooks off) if set, else on a fresh local control plane with its webhooks (ARGS=... adds flags, WEBHOOK_PORT=N fixes the port).
 	$(GO) build -o $(BIN)/localcluster ./test/cmd/localcluster
-	$(BIN)/localcluster run --webhook-port=9443 -- $(BIN)/cos-externalizer $(ARGS)
+	$(BIN)/localcluster run --webhooks --webhook-port=$(WEBHOOK_PORT) -- $(BIN)/cos-externalizer $(ARGS)
 
 .PHONY: clean
 clean: ## Remove built binaries and local control-plane state.
