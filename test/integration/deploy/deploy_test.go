@@ -99,13 +99,8 @@ func TestOverlaysRender(t *testing.T) {
 // escalation checks, the restricted Pod Security Standard of the namespace), writing nothing.
 func TestOverlaysServerDryRun(t *testing.T) {
 	ctx := context.Background()
-	// The namespace exists for real: namespaced objects cannot even be dry-run into a missing one,
-	// and Pod Security admission reads its labels. It is default's Namespace, as deploy applies it.
-	for _, u := range parse(t, render(t, "default")) {
-		if u.GetKind() == "Namespace" {
-			mustKubectl(t, mustJSON(t, u), "apply", "--server-side", "--field-manager="+fieldManager, "-f", "-")
-		}
-	}
+	// Namespaced objects cannot even be dry-run into a missing namespace.
+	applySystemNamespace(t)
 	for _, o := range overlays {
 		t.Run(o.name, func(t *testing.T) {
 			if o.prerequisites != nil {
@@ -136,6 +131,17 @@ func TestOverlaysServerDryRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// applySystemNamespace applies default's Namespace for real, as deploy does (Pod Security admission
+// reads its labels).
+func applySystemNamespace(t *testing.T) {
+	t.Helper()
+	for _, u := range parse(t, render(t, "default")) {
+		if u.GetKind() == "Namespace" {
+			mustKubectl(t, mustJSON(t, u), "apply", "--server-side", "--field-manager="+fieldManager, "-f", "-")
+		}
 	}
 }
 
