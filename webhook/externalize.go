@@ -137,7 +137,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		if warning != "" {
 			warnings = append(warnings, warning)
 		}
-		if errs := append(validation.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...); len(errs) > 0 {
+		if errs := updateErrors(old, obj); len(errs) > 0 {
 			return invalid(obj.Name, errs).WithWarnings(warnings...), RefusalInvalid
 		}
 		if restored || len(old.Spec.Phases) > 0 {

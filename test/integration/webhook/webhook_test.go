@@ -14,10 +14,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
@@ -89,7 +92,22 @@ func TestArgoCDClientSideApplyTwice(t *testing.T) {
 }
 
 func TestSmallCOSStaysInline(t *testing.T) {
-	small := builders.COS("small-inline", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "small", 3)...))
+	// Three inline objects and one ref to a Secret of its own: the reconciler's ownership of that
+	// Secret shows that it has reconciled the ClusterObjectSet, before the test checks what it must
+	// not have done.
+	cm := builders.ConfigMap("default", "small-ref", nil)
+	data, err := content.Canonical(cm.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: "small-inline-data",
+		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue("small-inline")}},
+		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{content.Key(data): data}}
+	if err := testenv.Env.Client.Create(context.Background(), sec); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	small := builders.COS("small-inline", builders.WithPhase("configuration",
+		append(builders.InlineConfigMaps("default", "small", 3), builders.Ref(sec.Name, "", content.Key(data)))...))
 	file := writeJSON(t, small)
 	mustKubectl(t, nil, "apply", "-f", file)
 	stored := getCOS(t, small.Name)
@@ -100,6 +118,8 @@ func TestSmallCOSStaysInline(t *testing.T) {
 	if !strings.Contains(out, "unchanged") {
 		t.Errorf("second apply of a small ClusterObjectSet printed %q, want unchanged", out)
 	}
+	settledSecrets(t, stored)
+	stored = getCOS(t, small.Name)
 	// Webhook-only mode (--rollout=false): nothing is rolled out, no finalizer, no status.
 	if len(stored.Finalizers) > 0 || len(stored.Status.Conditions) > 0 {
 		t.Errorf("webhook-only mode touched the ClusterObjectSet: finalizers %v, conditions %v", stored.Finalizers, stored.Status.Conditions)
@@ -140,7 +160,7 @@ func TestCreateAndReplace(t *testing.T) {
 	changed := want.DeepCopy()
 	changed.Spec.Phases[0].Objects[0].Object.SetLabels(map[string]string{"changed": "yes"})
 	_, stderr, err := kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "-f", writeJSON(t, changed))
-	if err == nil || !strings.Contains(stderr, "phases is immutable") {
+	if err == nil || !strings.Contains(stderr, "phases is immutable; to change its objects, create a new ClusterObjectSet with a new name and the next revision") {
 		t.Errorf("changing an object was not refused as immutable: %v %s", err, stderr)
 	}
 }
