@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -590,29 +589,5 @@ func mustJSON(t *testing.T, u *unstructured.Unstructured) []byte {
 	return b
 }
 
-// kubectl runs the kubectl built with the control plane against the test cluster.
-func kubectl(t *testing.T, stdin []byte, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	bin, err := controlplane.Binary("kubectl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.Env.Kubeconfig)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	err = cmd.Run()
-	return out.String(), errb.String(), err
-}
-
-func mustKubectl(t *testing.T, stdin []byte, args ...string) (string, string) {
-	t.Helper()
-	out, errOut, err := kubectl(t, stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\nstdout: %.3000s\nstderr: %.3000s", strings.Join(args, " "), err, out, errOut)
-	}
-	return out, errOut
-}
+// kubectl and mustKubectl run the control plane's kubectl against the test cluster.
+var kubectl, mustKubectl = testenv.Kubectl, testenv.MustKubectl

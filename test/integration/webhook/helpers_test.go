@@ -1,14 +1,11 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,37 +18,11 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
-// kubectl runs the kubectl built with the control plane against the test cluster.
-func kubectl(t *testing.T, stdin []byte, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	bin, err := controlplane.Binary("kubectl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.Env.Kubeconfig)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	err = cmd.Run()
-	return out.String(), errb.String(), err
-}
-
-// mustKubectl runs kubectl and fails the test on error.
-func mustKubectl(t *testing.T, stdin []byte, args ...string) (string, string) {
-	t.Helper()
-	out, errOut, err := kubectl(t, stdin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\nstdout: %.2000s\nstderr: %.2000s", strings.Join(args, " "), err, out, errOut)
-	}
-	return out, errOut
-}
+// kubectl and mustKubectl run the control plane's kubectl against the test cluster.
+var kubectl, mustKubectl = testenv.Kubectl, testenv.MustKubectl
 
 // writeJSON writes obj as a JSON file for kubectl -f, as a person would write it: without the
 // zero creationTimestamp and empty status a Go struct serializes.
