@@ -79,6 +79,7 @@ func TestManagerServesProbesAndMetrics(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	o.SkipControllerNameValidation = true // -count runs the manager again in this process
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
 	defer func() {
@@ -192,7 +193,18 @@ func TestRolloutAuto(t *testing.T) {
 	if err := testenv.Env.Client.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = testenv.Env.Client.Delete(ctx, crd) }()
+	defer func() {
+		// Gone from discovery before the next test (or run) asks again.
+		if err := testenv.Env.Client.Delete(ctx, crd); err != nil {
+			t.Error(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			rollOut, _, err := app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
+			return err == nil && rollOut, nil
+		}); err != nil {
+			t.Errorf("waiting for the ClusterExtension API to go: %v", err)
+		}
+	}()
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		rollOut, why, err = app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
 		return err == nil && !rollOut, nil
