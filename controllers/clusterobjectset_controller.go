@@ -150,7 +150,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.Info("could not own the object-data Secrets yet; retrying", "error", ownErr.Error())
 		ownErr = fmt.Errorf("owning the object-data Secrets: %w", ownErr)
 	}
+	res, err := r.reconcileObject(ctx, cos)
+	if err := errors.Join(err, ownErr); err != nil {
+		// The controller's backoff paces the retries.
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
 
+// reconcileObject rolls out, tears down or, in webhook-only mode, releases our finalizer.
+func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObjectSet) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
 	if !r.Rollout {
 		// Webhook-only mode: nothing here tears down, so a finalizer this manager added while it
 		// rolled out would hold a deleted ClusterObjectSet forever. Only our own is released: another
@@ -159,15 +169,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			patch := client.MergeFromWithOptions(cos.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			controllerutil.RemoveFinalizer(cos, Finalizer)
 			if err := r.Client.Patch(ctx, cos, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
-				return reconcile.Result{}, errors.Join(ownErr, fmt.Errorf("removing the finalizer: %w", err))
+				return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
 			}
 			log.Info("released the finalizer without tearing down (--rollout=false)")
 		}
-		return reconcile.Result{}, ownErr
+		return reconcile.Result{}, nil
 	}
 	if !cos.DeletionTimestamp.IsZero() || cos.Spec.LifecycleState == olmv1.LifecycleStateArchived {
-		res, err := r.reconcileTeardown(ctx, cos)
-		return res, errors.Join(err, ownErr)
+		return r.reconcileTeardown(ctx, cos)
 	}
 	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
 		patch := client.MergeFromWithOptions(cos.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -194,21 +203,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.archivePredecessors(ctx, cos); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, ownErr
+		return reconcile.Result{}, nil
 	}
 	if outcome.Blocked != "" || outcome.Empty {
 		// Blocked needs a person; an empty revision waits for its phases (a spec change).
-		return reconcile.Result{}, ownErr
+		return reconcile.Result{}, nil
 	}
 	if deadline, ok := rollout.Deadline(cos); ok && now.Before(deadline) && deadline.Sub(now) < requeue {
 		requeue = deadline.Sub(now) + time.Second
 	}
 	if err != nil {
 		// Errors already shown in the status; the controller's backoff paces the retries.
-		return reconcile.Result{}, errors.Join(err, ownErr)
-	}
-	if ownErr != nil {
-		return reconcile.Result{}, ownErr
+		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }

@@ -168,18 +168,23 @@ func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	if err := s.Client.List(ctx, sets); err != nil {
 		return nil, err
 	}
+	return orphans(secrets.Items, sets.Items, s.SystemNamespace, s.clock().Now(), s.GracePeriod), nil
+}
+
+// orphans returns the object-data Secrets among secrets that may be swept at now, judged against
+// the ClusterObjectSets sets (see orphaned).
+func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNamespace string, now time.Time, grace time.Duration) []corev1.Secret {
 	byLabel := map[string]*olmv1.ClusterObjectSet{}
-	for i := range sets.Items {
-		byLabel[content.RevisionLabelValue(sets.Items[i].Name)] = &sets.Items[i]
+	for i := range sets {
+		byLabel[content.RevisionLabelValue(sets[i].Name)] = &sets[i]
 	}
-	now := s.clock().Now()
-	var orphans []corev1.Secret
-	for _, sec := range secrets.Items {
-		if orphaned(&sec, byLabel[sec.Labels[olmv1.LabelRevisionName]], s.SystemNamespace, now, s.GracePeriod) {
-			orphans = append(orphans, sec)
+	var out []corev1.Secret
+	for _, sec := range secrets {
+		if orphaned(&sec, byLabel[sec.Labels[olmv1.LabelRevisionName]], systemNamespace, now, grace) {
+			out = append(out, sec)
 		}
 	}
-	return orphans, nil
+	return out
 }
 
 // Delete deletes the Secrets, each only if it is still exactly the version that was judged (same uid
@@ -228,10 +233,8 @@ func orphaned(sec *corev1.Secret, cos *olmv1.ClusterObjectSet, systemNamespace s
 // when it does not parse).
 func lastUsed(sec *corev1.Secret) time.Time {
 	t := sec.CreationTimestamp.Time
-	if v, ok := sec.Annotations[content.LastUsedAnnotation]; ok {
-		if used, err := time.Parse(time.RFC3339, v); err == nil && used.After(t) {
-			t = used
-		}
+	if used, ok := content.LastUsed(sec.Annotations); ok && used.After(t) {
+		t = used
 	}
 	return t
 }

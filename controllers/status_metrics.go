@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 )
 
 // Progressing reasons always exported, as 0 when no ClusterObjectSet has them, so that alerts on
@@ -58,10 +57,8 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range alertingReasons {
 		counts[r] = 0
 	}
-	byLabel := map[string]*olmv1.ClusterObjectSet{}
 	for i := range sets.Items {
 		cos := &sets.Items[i]
-		byLabel[content.RevisionLabelValue(cos.Name)] = cos
 		reason := "None"
 		if cond := apimeta.FindStatusCondition(cos.Status.Conditions, olmv1.ConditionProgressing); cond != nil {
 			reason = cond.Reason
@@ -77,12 +74,6 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	// Grace ignored: every Secret the sweep deletes now or once its grace has passed.
 	never := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	pending := 0
-	for i := range secrets.Items {
-		sec := &secrets.Items[i]
-		if orphaned(sec, byLabel[sec.Labels[olmv1.LabelRevisionName]], c.systemNamespace, never, 0) {
-			pending++
-		}
-	}
-	ch <- prometheus.MustNewConstMetric(orphanedSecretsDesc, prometheus.GaugeValue, float64(pending))
+	pending := orphans(secrets.Items, sets.Items, c.systemNamespace, never, 0)
+	ch <- prometheus.MustNewConstMetric(orphanedSecretsDesc, prometheus.GaugeValue, float64(len(pending)))
 }

@@ -372,14 +372,14 @@ func (e *Externalizer) createOrReuse(ctx context.Context, want *corev1.Secret) (
 			continue // deleted since the create: create it again
 		}
 		now := time.Now()
-		if used, err := time.Parse(time.RFC3339, got.Annotations[content.LastUsedAnnotation]); err == nil && now.Sub(used) < recentUse {
+		if used, ok := content.LastUsed(got.Annotations); ok && now.Sub(used) < recentUse {
 			return false, nil // touched a moment ago (by a concurrent request): its grace has just begun
 		}
 		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		if got.Annotations == nil {
 			got.Annotations = map[string]string{}
 		}
-		got.Annotations[content.LastUsedAnnotation] = now.UTC().Format(time.RFC3339)
+		got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(now)
 		if err = e.Client.Patch(ctx, got, patch); err == nil {
 			return false, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -92,3 +93,13 @@ func writeField[T string | []byte](h hash.Hash, b T) {
 // admission request, whenever the webhook reuses it for a ClusterObjectSet being created. The orphan
 // sweep measures its grace period from the later of this time and the Secret's creation.
 const LastUsedAnnotation = "cos-externalizer.io/last-used"
+
+// LastUsedValue is the LastUsedAnnotation value for t.
+func LastUsedValue(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// LastUsed returns the time LastUsedAnnotation holds in annotations, and false when it holds none
+// that parses.
+func LastUsed(annotations map[string]string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, annotations[LastUsedAnnotation])
+	return t, err == nil
+}
