@@ -8,12 +8,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/drift"
 )
 
-// appliedObjects remembers, per managed object, what was last applied and what the object looked
-// like right after, so that a reconcile can skip server-side applies that would change nothing:
-// a no-op apply of a large CustomResourceDefinition costs the API server hundreds of milliseconds.
-// It lives in memory only: after a restart every object is applied once again.
+// appliedObjects remembers, per managed object, what was last applied and what the object held at the
+// applied fields right after (drift.Fingerprint), so that a reconcile can skip server-side applies
+// that would change nothing: a no-op apply of a large CustomResourceDefinition costs the API server
+// hundreds of milliseconds. An apply is skipped only while the live object still holds, at every field
+// we apply, what it held after our apply: drift at any of them (a label removed, an annotation or a
+// spec field changed) is restored by the next reconcile. It lives in memory only: after a restart
+// every object is applied once again.
 type appliedObjects struct {
 	mu sync.Mutex
 	m  map[appliedKey]appliedState
@@ -26,25 +31,31 @@ type appliedKey struct {
 }
 
 type appliedState struct {
-	digest          [sha256.Size]byte
-	generation      int64
-	resourceVersion string
+	// digest is of the canonical bytes applied.
+	digest [sha256.Size]byte
+	// fingerprint is of the object returned by the apply, at the applied fields.
+	fingerprint [sha256.Size]byte
 }
 
-// record notes an apply of the canonical bytes desired, whose result is in obj.
-func (a *appliedObjects) record(k appliedKey, desired []byte, obj *unstructured.Unstructured) {
+// record notes an apply of desired (its canonical bytes and its fields, shape) whose result is obj.
+func (a *appliedObjects) record(k appliedKey, desired []byte, shape map[string]any, obj *unstructured.Unstructured) {
+	fp, err := drift.Fingerprint(shape, obj.Object)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err != nil {
+		delete(a.m, k) // cannot tell next time: apply again
+		return
+	}
 	if a.m == nil {
 		a.m = map[appliedKey]appliedState{}
 	}
-	a.m[k] = appliedState{digest: sha256.Sum256(desired), generation: obj.GetGeneration(), resourceVersion: obj.GetResourceVersion()}
+	a.m[k] = appliedState{digest: sha256.Sum256(desired), fingerprint: fp}
 }
 
-// unchanged reports whether applying desired again would change nothing: the same bytes were
-// applied last time, and the live object has not changed since — same generation for objects that
-// have one (status updates do not count), else the same resourceVersion.
-func (a *appliedObjects) unchanged(k appliedKey, desired []byte, live *unstructured.Unstructured) bool {
+// unchanged reports whether applying desired (canonical bytes, fields shape) again would change
+// nothing: the same bytes were applied last time, and live holds at every applied field what the
+// object held right after that apply.
+func (a *appliedObjects) unchanged(k appliedKey, desired []byte, shape map[string]any, live *unstructured.Unstructured) bool {
 	if live == nil {
 		return false
 	}
@@ -54,10 +65,8 @@ func (a *appliedObjects) unchanged(k appliedKey, desired []byte, live *unstructu
 	if !ok || st.digest != sha256.Sum256(desired) {
 		return false
 	}
-	if live.GetGeneration() != 0 {
-		return live.GetGeneration() == st.generation
-	}
-	return live.GetResourceVersion() == st.resourceVersion
+	fp, err := drift.Fingerprint(shape, live.Object)
+	return err == nil && fp == st.fingerprint
 }
 
 // forget drops what was recorded for the objects of one ClusterObjectSet.

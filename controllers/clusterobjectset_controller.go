@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,6 +75,8 @@ const (
 
 	// fallbackRequeue bounds how long a rollout waits without an event; watches do the real work.
 	fallbackRequeue = 2 * time.Minute
+	// DefaultDriftCheckInterval is the default Reconciler.DriftCheck (--drift-check-interval).
+	DefaultDriftCheckInterval = 10 * time.Minute
 	// conflictRetry is how soon a reconcile that lost a write race runs again.
 	conflictRetry = 200 * time.Millisecond
 )
@@ -90,6 +93,9 @@ type Reconciler struct {
 	SystemNamespace string
 	// KeepArchived is how many archived revisions of one owner are kept.
 	KeepArchived int
+	// DriftCheck is how often a rolled-out ClusterObjectSet is reconciled without an event (±10%),
+	// to restore drift that no watch event showed; 0: events only.
+	DriftCheck time.Duration
 	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet
 	// (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
 	MaxResolvedBytes int64
@@ -203,6 +209,10 @@ func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObje
 		if err := r.archivePredecessors(ctx, cos); err != nil {
 			return reconcile.Result{}, err
 		}
+		if r.DriftCheck > 0 {
+			// Watch events restore drift at once; this catches what no event showed.
+			return reconcile.Result{RequeueAfter: wait.Jitter(r.DriftCheck*9/10, 0.2)}, nil
+		}
 		return reconcile.Result{}, nil
 	}
 	if outcome.Blocked != "" || outcome.Empty {
@@ -302,11 +312,40 @@ func (r *Reconciler) applyPhase(ctx context.Context, cos *olmv1.ClusterObjectSet
 }
 
 // applyObject decides whether the object may be created or taken over, and applies it with
-// server-side apply as the controller of it. A collision is returned as a message.
+// server-side apply as the controller of it. A collision is returned as a message. An object that
+// still holds what our last apply gave it is not applied again; it is read from the cache, so a
+// settled reconcile makes no API request for it. Every decision to write is taken on a fresh read.
 func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, obj *unstructured.Unstructured, protection olmv1.CollisionProtection) (*unstructured.Unstructured, string, error) {
-	existing, err := r.getLive(ctx, obj)
+	desired := obj.DeepCopy()
+	labels := desired.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelOwningRevision] = content.RevisionLabelValue(cos.Name)
+	desired.SetLabels(labels)
+	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
+	desired.SetResourceVersion("")
+	desired.SetManagedFields(nil)
+	digest, err := content.Canonical(desired.Object)
 	if err != nil {
 		return nil, "", err
+	}
+	// The apply below decodes its answer into desired, replacing desired.Object: keep the fields.
+	shape := desired.Object
+	key := appliedKey{cos: cos.UID, gvk: desired.GroupVersionKind(), name: client.ObjectKeyFromObject(desired)}
+
+	existing, fresh, err := r.getLive(ctx, obj)
+	if err != nil {
+		return nil, "", err
+	}
+	if r.applied.unchanged(key, digest, shape, existing) {
+		// Nothing changed since our last apply: neither what we apply nor the object at those fields.
+		return existing, "", nil
+	}
+	if !fresh {
+		if existing, err = r.readLive(ctx, obj); err != nil {
+			return nil, "", err
+		}
 	}
 	in := collision.Input{Protection: protection, Self: self}
 	if existing != nil {
@@ -328,29 +367,10 @@ func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSe
 		}
 		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventAdopted, "Adopt", "adopting %s: %s", describe(obj), decision.Message)
 	}
-	desired := obj.DeepCopy()
-	labels := desired.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[LabelOwningRevision] = content.RevisionLabelValue(cos.Name)
-	desired.SetLabels(labels)
-	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
-	desired.SetResourceVersion("")
-	desired.SetManagedFields(nil)
-	digest, err := content.Canonical(desired.Object)
-	if err != nil {
-		return nil, "", err
-	}
-	key := appliedKey{cos: cos.UID, gvk: desired.GroupVersionKind(), name: client.ObjectKeyFromObject(desired)}
-	if decision.Verdict == collision.Update && r.applied.unchanged(key, digest, existing) {
-		// Nothing changed since our last apply: neither what we apply nor the object's spec.
-		return existing, "", nil
-	}
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return nil, "", sanitize(err)
 	}
-	r.applied.record(key, digest, desired)
+	r.applied.record(key, digest, shape, desired)
 	if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
 		return nil, "", err
 	}
@@ -376,16 +396,30 @@ func (r *Reconciler) dropOtherControllers(ctx context.Context, obj *unstructured
 	return r.Client.Patch(ctx, obj, patch)
 }
 
-// getLive returns the object as it is in the cluster, or nil. Objects carrying our label come from
-// the cache; others are read uncached, since the cache holds only labelled objects.
-func (r *Reconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// cacheReadTimeout bounds a read from the cache: the first read of a kind starts its informer and
+// waits for it to sync, which never happens if the kind stops being served meanwhile.
+const cacheReadTimeout = 30 * time.Second
+
+// getLive returns the object from the cache if it is there (objects carrying LabelOwningRevision),
+// else as the API server has it (fresh), or nil if it does not exist. A cached object may be behind.
+func (r *Reconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (live *unstructured.Unstructured, fresh bool, err error) {
+	live = &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
+	err = r.Client.Get(cctx, client.ObjectKeyFromObject(obj), live)
+	cancel()
+	if err == nil {
+		return live, false, nil
+	}
+	live, err = r.readLive(ctx, obj)
+	return live, true, err
+}
+
+// readLive reads the object from the API server, uncached; nil if it does not exist.
+func (r *Reconciler) readLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
-	key := client.ObjectKeyFromObject(obj)
-	if err := r.Client.Get(ctx, key, live); err == nil {
-		return live, nil
-	}
-	err := r.APIReader.Get(ctx, key, live)
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -445,30 +479,37 @@ func describe(o *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
 }
 
-// latchDigests records each phase's content digest the first time every phase resolves, and
-// reports a phase whose content no longer matches its latched digest.
+// latchDigests records each phase's content digest (upstream's form, rollout.PhaseDigest) the first
+// time every phase resolves, and reports a phase whose content no longer matches its latched digest.
+// Digests latched by earlier releases, in their own form, are verified as they are and kept.
 func (r *Reconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*unstructured.Unstructured) (string, error) {
-	digests := make([]string, len(resolved))
-	for i, objs := range resolved {
-		maps := make([]map[string]any, len(objs))
-		for j, o := range objs {
+	phaseObjects := func(i int) []map[string]any {
+		maps := make([]map[string]any, len(resolved[i]))
+		for j, o := range resolved[i] {
 			maps[j] = o.Object
 		}
-		d, err := rollout.PhaseDigest(maps)
-		if err != nil {
-			return "", err
-		}
-		digests[i] = d
+		return maps
 	}
 	if len(cos.Status.ObservedPhases) == 0 {
 		for i, p := range cos.Spec.Phases {
-			cos.Status.ObservedPhases = append(cos.Status.ObservedPhases, olmv1.ObservedPhase{Name: p.Name, Digest: digests[i]})
+			d, err := rollout.PhaseDigest(p.Name, phaseObjects(i))
+			if err != nil {
+				return "", err
+			}
+			cos.Status.ObservedPhases = append(cos.Status.ObservedPhases, olmv1.ObservedPhase{Name: p.Name, Digest: d})
 		}
 		return "", nil
 	}
 	for i, p := range cos.Spec.Phases {
 		for _, o := range cos.Status.ObservedPhases {
-			if o.Name == p.Name && o.Digest != digests[i] {
+			if o.Name != p.Name {
+				continue
+			}
+			ok, err := rollout.DigestMatches(o.Digest, p.Name, phaseObjects(i))
+			if err != nil {
+				return "", err
+			}
+			if !ok {
 				return fmt.Sprintf("phase %q: the resolved content no longer matches the digest observed at first resolution (%s); a referenced Secret was replaced: restore it", p.Name, o.Digest), nil
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -39,7 +40,9 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 				if obj == nil {
 					continue
 				}
-				live, err := r.getLive(ctx, obj)
+				// Read fresh: a cached copy could still show us as the controller of an object a
+				// successor has just adopted.
+				live, err := r.readLive(ctx, obj)
 				if err != nil {
 					return reconcile.Result{}, err
 				}
@@ -50,7 +53,8 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 					pending++
 					if live.GetDeletionTimestamp() == nil {
 						if err := r.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
-							client.Preconditions{UID: ptrUID(live)}); client.IgnoreNotFound(err) != nil {
+							client.Preconditions{UID: ptrUID(live), ResourceVersion: ptr.To(live.GetResourceVersion())}); client.IgnoreNotFound(err) != nil {
+							// A conflict (changed since read, perhaps adopted) is retried by Reconcile.
 							return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describe(live), err)
 						}
 					}

@@ -3,9 +3,6 @@
 package rollout
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -13,26 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 )
-
-// PhaseDigest returns "sha256:<hex>" over the canonical JSON of a phase's resolved objects, in order
-// (each length-prefixed, so object boundaries are unambiguous). It does not depend on whether an
-// object was given inline or as a ref, nor on how a ref's Secret stores it.
-func PhaseDigest(objects []map[string]any) (string, error) {
-	h := sha256.New()
-	var n [8]byte
-	for _, o := range objects {
-		b, err := content.Canonical(o)
-		if err != nil {
-			return "", err
-		}
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // Outcome is what one reconcile of an Active or Archived ClusterObjectSet found. At most one of
 // Blocked, Retrying and WaitingOn is set; Complete means every phase is applied and ready.

@@ -91,34 +91,3 @@ func TestRollingOutMessage(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 }
-
-func TestPhaseDigest(t *testing.T) {
-	a := map[string]any{"kind": "ConfigMap", "data": map[string]any{"k": "v"}}
-	b := map[string]any{"data": map[string]any{"k": "v"}, "kind": "ConfigMap"}
-	other := map[string]any{"kind": "ConfigMap", "data": map[string]any{"k": "w"}}
-	tests := map[string]struct {
-		x, y []map[string]any
-		same bool
-	}{
-		"key order does not matter":      {x: []map[string]any{a}, y: []map[string]any{b}, same: true},
-		"content matters":                {x: []map[string]any{a}, y: []map[string]any{other}, same: false},
-		"order of objects matters":       {x: []map[string]any{a, other}, y: []map[string]any{other, a}, same: false},
-		"object boundaries are explicit": {x: []map[string]any{a, a}, y: []map[string]any{a}, same: false},
-		"empty phases agree":             {same: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			dx, err := PhaseDigest(tc.x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dy, _ := PhaseDigest(tc.y)
-			if (dx == dy) != tc.same {
-				t.Errorf("digests %s and %s, want same=%v", dx, dy, tc.same)
-			}
-			if !strings.HasPrefix(dx, "sha256:") || len(dx) != len("sha256:")+64 {
-				t.Errorf("digest %q is not sha256:<64 hex>", dx)
-			}
-		})
-	}
-}

@@ -74,6 +74,7 @@ type Options struct {
 	sweepEvery   time.Duration
 	sweepGrace   time.Duration
 	keepArchived int
+	driftCheck   time.Duration
 }
 
 // Bind registers the flags on fs.
@@ -97,6 +98,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.rollout, "rollout", RolloutAuto, "Roll ClusterObjectSets out: true, false (webhook-only mode: Secret ownership and the orphan sweep still run, for clusters where another reconciler rolls out) or auto (true unless the cluster serves OLM's ClusterExtension API, whose operator-controller rolls ClusterObjectSets out itself).")
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
 	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
+	fs.DurationVar(&o.driftCheck, "drift-check-interval", controllers.DefaultDriftCheckInterval, "How often a rolled-out ClusterObjectSet is reconciled without an event (±10%), to restore drift of its objects that no watch event showed; 0 relies on events alone.")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
 	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved (decompressed) content of the refs of one ClusterObjectSet, every ref counted, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
@@ -128,6 +130,9 @@ func (o *Options) Validate() error {
 	}
 	if o.keepArchived < 0 {
 		errs = append(errs, fmt.Errorf("--keep-archived-revisions: must not be negative, got %d", o.keepArchived))
+	}
+	if o.driftCheck < 0 {
+		errs = append(errs, fmt.Errorf("--drift-check-interval: must not be negative, got %s", o.driftCheck))
 	}
 	if o.rollout != RolloutAuto && o.rollout != "true" && o.rollout != "false" {
 		errs = append(errs, fmt.Errorf("--rollout: %q is none of true, false and auto", o.rollout))
@@ -209,6 +214,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		LeaderElectionID:        "cos-externalizer.olm.operatorframework.io",
 		LeaderElectionNamespace: leNS,
 		Cache:                   cacheOptions(o.systemNamespace),
+		// Managed objects are read through the cache too (the reconciler's settled reconciles make no
+		// API request); the cache holds only those carrying the owning-revision label.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
 		}),
@@ -251,6 +259,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		Recorder:        mgr.GetEventRecorder("cos-externalizer"),
 		SystemNamespace: o.systemNamespace,
 		KeepArchived:    o.keepArchived,
+		DriftCheck:      o.driftCheck,
 		Rollout:         rollOut,
 		Clock:           o.Clock,
 
