@@ -77,6 +77,9 @@ const (
 	fallbackRequeue = 2 * time.Minute
 	// DefaultDriftCheckInterval is the default Reconciler.DriftCheck (--drift-check-interval).
 	DefaultDriftCheckInterval = 10 * time.Minute
+	// DefaultExternalRefCheckInterval is the default Reconciler.ExternalRefCheck
+	// (--external-ref-check-interval).
+	DefaultExternalRefCheckInterval = time.Minute
 	// conflictRetry is how soon a reconcile that lost a write race runs again.
 	conflictRetry = 200 * time.Millisecond
 )
@@ -96,6 +99,9 @@ type Reconciler struct {
 	// DriftCheck is how often a rolled-out ClusterObjectSet is reconciled without an event (±10%),
 	// to restore drift that no watch event showed; 0: events only.
 	DriftCheck time.Duration
+	// ExternalRefCheck is how often a rolled-out or Blocked ClusterObjectSet with refs outside the
+	// system namespace (whose Secrets are not watched) re-verifies them (±10%); 0: never.
+	ExternalRefCheck time.Duration
 	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet
 	// (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
 	MaxResolvedBytes int64
@@ -122,7 +128,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
-		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
+		// Any change but our own status writes: metadata-only updates (a label, an annotation) re-verify
+		// the phase digests, as upstream's reconciler does on every update.
+		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{}, deletionPredicate()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.cosForSecret)).
 		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
 		Build(r)
@@ -209,15 +218,13 @@ func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObje
 		if err := r.archivePredecessors(ctx, cos); err != nil {
 			return reconcile.Result{}, err
 		}
-		if r.DriftCheck > 0 {
-			// Watch events restore drift at once; this catches what no event showed.
-			return reconcile.Result{RequeueAfter: wait.Jitter(r.DriftCheck*9/10, 0.2)}, nil
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{RequeueAfter: r.recheckAfter(cos, r.DriftCheck)}, nil
 	}
 	if outcome.Blocked != "" || outcome.Empty {
-		// Blocked needs a person; an empty revision waits for its phases (a spec change).
-		return reconcile.Result{}, nil
+		// Blocked needs a person; an empty revision waits for its phases (a spec change). Secrets
+		// outside the system namespace are not watched: a Blocked COS with refs there looks again,
+		// so that restoring the Secret unblocks it.
+		return reconcile.Result{RequeueAfter: r.recheckAfter(cos, 0)}, nil
 	}
 	if deadline, ok := rollout.Deadline(cos); ok && now.Before(deadline) && deadline.Sub(now) < requeue {
 		requeue = deadline.Sub(now) + time.Second
@@ -227,6 +234,19 @@ func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObje
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// recheckAfter is when to reconcile a ClusterObjectSet again without an event (±10%), given how
+// often it should be at the latest (0: never): Secrets outside the system namespace are not watched,
+// so a COS with refs there is re-verified every ExternalRefCheck; 0 means no requeue.
+func (r *Reconciler) recheckAfter(cos *olmv1.ClusterObjectSet, every time.Duration) time.Duration {
+	if r.ExternalRefCheck > 0 && (every == 0 || r.ExternalRefCheck < every) && cos.RefsOutside(r.SystemNamespace) {
+		every = r.ExternalRefCheck
+	}
+	if every == 0 {
+		return 0
+	}
+	return wait.Jitter(every*9/10, 0.2)
 }
 
 // rollOut resolves the phases and applies them in order until one is not ready. It returns the

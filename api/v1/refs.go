@@ -14,3 +14,16 @@ func (c *ClusterObjectSet) RefTo(namespace, name, systemNamespace string) (strin
 	}
 	return "", false
 }
+
+// RefsOutside reports whether c has a ref to a Secret outside systemNamespace (what an empty
+// ref.namespace means). The manager watches only the system namespace's object-data Secrets.
+func (c *ClusterObjectSet) RefsOutside(systemNamespace string) bool {
+	for _, p := range c.Spec.Phases {
+		for _, o := range p.Objects {
+			if o.Object.Object == nil && o.Ref.Name != "" && o.Ref.NamespaceOr(systemNamespace) != systemNamespace {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -75,6 +75,7 @@ type Options struct {
 	sweepGrace   time.Duration
 	keepArchived int
 	driftCheck   time.Duration
+	externalRefs time.Duration
 }
 
 // Bind registers the flags on fs.
@@ -99,6 +100,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
 	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
 	fs.DurationVar(&o.driftCheck, "drift-check-interval", controllers.DefaultDriftCheckInterval, "How often a rolled-out ClusterObjectSet is reconciled without an event (±10%), to restore drift of its objects that no watch event showed; 0 relies on events alone.")
+	fs.DurationVar(&o.externalRefs, "external-ref-check-interval", controllers.DefaultExternalRefCheckInterval, "How often a rolled-out or Blocked ClusterObjectSet with refs to Secrets outside --system-namespace (which are not watched) re-reads them and verifies its phase digests (±10%); 0 turns it off.")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
 	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved (decompressed) content of the refs of one ClusterObjectSet, every ref counted, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
@@ -130,6 +132,9 @@ func (o *Options) Validate() error {
 	}
 	if o.keepArchived < 0 {
 		errs = append(errs, fmt.Errorf("--keep-archived-revisions: must not be negative, got %d", o.keepArchived))
+	}
+	if o.externalRefs < 0 {
+		errs = append(errs, fmt.Errorf("--external-ref-check-interval: must not be negative, got %s", o.externalRefs))
 	}
 	if o.driftCheck < 0 {
 		errs = append(errs, fmt.Errorf("--drift-check-interval: must not be negative, got %s", o.driftCheck))
@@ -254,14 +259,15 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		}
 	}
 	reconciler := &controllers.Reconciler{
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		Recorder:        mgr.GetEventRecorder("cos-externalizer"),
-		SystemNamespace: o.systemNamespace,
-		KeepArchived:    o.keepArchived,
-		DriftCheck:      o.driftCheck,
-		Rollout:         rollOut,
-		Clock:           o.Clock,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Recorder:         mgr.GetEventRecorder("cos-externalizer"),
+		SystemNamespace:  o.systemNamespace,
+		KeepArchived:     o.keepArchived,
+		DriftCheck:       o.driftCheck,
+		ExternalRefCheck: o.externalRefs,
+		Rollout:          rollOut,
+		Clock:            o.Clock,
 
 		MaxResolvedBytes:   o.maxResolvedBytes,
 		SkipNameValidation: o.SkipControllerNameValidation,

@@ -42,11 +42,15 @@ func (c shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 var manager *testenv.Manager
 
+// externalRefCheck is the manager's --external-ref-check-interval in these tests (1 minute by
+// default), so that a Secret replaced outside the system namespace is noticed within the tests' waits.
+const externalRefCheck = "--external-ref-check-interval=2s"
+
 func startManager(ctx context.Context, args ...string) (*testenv.Manager, error) {
 	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) {
 		o.Clock = shiftedClock{}
 		o.SkipControllerNameValidation = true
-	}, args...)
+	}, append([]string{externalRefCheck}, args...)...)
 }
 
 func TestMain(m *testing.M) {
