@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,7 +206,7 @@ func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObje
 	before := cos.DeepCopy()
 	outcome, requeue, err := r.rollOut(ctx, cos)
 	if err != nil {
-		outcome = rollout.Outcome{Retrying: err.Error(), Phases: len(cos.Spec.Phases)}
+		outcome = rollout.Outcome{Retrying: err.Error()}
 	}
 	outcome.Blocked, outcome.Retrying, outcome.WaitingOn = truncate(outcome.Blocked), truncate(outcome.Retrying), truncate(outcome.WaitingOn)
 	r.recordTransitions(cos, before, outcome)
@@ -252,7 +253,7 @@ func (r *Reconciler) recheckAfter(cos *olmv1.ClusterObjectSet, every time.Durati
 // rollOut resolves the phases and applies them in order until one is not ready. It returns the
 // outcome, when to look again without an event, and an error for API failures.
 func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (rollout.Outcome, time.Duration, error) {
-	out := rollout.Outcome{Phases: len(cos.Spec.Phases)}
+	var out rollout.Outcome
 	if len(cos.Spec.Phases) == 0 {
 		// Not complete: a revision without phases must never archive its predecessor.
 		out.Empty = true
@@ -276,28 +277,50 @@ func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 	self := revisionOf(cos)
 	for i, phase := range cos.Spec.Phases {
 		results := r.applyPhase(ctx, cos, self, i, resolved[i])
+		// As upstream: every failed object and every collision of the phase is reported, and the
+		// first object of the phase not ready yet.
+		var failed []error
+		var collisions []string
 		waiting := ""
 		for j, res := range results {
-			if res.err != nil {
-				return out, 0, fmt.Errorf("phase %q: %s: %w", phase.Name, describe(resolved[i][j]), res.err)
-			}
-			if res.collision != "" {
-				out.Retrying = fmt.Sprintf("phase %q: %s", phase.Name, res.collision)
-				return out, fallbackRequeue, nil
-			}
-			if p := probes.Evaluate(res.applied, cos.Spec.ProgressionProbes); !p.Ready && waiting == "" {
-				waiting = p.Message
+			switch {
+			case res.err != nil:
+				failed = append(failed, fmt.Errorf("reconciling %s: %w", objectRef(resolved[i][j]), res.err))
+			case res.collision != "":
+				collisions = append(collisions, fmt.Sprintf("Object %s\nAction: \"Collision\"\n%s", objectID(resolved[i][j]), res.collision))
+			case waiting == "":
+				if p := probes.Evaluate(res.applied, cos.Spec.ProgressionProbes); !p.Ready {
+					waiting = p.Message
+				}
 			}
 		}
+		if len(failed) > 0 {
+			return out, 0, fmt.Errorf("reconciling object: %w", errors.Join(failed...))
+		}
+		if len(collisions) > 0 {
+			out.Retrying = fmt.Sprintf("revision object collisions in phase %d\n%s", i, strings.Join(collisions, "\n\n"))
+			return out, fallbackRequeue, nil
+		}
 		if waiting != "" {
-			out.WaitingOn = fmt.Sprintf("phase %q: %s", phase.Name, waiting)
+			out.WaitingOn = waiting
 			return out, fallbackRequeue, nil
 		}
 		r.markPhaseComplete(cos, phase.Name)
-		out.RolledOutPhases = i + 1
 	}
 	out.Complete = true
 	return out, 0, nil
+}
+
+// objectID names an object as upstream's messages do: "<Kind>.<groupVersion> <namespace>/<name>"
+// (cluster-scoped: "/<name>").
+func objectID(o *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s.%s %s/%s", o.GetKind(), o.GroupVersionKind().GroupVersion(), o.GetNamespace(), o.GetName())
+}
+
+// objectRef names an object as upstream's reconcile errors do: "<group>/<version>, Kind=<Kind>
+// <namespace>/<name>".
+func objectRef(o *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", o.GroupVersionKind(), o.GetNamespace(), o.GetName())
 }
 
 // applyResult is the outcome of applying one object.
@@ -377,7 +400,7 @@ func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSe
 	}
 	decision := collision.Decide(in)
 	if decision.Verdict == collision.Collide {
-		return nil, fmt.Sprintf("%s: collision: %s", describe(obj), decision.Message), nil
+		return nil, decision.Message, nil
 	}
 	if decision.Verdict == collision.Adopt {
 		// Server-side apply adds our controller reference beside the one another manager set:
@@ -520,19 +543,30 @@ func (r *Reconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*uns
 		}
 		return "", nil
 	}
+	var mismatches []string
 	for i, p := range cos.Spec.Phases {
 		for _, o := range cos.Status.ObservedPhases {
 			if o.Name != p.Name {
 				continue
 			}
-			ok, err := rollout.DigestMatches(o.Digest, p.Name, phaseObjects(i))
+			objs := phaseObjects(i)
+			ok, err := rollout.DigestMatches(o.Digest, p.Name, objs)
 			if err != nil {
 				return "", err
 			}
 			if !ok {
-				return fmt.Sprintf("phase %q: the resolved content no longer matches the digest observed at first resolution (%s); a referenced Secret was replaced: restore it", p.Name, o.Digest), nil
+				got, err := rollout.PhaseDigest(p.Name, objs)
+				if err != nil {
+					return "", err
+				}
+				mismatches = append(mismatches, fmt.Sprintf("phase %q (expected digest %s, got %s)", p.Name, o.Digest, got))
 			}
 		}
+	}
+	if len(mismatches) > 0 {
+		// Upstream's verifyObservedPhases message.
+		return fmt.Sprintf("resolved content of %d phase(s) has changed: %s; a referenced object source may have been deleted and recreated with different content",
+			len(mismatches), strings.Join(mismatches, "; ")), nil
 	}
 	return "", nil
 }

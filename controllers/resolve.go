@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,19 +58,25 @@ func (r *Reconciler) cosForSecret(ctx context.Context, obj client.Object) []reco
 }
 
 // problem is why resolution did not give every object: blocked needs a person, missing may resolve
-// itself. Messages name Secrets, keys and places, never content.
+// itself. Messages read like upstream's (OLM v1 operator-controller) and name Secrets, keys and
+// phases, never content.
 type problem struct {
 	blocked, missing string
 }
 
 // resolve returns the objects of every phase: inline ones as given, refs read from their Secrets.
-// Unresolvable objects are nil in the result, with the first problem reported. The refs of one
-// ClusterObjectSet share a budget of MaxResolvedBytes of resolved content (content.Budget): every
-// ref is charged, but each Secret key is read and decoded once, and refs to it share the decoded
-// object. Callers must not change resolved objects in place (applyObject copies first).
+// Unresolvable objects are nil in the result, with the first problem reported. As upstream does,
+// every referenced Secret must be immutable before anything is resolved: the mutable ones are listed
+// together. The refs of one ClusterObjectSet share a budget of MaxResolvedBytes of resolved content
+// (content.Budget): every ref is charged, but each Secret key is read and decoded once, and refs to
+// it share the decoded object. Callers must not change resolved objects in place (applyObject copies
+// first).
 func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) ([][]*unstructured.Unstructured, problem) {
 	var prob problem
 	secrets := map[client.ObjectKey]*corev1.Secret{}
+	if prob.blocked = r.checkImmutable(ctx, cos, secrets); prob.blocked != "" {
+		return make([][]*unstructured.Unstructured, len(cos.Spec.Phases)), prob
+	}
 	budget := content.NewBudget(r.MaxResolvedBytes)
 	out := make([][]*unstructured.Unstructured, len(cos.Spec.Phases))
 	for i, p := range cos.Spec.Phases {
@@ -79,13 +86,13 @@ func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 				out[i][j] = o.Object.DeepCopy()
 				continue
 			}
-			where := fmt.Sprintf("phase %q object %d", p.Name, j)
+			where := fmt.Sprintf("resolving ref in phase %q: ", p.Name)
 			obj, blocked, missing := r.resolveRef(ctx, o.Ref, secrets, budget)
 			switch {
 			case blocked != "" && prob.blocked == "":
-				prob.blocked = where + ": " + blocked
+				prob.blocked = where + blocked
 			case missing != "" && prob.missing == "" && prob.blocked == "":
-				prob.missing = where + ": " + missing
+				prob.missing = where + missing
 			}
 			out[i][j] = obj
 		}
@@ -93,53 +100,85 @@ func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 	return out, prob
 }
 
-// resolveRef reads one ref. A missing Secret or key is "missing"; a Secret that is not immutable,
-// content that does not match its content key, content that cannot be decoded, or content past the
-// ClusterObjectSet's budget is "blocked".
+// checkImmutable reads every referenced Secret (into secrets) and returns upstream's Blocked message
+// listing those that are not immutable, deduplicated and in spec order; Secrets that cannot be read
+// are left to resolution, which reports them.
+func (r *Reconciler) checkImmutable(ctx context.Context, cos *olmv1.ClusterObjectSet, secrets map[client.ObjectKey]*corev1.Secret) string {
+	var mutable []string
+	seen := map[client.ObjectKey]bool{}
+	for _, p := range cos.Spec.Phases {
+		for _, o := range p.Objects {
+			if o.Object.Object != nil || o.Ref.Name == "" {
+				continue
+			}
+			key := client.ObjectKey{Namespace: o.Ref.NamespaceOr(r.SystemNamespace), Name: o.Ref.Name}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			sec, err := r.getSecret(ctx, key)
+			if err != nil {
+				continue
+			}
+			secrets[key] = sec
+			if !ptr.Deref(sec.Immutable, false) {
+				mutable = append(mutable, key.String())
+			}
+		}
+	}
+	if len(mutable) == 0 {
+		return ""
+	}
+	return "the following secrets are not immutable (referenced secrets must have immutable set to true): " + strings.Join(mutable, ", ")
+}
+
+// resolveRef reads one ref. A missing Secret or key is "missing"; content that does not match its
+// content key, cannot be decoded, or is past the ClusterObjectSet's budget is "blocked". Messages
+// follow upstream's resolveObjectRef where it has one.
 func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
 	key := client.ObjectKey{Namespace: ref.NamespaceOr(r.SystemNamespace), Name: ref.Name}
 	sec, ok := secrets[key]
 	if !ok {
 		var err error
 		if sec, err = r.getSecret(ctx, key); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, "", fmt.Sprintf("Secret %s does not exist", key)
-			}
-			return nil, "", fmt.Sprintf("reading Secret %s: %v", key, err)
+			// The API server's error names the resource and name only (secrets "x" not found).
+			return nil, "", fmt.Sprintf("getting Secret %s: %v", key, err)
 		}
 		secrets[key] = sec
 	}
 	if !ptr.Deref(sec.Immutable, false) {
-		return nil, fmt.Sprintf("Secret %s is not immutable: its content could change under the revision", key), ""
+		// checkImmutable saw it immutable: it was replaced since.
+		return nil, "the following secrets are not immutable (referenced secrets must have immutable set to true): " + key.String(), ""
 	}
 	data, ok := sec.Data[ref.Key]
 	if !ok {
-		return nil, "", fmt.Sprintf("Secret %s has no key %q", key, ref.Key)
+		return nil, "", fmt.Sprintf("key %q not found in Secret %s", ref.Key, key)
 	}
 	m, err := budget.Resolve(key.String()+"/"+ref.Key, data, ref.Key)
 	if errors.Is(err, content.ErrBudgetExceeded) {
-		return nil, fmt.Sprintf("the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", budget.Limit()), ""
+		return nil, fmt.Sprintf("key %q in Secret %s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", ref.Key, key, budget.Limit()), ""
 	}
 	if err != nil {
-		return nil, fmt.Sprintf("Secret %s key %q: %s", key, ref.Key, resolveReason(err)), ""
+		return nil, resolveReason(err, ref.Key, key), ""
 	}
 	// A wrapper of its own per ref; the map is shared by every ref to this key.
 	u := &unstructured.Unstructured{Object: m}
 	if u.GetKind() == "" || u.GetAPIVersion() == "" {
-		return nil, fmt.Sprintf("Secret %s key %q does not hold a Kubernetes object (apiVersion and kind are required)", key, ref.Key), ""
+		return nil, fmt.Sprintf("unmarshaling object from key %q in Secret %s: not a Kubernetes object (apiVersion and kind are required)", ref.Key, key), ""
 	}
 	return u, "", ""
 }
 
-// resolveReason turns a content error into a message; content's errors never hold content.
-func resolveReason(err error) string {
+// resolveReason turns a content error into a message in upstream's words; content's errors never
+// hold content.
+func resolveReason(err error, dataKey string, key client.ObjectKey) string {
 	switch {
 	case errors.Is(err, content.ErrDigestMismatch):
-		return "the content does not match its content-addressed key: " + err.Error()
+		return fmt.Sprintf("key %q in Secret %s: the content does not match its content-addressed key: %v", dataKey, key, err)
 	case errors.Is(err, content.ErrTooLarge):
-		return "the content decompresses past the size limit"
+		return fmt.Sprintf("decompressed data for key %q in Secret %s exceeds maximum size (%d bytes)", dataKey, key, content.MaxDecompressedSize)
 	default:
-		return err.Error()
+		return fmt.Sprintf("unmarshaling object from key %q in Secret %s: %v", dataKey, key, err)
 	}
 }
 

@@ -66,6 +66,14 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 			}
 			if pending > 0 {
 				log.V(1).Info("waiting for objects to be deleted", "phase", cos.Spec.Phases[i].Name, "pending", pending)
+				if cos.DeletionTimestamp.IsZero() {
+					// Archiving: say so, as upstream does.
+					before := cos.DeepCopy()
+					rollout.SetConditions(cos, rollout.Outcome{Retrying: rollout.MessageTeardownInProgress}, r.Clock.Now())
+					if err := r.patchStatus(ctx, before, cos); err != nil {
+						return reconcile.Result{}, err
+					}
+				}
 				return reconcile.Result{RequeueAfter: teardownPoll}, nil
 			}
 		}

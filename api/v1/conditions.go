@@ -50,6 +50,10 @@ const (
 	LabelPackageName = "olm.operatorframework.io/package-name"
 	// LabelBundleVersion is the bundle version a ClusterObjectSet installs.
 	LabelBundleVersion = "olm.operatorframework.io/bundle-version"
+	// AnnotationBundleVersion is the annotation (same key as the label) OLM's ClusterExtension applier
+	// writes on a ClusterObjectSet with the bundle version it installs; the Progressing messages name it
+	// ("Revision 1.0.2 is rolling out."), as upstream's do.
+	AnnotationBundleVersion = "olm.operatorframework.io/bundle-version"
 	// LabelRevisionName is set on object-data Secrets (and managed objects) to the name of the
 	// ClusterObjectSet they belong to.
 	LabelRevisionName = "olm.operatorframework.io/revision-name"

@@ -3,7 +3,7 @@
 package rollout
 
 import (
-	"strconv"
+	"fmt"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -13,33 +13,64 @@ import (
 )
 
 // Outcome is what one reconcile of an Active or Archived ClusterObjectSet found. At most one of
-// Blocked, Retrying and WaitingOn is set; Complete means every phase is applied and ready.
+// Archived, Blocked, Retrying, Complete and Empty is set; none means rolling out. Messages are
+// upstream's (OLM v1 operator-controller) where upstream reports the same situation, and never hold
+// a value read from a Secret or a managed object.
 type Outcome struct {
 	Archived bool
 	// Blocked needs a person (content behind a ref changed, a Secret is not immutable).
 	Blocked string
-	// Retrying may resolve itself (a Secret missing, a collision, an API error).
+	// Retrying may resolve itself (a Secret missing, a collision, an API error, teardown pending).
 	Retrying string
-	// WaitingOn names the object whose probes do not pass yet.
+	// WaitingOn, while rolling out, is the probe failure of the first object not ready yet (the
+	// Available message, probes.Result.Message).
 	WaitingOn string
 	// Complete: every phase applied and every object ready.
 	Complete bool
 	// Empty: the revision has no phases yet. It is not complete, and never archives a predecessor.
 	Empty bool
-	// RolledOutPhases is the number of phases complete, for messages.
-	RolledOutPhases, Phases int
+}
+
+// Messages that hold no value, exactly as upstream writes them.
+const (
+	MessageArchived           = "revision is archived"
+	MessageProbesSucceeded    = "Objects are available and pass all probes."
+	MessageSucceeded          = "Revision succeeded rolling out."
+	MessageTeardownInProgress = "removing revision resources that are not owned by another revision"
+)
+
+// RollingOutMessage is upstream's Progressing message while rolling out: "Revision <v> is rolling
+// out.", v being the bundle-version annotation (empty when unset, as upstream leaves it).
+func RollingOutMessage(c *olmv1.ClusterObjectSet) string {
+	return fmt.Sprintf("Revision %s is rolling out.", c.Annotations[olmv1.AnnotationBundleVersion])
+}
+
+// RolledOutMessage is upstream's Progressing message once the revision has succeeded.
+func RolledOutMessage(c *olmv1.ClusterObjectSet) string {
+	return fmt.Sprintf("Revision %s has rolled out.", c.Annotations[olmv1.AnnotationBundleVersion])
 }
 
 // Deadline returns when the progress deadline of c passes, and whether it has one.
 func Deadline(c *olmv1.ClusterObjectSet) (time.Time, bool) {
-	if c.Spec.ProgressDeadlineMinutes <= 0 {
+	// As upstream: an archived or deleted revision has no deadline.
+	if c.Spec.ProgressDeadlineMinutes <= 0 || c.Spec.LifecycleState == olmv1.LifecycleStateArchived || !c.DeletionTimestamp.IsZero() {
 		return time.Time{}, false
 	}
 	return c.CreationTimestamp.Add(time.Duration(c.Spec.ProgressDeadlineMinutes) * time.Minute), true
 }
 
-// SetConditions updates the conditions of c for the outcome at now. Succeeded, once True, is never
-// cleared; the progress deadline turns Progressing False unless the rollout has succeeded once.
+// SetConditions updates the conditions of c for the outcome at now, as upstream's reconciler does:
+//   - Archived: Progressing False and Available Unknown, both Archived.
+//   - Blocked: Progressing False/Blocked; Available and Succeeded are left as they are.
+//   - Retrying: Progressing True/Retrying; Available Unknown/Reconciling with the same message, but
+//     only if Available has been set before.
+//   - Complete: Progressing True/Succeeded, Available True/ProbesSucceeded, Succeeded True.
+//   - rolling out: Progressing True/RollingOut, Available False/ProbeFailure naming the object waited on.
+//   - Empty (ours: upstream would report success): rolling out, Available Unknown/Reconciling.
+//
+// While rolling out or retrying, a passed progress deadline turns Progressing False/
+// ProgressDeadlineExceeded ("... Last status: <message>"), unless the revision has succeeded once.
+// Succeeded, once True, is never cleared.
 func SetConditions(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{
@@ -47,44 +78,39 @@ func SetConditions(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
 			LastTransitionTime: metav1.NewTime(now),
 		})
 	}
+	progressing := func(reason, msg string) {
+		if deadline, ok := Deadline(c); ok && !now.Before(deadline) && !apimeta.IsStatusConditionTrue(c.Status.Conditions, olmv1.ConditionSucceeded) {
+			set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded,
+				fmt.Sprintf("Revision has not rolled out for %d minute(s). Last status: %s", c.Spec.ProgressDeadlineMinutes, msg))
+			return
+		}
+		set(olmv1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
+	}
 	switch {
 	case o.Archived:
-		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived, "the revision is archived")
-		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonArchived, "the revision is archived; its objects were handed over or torn down")
-		return
+		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived, MessageArchived)
+		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonArchived, MessageArchived)
 	case o.Blocked != "":
 		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked, o.Blocked)
-		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, "probes not observed: the rollout is blocked")
 	case o.Retrying != "":
-		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying, o.Retrying)
-		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, "probes not observed: "+o.Retrying)
+		progressing(olmv1.ReasonRetrying, o.Retrying)
+		if apimeta.FindStatusCondition(c.Status.Conditions, olmv1.ConditionAvailable) != nil {
+			set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, o.Retrying)
+		}
 	case o.Complete:
-		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, "every phase is rolled out")
-		set(olmv1.ConditionAvailable, metav1.ConditionTrue, olmv1.ReasonProbesSucceeded, "every object passes its probes")
-		set(olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded, "the revision rolled out completely")
+		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, RolledOutMessage(c))
+		set(olmv1.ConditionAvailable, metav1.ConditionTrue, olmv1.ReasonProbesSucceeded, MessageProbesSucceeded)
+		set(olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded, MessageSucceeded)
 	case o.Empty:
-		// An empty revision is not complete: its phases may still be filled (once).
-		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut, "the revision has no phases yet: waiting for spec.phases to be filled")
-		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, "the revision has no objects yet")
+		msg := RollingOutMessage(c) + " The revision has no phases yet: waiting for spec.phases to be filled."
+		progressing(olmv1.ReasonRollingOut, msg)
+		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, msg)
 	default:
-		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut, rolloutMessage(o))
-		set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, o.WaitingOn)
-	}
-	if o.Blocked == "" && !o.Complete && !apimeta.IsStatusConditionTrue(c.Status.Conditions, olmv1.ConditionSucceeded) {
-		if deadline, ok := Deadline(c); ok && !now.Before(deadline) {
-			set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded,
-				"the rollout did not succeed within "+(time.Duration(c.Spec.ProgressDeadlineMinutes)*time.Minute).String()+" of creation; still trying")
+		progressing(olmv1.ReasonRollingOut, RollingOutMessage(c))
+		if o.WaitingOn != "" {
+			set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, o.WaitingOn)
+		} else {
+			set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonRollingOut, RollingOutMessage(c))
 		}
 	}
-}
-
-func rolloutMessage(o Outcome) string {
-	msg := "rolling out"
-	if o.Phases > 0 {
-		msg = "rolled out " + strconv.Itoa(o.RolledOutPhases) + " of " + strconv.Itoa(o.Phases) + " phases"
-	}
-	if o.WaitingOn != "" {
-		msg += "; waiting for " + o.WaitingOn
-	}
-	return msg
 }

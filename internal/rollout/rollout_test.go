@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -22,12 +21,12 @@ func cos(deadline int32, conds ...metav1.Condition) *olmv1.ClusterObjectSet {
 	}
 }
 
-// summary renders conditions as "Type=Status/Reason" in a fixed order.
+// summary renders conditions as "Type=Status/Reason: Message" in a fixed order.
 func summary(c *olmv1.ClusterObjectSet) []string {
 	var out []string
 	for _, t := range []string{olmv1.ConditionProgressing, olmv1.ConditionAvailable, olmv1.ConditionSucceeded} {
 		if cond := apimeta.FindStatusCondition(c.Status.Conditions, t); cond != nil {
-			out = append(out, t+"="+string(cond.Status)+"/"+cond.Reason)
+			out = append(out, t+"="+string(cond.Status)+"/"+cond.Reason+": "+cond.Message)
 			if cond.ObservedGeneration != 3 {
 				out = append(out, t+" has observedGeneration "+string(rune('0'+cond.ObservedGeneration)))
 			}
@@ -36,42 +35,58 @@ func summary(c *olmv1.ClusterObjectSet) []string {
 	return out
 }
 
+// TestSetConditions pins every condition message; the ones upstream also writes are taken from
+// operator-controller's clusterobjectset_controller.go and its e2e suite (revision.feature).
 func TestSetConditions(t *testing.T) {
-	succeeded := metav1.Condition{Type: olmv1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: olmv1.ReasonSucceeded, ObservedGeneration: 3}
+	succeeded := metav1.Condition{Type: olmv1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: olmv1.ReasonSucceeded, Message: "Revision succeeded rolling out.", ObservedGeneration: 3}
+	available := metav1.Condition{Type: olmv1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: olmv1.ReasonProbesSucceeded, Message: "Objects are available and pass all probes.", ObservedGeneration: 3}
+	const probe = `Object PersistentVolumeClaim.v1 ns/test-pvc: value at key "status.phase" != "Bound"; expected: "Bound"`
+	const missing = `resolving ref in phase "p": getting Secret ns/s: secrets "s" not found`
+	const mutable = "the following secrets are not immutable (referenced secrets must have immutable set to true): ns/name"
 	tests := map[string]struct {
 		cos  *olmv1.ClusterObjectSet
 		o    Outcome
 		now  time.Time
 		want []string
 	}{
-		"rolling out": {cos: cos(0), o: Outcome{WaitingOn: "Deployment a/b", Phases: 2}, now: created,
-			want: []string{"Progressing=True/RollingOut", "Available=False/ProbeFailure"}},
-		"retrying": {cos: cos(0), o: Outcome{Retrying: "Secret s does not exist"}, now: created,
-			want: []string{"Progressing=True/Retrying", "Available=Unknown/Reconciling"}},
-		"blocked": {cos: cos(0), o: Outcome{Blocked: "digest changed"}, now: created,
-			want: []string{"Progressing=False/Blocked", "Available=Unknown/Reconciling"}},
-		"complete": {cos: cos(0), o: Outcome{Complete: true}, now: created,
-			want: []string{"Progressing=True/Succeeded", "Available=True/ProbesSucceeded", "Succeeded=True/Succeeded"}},
+		"rolling out, version annotated": {cos: versioned(cos(0), "1.0.2"), o: Outcome{WaitingOn: probe}, now: created,
+			want: []string{"Progressing=True/RollingOut: Revision 1.0.2 is rolling out.", "Available=False/ProbeFailure: " + probe}},
+		"rolling out, no version (two spaces, as upstream)": {cos: cos(0), o: Outcome{WaitingOn: probe}, now: created,
+			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe}},
+		"rolling out, no probe failing": {cos: cos(0), o: Outcome{}, now: created,
+			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/RollingOut: Revision  is rolling out."}},
+		"retrying, first time: Available not set": {cos: cos(0), o: Outcome{Retrying: missing}, now: created,
+			want: []string{"Progressing=True/Retrying: " + missing}},
+		"retrying after Available was set": {cos: cos(0, available), o: Outcome{Retrying: missing}, now: created,
+			want: []string{"Progressing=True/Retrying: " + missing, "Available=Unknown/Reconciling: " + missing}},
+		"blocked leaves Available alone": {cos: cos(0, available, succeeded), o: Outcome{Blocked: mutable}, now: created,
+			want: []string{"Progressing=False/Blocked: " + mutable, "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
+		"complete": {cos: versioned(cos(0), "1.0.0"), o: Outcome{Complete: true}, now: created,
+			want: []string{"Progressing=True/Succeeded: Revision 1.0.0 has rolled out.", "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
 		"empty revision": {cos: cos(0), o: Outcome{Empty: true}, now: created,
-			want: []string{"Progressing=True/RollingOut", "Available=Unknown/Reconciling"}},
+			want: []string{"Progressing=True/RollingOut: " + emptyMsg, "Available=Unknown/Reconciling: " + emptyMsg}},
 		"empty revision past its deadline": {cos: cos(10), o: Outcome{Empty: true}, now: created.Add(time.Hour),
-			want: []string{"Progressing=False/ProgressDeadlineExceeded", "Available=Unknown/Reconciling"}},
+			want: []string{"Progressing=False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: " + emptyMsg, "Available=Unknown/Reconciling: " + emptyMsg}},
 		"archived keeps Succeeded": {cos: cos(0, succeeded), o: Outcome{Archived: true}, now: created,
-			want: []string{"Progressing=False/Archived", "Available=Unknown/Archived", "Succeeded=True/Succeeded"}},
-		"Succeeded is never cleared": {cos: cos(0, succeeded), o: Outcome{WaitingOn: "x"}, now: created,
-			want: []string{"Progressing=True/RollingOut", "Available=False/ProbeFailure", "Succeeded=True/Succeeded"}},
-		"before the deadline": {cos: cos(10), o: Outcome{WaitingOn: "x"}, now: created.Add(9 * time.Minute),
-			want: []string{"Progressing=True/RollingOut", "Available=False/ProbeFailure"}},
-		"deadline exceeded": {cos: cos(10), o: Outcome{WaitingOn: "x"}, now: created.Add(10 * time.Minute),
-			want: []string{"Progressing=False/ProgressDeadlineExceeded", "Available=False/ProbeFailure"}},
-		"deadline exceeded while retrying": {cos: cos(10), o: Outcome{Retrying: "x"}, now: created.Add(time.Hour),
-			want: []string{"Progressing=False/ProgressDeadlineExceeded", "Available=Unknown/Reconciling"}},
-		"deadline does not hide Blocked": {cos: cos(10), o: Outcome{Blocked: "x"}, now: created.Add(time.Hour),
-			want: []string{"Progressing=False/Blocked", "Available=Unknown/Reconciling"}},
-		"deadline after success does not count": {cos: cos(10, succeeded), o: Outcome{WaitingOn: "x"}, now: created.Add(time.Hour),
-			want: []string{"Progressing=True/RollingOut", "Available=False/ProbeFailure", "Succeeded=True/Succeeded"}},
+			want: []string{"Progressing=False/Archived: revision is archived", "Available=Unknown/Archived: revision is archived", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
+		"Succeeded is never cleared": {cos: cos(0, succeeded), o: Outcome{WaitingOn: probe}, now: created,
+			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
+		"before the deadline": {cos: cos(10), o: Outcome{WaitingOn: probe}, now: created.Add(9 * time.Minute),
+			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe}},
+		"deadline exceeded (upstream's e2e wording)": {cos: versioned(cos(1), "1.0.2"), o: Outcome{WaitingOn: probe}, now: created.Add(time.Minute),
+			want: []string{"Progressing=False/ProgressDeadlineExceeded: Revision has not rolled out for 1 minute(s). Last status: Revision 1.0.2 is rolling out.", "Available=False/ProbeFailure: " + probe}},
+		"deadline exceeded while retrying": {cos: cos(10, available), o: Outcome{Retrying: missing}, now: created.Add(time.Hour),
+			want: []string{"Progressing=False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: " + missing, "Available=Unknown/Reconciling: " + missing}},
+		"deadline does not hide Blocked": {cos: cos(10), o: Outcome{Blocked: mutable}, now: created.Add(time.Hour),
+			want: []string{"Progressing=False/Blocked: " + mutable}},
+		"deadline after success does not count": {cos: cos(10, succeeded), o: Outcome{WaitingOn: probe}, now: created.Add(time.Hour),
+			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
 		"recovery after the deadline": {cos: cos(10), o: Outcome{Complete: true}, now: created.Add(time.Hour),
-			want: []string{"Progressing=True/Succeeded", "Available=True/ProbesSucceeded", "Succeeded=True/Succeeded"}},
+			want: []string{"Progressing=True/Succeeded: Revision  has rolled out.", "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
+		"teardown of an archived revision ignores the deadline": {cos: archived(cos(10)), o: Outcome{Retrying: MessageTeardownInProgress}, now: created.Add(time.Hour),
+			want: []string{"Progressing=True/Retrying: removing revision resources that are not owned by another revision"}},
+		"teardown in progress": {cos: cos(0, available), o: Outcome{Retrying: MessageTeardownInProgress}, now: created,
+			want: []string{"Progressing=True/Retrying: removing revision resources that are not owned by another revision", "Available=Unknown/Reconciling: removing revision resources that are not owned by another revision"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -83,11 +98,14 @@ func TestSetConditions(t *testing.T) {
 	}
 }
 
-func TestRollingOutMessage(t *testing.T) {
-	c := cos(0)
-	SetConditions(c, Outcome{WaitingOn: `phase "deploy": Deployment a/b: condition Available is not True`, RolledOutPhases: 1, Phases: 3}, created)
-	msg := apimeta.FindStatusCondition(c.Status.Conditions, olmv1.ConditionProgressing).Message
-	if !strings.Contains(msg, "rolled out 1 of 3 phases") || !strings.Contains(msg, "Deployment a/b") {
-		t.Errorf("message %q", msg)
-	}
+const emptyMsg = "Revision  is rolling out. The revision has no phases yet: waiting for spec.phases to be filled."
+
+func archived(c *olmv1.ClusterObjectSet) *olmv1.ClusterObjectSet {
+	c.Spec.LifecycleState = olmv1.LifecycleStateArchived
+	return c
+}
+
+func versioned(c *olmv1.ClusterObjectSet, v string) *olmv1.ClusterObjectSet {
+	c.Annotations = map[string]string{olmv1.AnnotationBundleVersion: v}
+	return c
 }
