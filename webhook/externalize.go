@@ -32,7 +32,6 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
 )
 
 // Paths the webhooks are served on.
@@ -85,6 +84,8 @@ type Externalizer struct {
 	Reader  client.Reader
 	Options Options
 	Metrics *Metrics
+	// Limits are the served CRD's bounds; nil: the generated CRD's.
+	Limits *ServedLimits
 }
 
 // Handle answers one admission request for a ClusterObjectSet.
@@ -114,7 +115,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	var warnings []string
 	switch req.Operation {
 	case admissionv1.Create:
-		if errs := validation.ValidateCreate(obj); len(errs) > 0 {
+		if errs := e.Limits.Get(ctx).ValidateCreate(obj); len(errs) > 0 {
 			return invalid(obj.Name, errs), RefusalInvalid
 		}
 		// The API server refuses a create of an existing name only after admission, and a
@@ -137,7 +138,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		if warning != "" {
 			warnings = append(warnings, warning)
 		}
-		if errs := updateErrors(old, obj); len(errs) > 0 {
+		if errs := updateErrors(e.Limits.Get(ctx), old, obj); len(errs) > 0 {
 			return invalid(obj.Name, errs).WithWarnings(warnings...), RefusalInvalid
 		}
 		if restored || len(old.Spec.Phases) > 0 {

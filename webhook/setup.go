@@ -32,10 +32,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	ctrl.LoggerFrom(ctx).Info("secret guard exempts", "users", opts.ExemptUsers)
 
 	server := mgr.GetWebhookServer()
+	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
 	server.Register(MutatePath, &webhook.Admission{Handler: &Externalizer{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts, Metrics: metrics, Limits: limits,
 	}})
-	server.Register(ValidatePath, admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics}))
+	server.Register(ValidatePath, admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits}))
 	server.Register(SecretGuardPath, &webhook.Admission{Handler: &SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
 	}})

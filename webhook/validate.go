@@ -27,20 +27,22 @@ const DefaultMaxStoredBytes = 1536*1024 - 64*1024
 type Validator struct {
 	Options Options
 	Metrics *Metrics
+	// Limits are the served CRD's bounds; nil: the generated CRD's.
+	Limits *ServedLimits
 }
 
 var _ admission.Validator[*olmv1.ClusterObjectSet] = &Validator{}
 
 // ValidateCreate checks a ClusterObjectSet being created.
-func (v *Validator) ValidateCreate(_ context.Context, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
+func (v *Validator) ValidateCreate(ctx context.Context, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("CREATE", time.Now())
-	return nil, v.refuse(obj, validation.ValidateCreate(obj))
+	return nil, v.refuse(obj, v.Limits.Get(ctx).ValidateCreate(obj))
 }
 
 // ValidateUpdate checks an update.
-func (v *Validator) ValidateUpdate(_ context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
+func (v *Validator) ValidateUpdate(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("UPDATE", time.Now())
-	return nil, v.refuse(obj, updateErrors(old, obj))
+	return nil, v.refuse(obj, updateErrors(v.Limits.Get(ctx), old, obj))
 }
 
 // ValidateDelete allows every delete; the webhook is not registered for them.
@@ -89,8 +91,8 @@ const immutablePhasesHint = "; to change its objects, create a new ClusterObject
 
 // updateErrors validates an update: the CRD's rules, the webhook's own phase-order rule, and the
 // workflow hint on an immutable-phases refusal.
-func updateErrors(old, obj *olmv1.ClusterObjectSet) field.ErrorList {
-	errs := append(validation.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...)
+func updateErrors(limits validation.Limits, old, obj *olmv1.ClusterObjectSet) field.ErrorList {
+	errs := append(limits.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...)
 	for _, e := range errs {
 		if e.Type == field.ErrorTypeInvalid && e.Detail == "phases is immutable" {
 			e.Detail += immutablePhasesHint

@@ -54,7 +54,7 @@ import (
 
 // ValidateCreate validates a ClusterObjectSet being created.
 func ValidateCreate(obj *olmv1.ClusterObjectSet) field.ErrorList {
-	return validateCreate(obj, toWire)
+	return validateCreate(obj, toWire, specSchema)
 }
 
 // ValidateUpdate validates an update from old to obj. On top of the rules of a create: revision and
@@ -65,12 +65,12 @@ func ValidateCreate(obj *olmv1.ClusterObjectSet) field.ErrorList {
 // A nil old is a create. The rules of status.observedPhases are not checked (see the package
 // documentation).
 func ValidateUpdate(old, obj *olmv1.ClusterObjectSet) field.ErrorList {
-	return validateUpdate(old, obj, toWire)
+	return validateUpdate(old, obj, toWire, specSchema)
 }
 
 // validateCreate and validateUpdate take the function that makes wire forms, so that tests can
-// compare toWire with toWireWhole.
-func validateCreate(obj *olmv1.ClusterObjectSet, wire wireFunc) field.ErrorList {
+// compare toWire with toWireWhole, and the schema of .spec (Limits: the served bounds).
+func validateCreate(obj *olmv1.ClusterObjectSet, wire wireFunc, s *schema) field.ErrorList {
 	if obj == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("no ClusterObjectSet to validate"))}
 	}
@@ -78,12 +78,12 @@ func validateCreate(obj *olmv1.ClusterObjectSet, wire wireFunc) field.ErrorList 
 	if len(errs) > 0 {
 		return errs
 	}
-	return validate(spec, nil, nil)
+	return validate(spec, nil, nil, s)
 }
 
-func validateUpdate(old, obj *olmv1.ClusterObjectSet, wire wireFunc) field.ErrorList {
+func validateUpdate(old, obj *olmv1.ClusterObjectSet, wire wireFunc, s *schema) field.ErrorList {
 	if old == nil {
-		return validateCreate(obj, wire)
+		return validateCreate(obj, wire, s)
 	}
 	if obj == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("no ClusterObjectSet to validate"))}
@@ -93,21 +93,21 @@ func validateUpdate(old, obj *olmv1.ClusterObjectSet, wire wireFunc) field.Error
 		return errs
 	}
 	oldSpec, _ := wire(&old.Spec, false)
-	return validate(spec, oldSpec, rootCorr(spec, oldSpec, specSchema))
+	return validate(spec, oldSpec, rootCorr(spec, oldSpec, s), s)
 }
 
-func validate(spec, oldSpec map[string]any, c *corr) field.ErrorList {
+func validate(spec, oldSpec map[string]any, c *corr, s *schema) field.ErrorList {
 	schemaStage := &checker{}
-	schemaStage.checkSchema(specPath, spec, specSchema, c)
+	schemaStage.checkSchema(specPath, spec, s, c)
 	errs := schemaStage.errs
-	errs = append(errs, checkEmbedded(specPath, spec, specSchema)...)
-	if c == nil || len(checkListMaps(specPath, oldSpec, specSchema)) == 0 {
-		errs = append(errs, checkListMaps(specPath, spec, specSchema)...)
+	errs = append(errs, checkEmbedded(specPath, spec, s)...)
+	if c == nil || len(checkListMaps(specPath, oldSpec, s)) == 0 {
+		errs = append(errs, checkListMaps(specPath, spec, s)...)
 	}
 	if blocking(errs) {
 		return append(errs, Skipped())
 	}
 	celStage := &checker{}
-	celStage.checkRules(specPath, spec, specSchema, c)
+	celStage.checkRules(specPath, spec, s, c)
 	return append(errs, celStage.errs...)
 }

@@ -65,9 +65,9 @@ func agree(t *testing.T, old, obj *olmv1.ClusterObjectSet) []string {
 	t.Helper()
 	var got, want []string
 	if old == nil {
-		got, want = rendered(validateCreate(obj, toWire)), rendered(validateCreate(obj, toWireWhole))
+		got, want = rendered(validateCreate(obj, toWire, specSchema)), rendered(validateCreate(obj, toWireWhole, specSchema))
 	} else {
-		got, want = rendered(validateUpdate(old, obj, toWire)), rendered(validateUpdate(old, obj, toWireWhole))
+		got, want = rendered(validateUpdate(old, obj, toWire, specSchema)), rendered(validateUpdate(old, obj, toWireWhole, specSchema))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("whole encoding (-) and unencoded bodies (+) disagree:\n%s", diff)
