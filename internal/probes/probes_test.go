@@ -44,23 +44,23 @@ func TestBuiltins(t *testing.T) {
 		},
 		"crd not established": {
 			obj:  `{` + crdHead + `,"status":{"conditions":[{"type":"Established","status":"False","reason":"Installing"}]}}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established is not True"),
+			want: notReady(`Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: .status.condition["Established"] is not True`),
 		},
 		"crd established unknown": {
 			obj:  `{` + crdHead + `,"status":{"conditions":[{"type":"Established","status":"Unknown"}]}}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established is not True"),
+			want: notReady(`Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: .status.condition["Established"] is not True`),
 		},
 		"crd without status": {
 			obj:  `{` + crdHead + `}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established is missing"),
+			want: notReady("Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: missing .status.conditions"),
 		},
 		"crd with empty conditions": {
 			obj:  `{` + crdHead + `,"status":{"conditions":[]}}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established is missing"),
+			want: notReady(`Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: missing .status.condition["Established"]`),
 		},
 		"crd conditions not a list": {
 			obj:  `{` + crdHead + `,"status":{"conditions":{"type":"Established","status":"True"}}}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established is missing"),
+			want: notReady("Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: malformed .status.conditions"),
 		},
 		"crd condition entries of the wrong shape are skipped": {
 			obj:  `{` + crdHead + `,"status":{"conditions":["Established",7,null,{"type":3},{"type":"Established","status":"True"}]}}`,
@@ -68,11 +68,11 @@ func TestBuiltins(t *testing.T) {
 		},
 		"crd condition status not a string": {
 			obj:  `{` + crdHead + `,"status":{"conditions":[{"type":"Established","status":true}]}}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established is not True"),
+			want: notReady(`Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: .status.condition["Established"] is not True`),
 		},
 		"crd condition of an older generation does not count": {
 			obj:  `{` + crdHead + `,"status":{"conditions":[{"type":"Established","status":"True","observedGeneration":1}]}}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established has not observed generation 2"),
+			want: notReady(`Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: .status.condition["Established"] outdated`),
 		},
 		"crd condition of the current generation counts": {
 			obj:  `{` + crdHead + `,"status":{"conditions":[{"type":"Established","status":"True","observedGeneration":2}]}}`,
@@ -88,7 +88,7 @@ func TestBuiltins(t *testing.T) {
 		},
 		"crd condition with invalid observedGeneration does not count": {
 			obj:  `{` + crdHead + `,"status":{"conditions":[{"type":"Established","status":"True","observedGeneration":"2"}]}}`,
-			want: notReady("CustomResourceDefinition widgets.example.com: condition Established has not observed generation 2"),
+			want: notReady(`Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: .status.condition["Established"] outdated`),
 		},
 		"crd condition observedGeneration ignored without metadata.generation": {
 			obj:  `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"w"},"status":{"conditions":[{"type":"Established","status":"True","observedGeneration":1}]}}`,
@@ -96,7 +96,7 @@ func TestBuiltins(t *testing.T) {
 		},
 		"crd of another version of the group": {
 			obj:  `{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"CustomResourceDefinition","metadata":{"name":"w"}}`,
-			want: notReady("CustomResourceDefinition w: condition Established is missing"),
+			want: notReady("Object CustomResourceDefinition.apiextensions.k8s.io/v1beta1 /w: missing .status.conditions"),
 		},
 		"crd kind in another group has no built-in probe": {
 			obj:  `{"apiVersion":"example.com/v1","kind":"CustomResourceDefinition","metadata":{"name":"w"}}`,
@@ -110,15 +110,15 @@ func TestBuiltins(t *testing.T) {
 		},
 		"namespace terminating": {
 			obj:  `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"},"status":{"phase":"Terminating"}}`,
-			want: notReady("Namespace shop: status.phase is not Active"),
+			want: notReady(`Object Namespace.v1 /shop: value at key "status.phase" != "Active"; expected: "Active"`),
 		},
 		"namespace without phase": {
 			obj:  `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`,
-			want: notReady("Namespace shop: status.phase is missing"),
+			want: notReady(`Object Namespace.v1 /shop: missing key: "status.phase"`),
 		},
 		"namespace phase not a string": {
 			obj:  `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"},"status":{"phase":1}}`,
-			want: notReady("Namespace shop: status.phase is not Active"),
+			want: notReady(`Object Namespace.v1 /shop: value at key "status.phase" != "Active"; expected: "Active"`),
 		},
 		"namespace in a group has no built-in probe": {
 			obj:  `{"apiVersion":"example.com/v1","kind":"Namespace","metadata":{"name":"shop"}}`,
@@ -130,15 +130,15 @@ func TestBuiltins(t *testing.T) {
 		},
 		"pvc pending": {
 			obj:  `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"shop"},"status":{"phase":"Pending"}}`,
-			want: notReady("PersistentVolumeClaim shop/data: status.phase is not Bound"),
+			want: notReady(`Object PersistentVolumeClaim.v1 shop/data: value at key "status.phase" != "Bound"; expected: "Bound"`),
 		},
 		"pvc without status": {
 			obj:  `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"shop"}}`,
-			want: notReady("PersistentVolumeClaim shop/data: status.phase is missing"),
+			want: notReady(`Object PersistentVolumeClaim.v1 shop/data: missing key: "status.phase"`),
 		},
 		"pvc status not a map": {
 			obj:  `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"shop"},"status":"Bound"}`,
-			want: notReady("PersistentVolumeClaim shop/data: status.phase is missing"),
+			want: notReady(`Object PersistentVolumeClaim.v1 shop/data: error locating key "status.phase"`),
 		},
 
 		// Deployment.
@@ -156,43 +156,43 @@ func TestBuiltins(t *testing.T) {
 		},
 		"deployment with no status yet": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":2}}`,
-			want: notReady("Deployment shop/web: status.replicas does not equal spec.replicas; condition Available is missing"),
+			want: notReady("Object Deployment.apps/v1 shop/web: missing .status.conditions"),
 		},
 		"deployment default replicas with empty status": {
 			obj:  `{` + deployHead + `}`,
-			want: notReady("Deployment shop/web: status.replicas does not equal spec.replicas; condition Available is missing"),
+			want: notReady("Object Deployment.apps/v1 shop/web: missing .status.conditions"),
 		},
 		"deployment rolling out": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":3,"replicas":3,"updatedReplicas":1,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: status.updatedReplicas does not equal status.replicas"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: "status.updatedReplicas" != "status.replicas"`),
 		},
 		"deployment missing updatedReplicas counts as zero": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":3,"replicas":3,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: status.updatedReplicas does not equal status.replicas"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: "status.updatedReplicas" != "status.replicas"`),
 		},
 		"deployment surging": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":3,"replicas":4,"updatedReplicas":4,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: status.replicas does not equal spec.replicas"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: "status.replicas" != "spec.replicas"`),
 		},
 		"deployment not available": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":3,"replicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"False","message":"Deployment does not have minimum availability."}]}}`,
-			want: notReady("Deployment shop/web: condition Available is not True"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: .status.condition["Available"] is not True`),
 		},
 		"deployment status of an older generation": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":2,"replicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: status has not observed generation 3"),
+			want: notReady("Object Deployment.apps/v1 shop/web: .status outdated"),
 		},
 		"deployment status of an older generation hides other problems": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":1}}`,
-			want: notReady("Deployment shop/web: status has not observed generation 3"),
+			want: notReady("Object Deployment.apps/v1 shop/web: .status outdated"),
 		},
 		"deployment status ahead of metadata.generation": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":4,"replicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: status has not observed generation 3"),
+			want: notReady("Object Deployment.apps/v1 shop/web: .status outdated"),
 		},
 		"deployment observedGeneration not an integer": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":"3","replicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: status has not observed generation 3"),
+			want: notReady("Object Deployment.apps/v1 shop/web: .status outdated"),
 		},
 		"deployment without observedGeneration is not gated": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"replicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True"}]}}`,
@@ -204,15 +204,15 @@ func TestBuiltins(t *testing.T) {
 		},
 		"deployment Available of an older generation": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":3,"replicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True","observedGeneration":2}]}}`,
-			want: notReady("Deployment shop/web: condition Available has not observed generation 3"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: .status.condition["Available"] outdated`),
 		},
 		"deployment spec.replicas not an integer": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":"3"},"status":{"observedGeneration":3,"replicas":3,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: spec.replicas is not an integer"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: value at key "spec.replicas" is not an integer`),
 		},
 		"deployment status.replicas a fraction": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":3},"status":{"observedGeneration":3,"replicas":2.5,"updatedReplicas":3,"conditions":[{"type":"Available","status":"True"}]}}`,
-			want: notReady("Deployment shop/web: status.replicas is not an integer"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: value at key "status.replicas" is not an integer`),
 		},
 		"deployment null spec.replicas defaults to one": {
 			obj:  `{` + deployHead + `,"spec":{"replicas":null},"status":{"observedGeneration":3,"replicas":1,"updatedReplicas":1,"conditions":[{"type":"Available","status":"True"}]}}`,
@@ -230,7 +230,7 @@ func TestBuiltins(t *testing.T) {
 		},
 		"statefulset with Available false ignores availableReplicas": {
 			obj:  `{` + stsHead + `,"spec":{"replicas":2},"status":{"observedGeneration":3,"replicas":2,"updatedReplicas":2,"availableReplicas":2,"conditions":[{"type":"Available","status":"False"}]}}`,
-			want: notReady("StatefulSet shop/db: condition Available is not True"),
+			want: notReady(`Object StatefulSet.apps/v1 shop/db: .status.condition["Available"] is not True`),
 		},
 		"statefulset without Available uses availableReplicas": {
 			obj:  `{` + stsHead + `,"spec":{"replicas":2},"status":{"observedGeneration":3,"replicas":2,"updatedReplicas":2,"availableReplicas":2}}`,
@@ -238,11 +238,11 @@ func TestBuiltins(t *testing.T) {
 		},
 		"statefulset without Available and too few available": {
 			obj:  `{` + stsHead + `,"spec":{"replicas":2},"status":{"observedGeneration":3,"replicas":2,"updatedReplicas":2,"availableReplicas":1,"conditions":[{"type":"Other","status":"True"}]}}`,
-			want: notReady("StatefulSet shop/db: status.availableReplicas does not equal spec.replicas"),
+			want: notReady(`Object StatefulSet.apps/v1 shop/db: "status.availableReplicas" != "spec.replicas"`),
 		},
 		"statefulset without status": {
 			obj:  `{` + stsHead + `,"spec":{"replicas":2}}`,
-			want: notReady("StatefulSet shop/db: status.replicas does not equal spec.replicas; status.availableReplicas does not equal spec.replicas"),
+			want: notReady(`Object StatefulSet.apps/v1 shop/db: "status.replicas" != "spec.replicas" and "status.availableReplicas" != "spec.replicas"`),
 		},
 		"statefulset default replicas": {
 			obj:  `{` + stsHead + `,"status":{"observedGeneration":3,"replicas":1,"updatedReplicas":1,"availableReplicas":1}}`,
@@ -250,15 +250,15 @@ func TestBuiltins(t *testing.T) {
 		},
 		"statefulset updating": {
 			obj:  `{` + stsHead + `,"spec":{"replicas":2},"status":{"observedGeneration":3,"replicas":2,"updatedReplicas":1,"availableReplicas":2}}`,
-			want: notReady("StatefulSet shop/db: status.updatedReplicas does not equal status.replicas"),
+			want: notReady(`Object StatefulSet.apps/v1 shop/db: "status.updatedReplicas" != "status.replicas"`),
 		},
 		"statefulset availableReplicas not an integer": {
 			obj:  `{` + stsHead + `,"spec":{"replicas":2},"status":{"observedGeneration":3,"replicas":2,"updatedReplicas":2,"availableReplicas":[2]}}`,
-			want: notReady("StatefulSet shop/db: status.availableReplicas is not an integer"),
+			want: notReady(`Object StatefulSet.apps/v1 shop/db: value at key "status.availableReplicas" is not an integer`),
 		},
 		"statefulset stale status": {
 			obj:  `{` + stsHead + `,"spec":{"replicas":2},"status":{"observedGeneration":2,"replicas":2,"updatedReplicas":2,"availableReplicas":2}}`,
-			want: notReady("StatefulSet shop/db: status has not observed generation 3"),
+			want: notReady("Object StatefulSet.apps/v1 shop/db: .status outdated"),
 		},
 
 		// cert-manager.
@@ -268,11 +268,11 @@ func TestBuiltins(t *testing.T) {
 		},
 		"certificate not ready": {
 			obj:  `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","metadata":{"name":"tls","namespace":"shop","generation":1},"status":{"conditions":[{"type":"Ready","status":"False"}]}}`,
-			want: notReady("Certificate shop/tls: condition Ready is not True"),
+			want: notReady(`Object Certificate.cert-manager.io/v1 shop/tls: .status.condition["Ready"] is not True`),
 		},
 		"certificate Ready of an older generation": {
 			obj:  `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","metadata":{"name":"tls","namespace":"shop","generation":2},"status":{"conditions":[{"type":"Ready","status":"True","observedGeneration":1}]}}`,
-			want: notReady("Certificate shop/tls: condition Ready has not observed generation 2"),
+			want: notReady(`Object Certificate.cert-manager.io/v1 shop/tls: .status.condition["Ready"] outdated`),
 		},
 		"issuer ready": {
 			obj:  `{"apiVersion":"cert-manager.io/v1","kind":"Issuer","metadata":{"name":"ca","namespace":"shop"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`,
@@ -280,7 +280,7 @@ func TestBuiltins(t *testing.T) {
 		},
 		"issuer without status": {
 			obj:  `{"apiVersion":"cert-manager.io/v1","kind":"Issuer","metadata":{"name":"ca","namespace":"shop"}}`,
-			want: notReady("Issuer shop/ca: condition Ready is missing"),
+			want: notReady("Object Issuer.cert-manager.io/v1 shop/ca: missing .status.conditions"),
 		},
 		"cluster issuer has no built-in probe": {
 			obj:  `{"apiVersion":"cert-manager.io/v1","kind":"ClusterIssuer","metadata":{"name":"ca"}}`,
@@ -298,7 +298,7 @@ func TestBuiltins(t *testing.T) {
 		},
 		"malformed metadata": {
 			obj:  `{"apiVersion":"v1","kind":"Namespace","metadata":"shop"}`,
-			want: notReady("Namespace : status.phase is missing"),
+			want: notReady(`Object Namespace.v1 /: missing key: "status.phase"`),
 		},
 	}
 	for name, tc := range tests {
@@ -340,7 +340,7 @@ func TestFloatNumbers(t *testing.T) {
 		t.Errorf("Evaluate() mismatch (-want +got):\n%s", diff)
 	}
 	obj.Object["metadata"].(map[string]any)["generation"] = float64(4)
-	if diff := cmp.Diff(notReady("Deployment shop/web: status has not observed generation 4"), Evaluate(obj, nil)); diff != "" {
+	if diff := cmp.Diff(notReady("Object Deployment.apps/v1 shop/web: .status outdated"), Evaluate(obj, nil)); diff != "" {
 		t.Errorf("Evaluate() mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -402,7 +402,7 @@ func TestCustomProbes(t *testing.T) {
 		"group kind match failing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", condEq("Ready", "False"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: condition Ready is not False"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: .status.condition["Ready"] is not False`),
 		},
 		"group kind other group does not match": {
 			obj:    widget,
@@ -427,7 +427,7 @@ func TestCustomProbes(t *testing.T) {
 		"match labels match": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{labelProbe(metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}, condEq("Missing", "True"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: condition Missing is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: missing .status.condition["Missing"]`),
 		},
 		"match labels all must match": {
 			obj:    widget,
@@ -443,7 +443,7 @@ func TestCustomProbes(t *testing.T) {
 			obj: widget,
 			probes: []olmv1.ProgressionProbe{labelProbe(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"backend", "db"}}}}, condEq("Missing", "True"))},
-			want: notReady("Widget shop/w1: progressionProbes[0].assertions[0]: condition Missing is missing"),
+			want: notReady(`Object Widget.example.com/v1 shop/w1: missing .status.condition["Missing"]`),
 		},
 		"match expressions NotIn": {
 			obj: widget,
@@ -455,7 +455,7 @@ func TestCustomProbes(t *testing.T) {
 			obj: widget,
 			probes: []olmv1.ProgressionProbe{labelProbe(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "app", Operator: metav1.LabelSelectorOpExists}}}, condEq("Missing", "True"))},
-			want: notReady("Widget shop/w1: progressionProbes[0].assertions[0]: condition Missing is missing"),
+			want: notReady(`Object Widget.example.com/v1 shop/w1: missing .status.condition["Missing"]`),
 		},
 		"match expressions DoesNotExist": {
 			obj: widget,
@@ -467,7 +467,7 @@ func TestCustomProbes(t *testing.T) {
 			obj: gadget,
 			probes: []olmv1.ProgressionProbe{labelProbe(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist}}}, condEq("Missing", "True"))},
-			want: notReady("Gadget g1: status has not observed generation 2"),
+			want: notReady("Object Gadget.example.com/v1 /g1: .status outdated"),
 		},
 		"non-string label values are ignored": {
 			obj: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","labels":{"app":7}}}`,
@@ -478,22 +478,22 @@ func TestCustomProbes(t *testing.T) {
 		"invalid operator fails the probe": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{labelProbe(badOp, condEq("Ready", "True"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].selector: invalid label selector: " + badOpErr.Error()),
+			want:   notReady("Object Widget.example.com/v1 shop/w1: progressionProbes[0].selector: invalid label selector: " + badOpErr.Error()),
 		},
 		"invalid key fails the probe even for objects without probes": {
 			obj:    `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`,
 			probes: []olmv1.ProgressionProbe{labelProbe(badKey, condEq("Ready", "True"))},
-			want:   notReady("ConfigMap c: progressionProbes[0].selector: invalid label selector: " + badKeyErr.Error()),
+			want:   notReady("Object ConfigMap.v1 /c: progressionProbes[0].selector: invalid label selector: " + badKeyErr.Error()),
 		},
 		"unknown selector type fails the probe": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{{Selector: olmv1.ObjectSelector{Type: "Name"}, Assertions: []olmv1.Assertion{condEq("Ready", "True")}}},
-			want:   notReady("Widget shop/w1: progressionProbes[0].selector: unsupported selector type"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: progressionProbes[0].selector: unknown selector type "Name"`),
 		},
 		"empty label selector matches everything": {
 			obj:    gadget,
 			probes: []olmv1.ProgressionProbe{labelProbe(metav1.LabelSelector{}, condEq("Ready", "True"))},
-			want:   notReady("Gadget g1: status has not observed generation 2"),
+			want:   notReady("Object Gadget.example.com/v1 /g1: .status outdated"),
 		},
 
 		// ConditionEqual.
@@ -505,12 +505,12 @@ func TestCustomProbes(t *testing.T) {
 		"condition missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", condEq("Synced", "True"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: condition Synced is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: missing .status.condition["Synced"]`),
 		},
 		"condition of an older generation": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", condEq("Old", "True"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: condition Old has not observed generation 4"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: .status.condition["Old"] outdated`),
 		},
 
 		// FieldsEqual.
@@ -532,42 +532,42 @@ func TestCustomProbes(t *testing.T) {
 		"fields equal string and number differ": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("spec.size", "spec.replicas"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: fields spec.size and spec.replicas are not equal"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "spec.size" != "spec.replicas"`),
 		},
 		"fields equal fraction and integer differ": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("spec.ratio", "spec.whole"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: fields spec.ratio and spec.whole are not equal"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "spec.ratio" != "spec.whole"`),
 		},
 		"fields equal first missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("spec.absent", "spec.replicas"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.absent is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "spec.absent" missing`),
 		},
 		"fields equal second missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("spec.replicas", "status.absent"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field status.absent is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "status.absent" missing`),
 		},
 		"fields equal both missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("a.b", "c"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field a.b is missing; progressionProbes[0].assertions[0]: field c is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "a.b" missing`),
 		},
 		"fields equal null is missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("spec.nothing", "spec.nothing"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.nothing is missing; progressionProbes[0].assertions[0]: field spec.nothing is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "spec.nothing" missing`),
 		},
 		"fields equal path through a scalar is missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("spec.replicas.value", "spec.replicas"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.replicas.value is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "spec.replicas.value" missing`),
 		},
 		"fields equal path into a list is missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldsEq("spec.list.0", "spec.list.0"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.list.0 is missing; progressionProbes[0].assertions[0]: field spec.list.0 is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: "spec.list.0" missing`),
 		},
 
 		// FieldValue.
@@ -579,7 +579,7 @@ func TestCustomProbes(t *testing.T) {
 		"field value string mismatch": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldVal("status.phase", "running"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field status.phase does not have the expected value"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: value at key "status.phase" != "running"; expected: "running"`),
 		},
 		"field value integer": {
 			obj:    widget,
@@ -599,7 +599,7 @@ func TestCustomProbes(t *testing.T) {
 		"field value integer does not render with a decimal point": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldVal("spec.replicas", "3.0"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.replicas does not have the expected value"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: value at key "spec.replicas" != "3.0"; expected: "3.0"`),
 		},
 		"field value booleans": {
 			obj:    widget,
@@ -609,7 +609,7 @@ func TestCustomProbes(t *testing.T) {
 		"field value boolean is lower case": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldVal("spec.enabled", "True"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.enabled does not have the expected value"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: value at key "spec.enabled" != "True"; expected: "True"`),
 		},
 		"field value empty string": {
 			obj:    widget,
@@ -619,27 +619,27 @@ func TestCustomProbes(t *testing.T) {
 		"field value of a map never matches": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldVal("spec.nested", "map[a:[1 map[b:2]]]"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.nested does not have the expected value"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: value at key "spec.nested" != "map[a:[1 map[b:2]]]"; expected: "map[a:[1 map[b:2]]]"`),
 		},
 		"field value of a list never matches": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldVal("spec.list", "[x]"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.list does not have the expected value"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: value at key "spec.list" != "[x]"; expected: "[x]"`),
 		},
 		"field value missing": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldVal("status.absent", "x"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field status.absent is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: missing key: "status.absent"`),
 		},
 		"field value null": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", fieldVal("spec.nothing", "null"))},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: field spec.nothing is missing"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: missing key: "spec.nothing"`),
 		},
 		"unknown assertion type": {
 			obj:    widget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Widget", olmv1.Assertion{Type: "Regex"})},
-			want:   notReady("Widget shop/w1: progressionProbes[0].assertions[0]: unsupported assertion type"),
+			want:   notReady(`Object Widget.example.com/v1 shop/w1: progressionProbes[0].assertions[0]: unknown assertion type "Regex"`),
 		},
 
 		// Several probes, and probes together with built-in ones.
@@ -650,8 +650,7 @@ func TestCustomProbes(t *testing.T) {
 				gkProbe("example.com", "Widget", condEq("Ready", "True"), fieldVal("status.phase", "Done")),
 				labelProbe(metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}, fieldsEq("spec.replicas", "spec.neg")),
 			},
-			want: notReady("Widget shop/w1: progressionProbes[1].assertions[1]: field status.phase does not have the expected value; " +
-				"progressionProbes[2].assertions[0]: fields spec.replicas and spec.neg are not equal"),
+			want: notReady(`Object Widget.example.com/v1 shop/w1: value at key "status.phase" != "Done"; expected: "Done" and "spec.replicas" != "spec.neg"`),
 		},
 		"probe without assertions passes": {
 			obj:    widget,
@@ -661,7 +660,7 @@ func TestCustomProbes(t *testing.T) {
 		"custom probe gated by generation": {
 			obj:    gadget,
 			probes: []olmv1.ProgressionProbe{gkProbe("example.com", "Gadget", fieldVal("status.observedGeneration", "1"))},
-			want:   notReady("Gadget g1: status has not observed generation 2"),
+			want:   notReady("Object Gadget.example.com/v1 /g1: .status outdated"),
 		},
 		"non-matching probe does not gate": {
 			obj:    gadget,
@@ -673,7 +672,7 @@ func TestCustomProbes(t *testing.T) {
 			probes: []olmv1.ProgressionProbe{
 				gkProbe("apps", "Deployment", fieldsEq("spec.replicas", "status.readyReplicas")),
 			},
-			want: notReady("Deployment shop/web: condition Available is not True; progressionProbes[0].assertions[0]: fields spec.replicas and status.readyReplicas are not equal"),
+			want: notReady(`Object Deployment.apps/v1 shop/web: .status.condition["Available"] is not True and "spec.replicas" != "status.readyReplicas"`),
 		},
 		"custom probe on a ready built-in kind": {
 			obj:    `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","labels":{"team":"a"}},"status":{"phase":"Active"}}`,

@@ -10,20 +10,44 @@ import (
 // lookup follows a dotted path ("spec.replicas") through nested maps. A path through a non-map, a
 // missing key or a null value is not found.
 func lookup(obj map[string]any, path string) (any, bool) {
+	v, where := locate(obj, path)
+	return v, where == found
+}
+
+// location is where following a dotted path ends.
+type location int
+
+const (
+	// found: the path leads to a value that is not null.
+	found location = iota
+	// missing: a key on the way is absent, or its value is null.
+	missing
+	// blocked: a step on the way holds a value that is not a map (a string, a number, a list...),
+	// so the next key cannot be looked up in it. Upstream's unstructured.NestedFieldCopy reports an
+	// error there, where an absent key is merely not found.
+	blocked
+)
+
+// locate follows a dotted path through nested maps and says where it ended. The value is returned
+// only when found.
+func locate(obj map[string]any, path string) (any, location) {
 	var cur any = obj
 	for seg := range strings.SplitSeq(path, ".") {
+		if cur == nil {
+			return nil, missing
+		}
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return nil, false
+			return nil, blocked
 		}
 		if cur, ok = m[seg]; !ok {
-			return nil, false
+			return nil, missing
 		}
 	}
 	if cur == nil {
-		return nil, false
+		return nil, missing
 	}
-	return cur, true
+	return cur, found
 }
 
 // asInt64 returns v as an int64 when it is an integer: any Go integer type that fits, a float with an

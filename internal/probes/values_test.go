@@ -158,3 +158,37 @@ func TestLookup(t *testing.T) {
 		})
 	}
 }
+
+func TestLocate(t *testing.T) {
+	obj := map[string]any{
+		"spec": map[string]any{"replicas": int64(2), "null": nil, "list": []any{"a"}, "map": map[string]any{}},
+		"top":  "v",
+	}
+	type out struct {
+		V     any
+		Where location
+	}
+	tests := map[string]struct {
+		path string
+		want out
+	}{
+		"found":                   {path: "spec.replicas", want: out{int64(2), found}},
+		"found map":               {path: "spec.map", want: out{map[string]any{}, found}},
+		"missing key":             {path: "spec.absent", want: out{nil, missing}},
+		"missing parent":          {path: "status.phase", want: out{nil, missing}},
+		"null":                    {path: "spec.null", want: out{nil, missing}},
+		"through null":            {path: "spec.null.x", want: out{nil, missing}},
+		"missing in an empty map": {path: "spec.map.x.y", want: out{nil, missing}},
+		"through a string":        {path: "top.x", want: out{nil, blocked}},
+		"through a number":        {path: "spec.replicas.x.y", want: out{nil, blocked}},
+		"through a list":          {path: "spec.list.0", want: out{nil, blocked}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			v, where := locate(obj, tc.path)
+			if diff := cmp.Diff(tc.want, out{v, where}); diff != "" {
+				t.Errorf("locate() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
