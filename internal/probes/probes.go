@@ -47,6 +47,7 @@ type Result struct {
 	//	missing key: "<path>"                                FieldValue: nothing (or null) at the path
 	//	error locating key "<path>"                          FieldValue: a step of the path is not a map
 	//	value at key "<path>" != "<value>"; expected: <json> FieldValue: another value is there
+	//	                                                     (also the Namespace and PVC status.phase probes)
 	//	"<fieldA>" missing / "<fieldB>" missing              FieldsEqual: a side is absent (A is checked first)
 	//	"<fieldA>" != "<fieldB>"                             FieldsEqual: the values differ
 	//	value at key "<path>" is not an integer              a workload's replica count is not an integer
