@@ -85,7 +85,8 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 	// 6 refs fit in 64 MiB; the 7th (phase p00, object 6) does not.
 	got := waitFor(t, name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
 	msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
-	want := fmt.Sprintf(`phase "p00" object 6: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)`, content.DefaultMaxResolvedBytes)
+	want := fmt.Sprintf(`resolving ref in phase "p00": key %q in Secret %s/%s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)`,
+		key, testenv.SystemNamespace, name+"-data", content.DefaultMaxResolvedBytes)
 	if msg != want {
 		t.Errorf("Blocked message\n%q, want\n%q", msg, want)
 	}
