@@ -399,7 +399,9 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 	if err := c().Create(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { deleteSecret(t, client.ObjectKeyFromObject(sec)) })
 	create(t, cos)
+	removeAfter(t, cos.Name)
 	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 
 	replace := func(d []byte) {
