@@ -284,22 +284,25 @@ type entry struct {
 
 // encode turns an object into its stored form under the compression policy.
 func (p *packer) encode(obj map[string]any) (entry, error) {
-	buf := scratch.Get().(*bytes.Buffer)
-	defer scratch.Put(buf)
-	buf.Reset()
-	if err := writeCanonical(buf, obj); err != nil {
+	buf := plainBuffers.Get().(*[]byte)
+	defer plainBuffers.Put(buf)
+	c, err := appendCanonical((*buf)[:0], obj)
+	if err != nil {
 		return entry{}, err
 	}
-	c := buf.Bytes() // only borrowed: the plan keeps a copy or the compressed bytes
+	*buf = c[:0] // c is only borrowed: the plan keeps a copy or the compressed bytes
 	e := entry{size: len(c)}
 	forced := KeyLength+len(c) > p.budget
 	if forced || (p.compressAbove >= 0 && len(c) >= p.compressAbove) {
-		z := Gzip(c)
+		zbuf := compressedBuffers.Get().(*[]byte)
+		defer compressedBuffers.Put(zbuf)
+		z := appendGzip((*zbuf)[:0], c)
+		*zbuf = z[:0] // z is only borrowed too
 		if forced && KeyLength+len(z) > p.budget {
 			return entry{}, tooLarge(obj, len(c), len(z), p.budget)
 		}
 		if forced || pays(len(c), len(z)) {
-			e.stored, e.compressed = z, true
+			e.stored, e.compressed = bytes.Clone(z), true
 		}
 	}
 	if !e.compressed {
