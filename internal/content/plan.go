@@ -34,9 +34,9 @@ type Options struct {
 	// The default, 1 KiB, was chosen by measuring both real bundles (docs/benchmarks-content.md).
 	// Compressing only what the budget forces stores the prometheus-operator CRDs (10 objects of 8-693
 	// KiB, 2,812,157 bytes) at 100% of their inline size in 4 Secrets, far over the 15% target;
-	// compressing every object of 1 KiB or more stores them in 343,490 bytes (12.2%, one Secret), and
-	// a lower threshold cannot do better there. On the Argo CD install (59 objects, 647,313 bytes) 1 KiB
-	// gives 57,316 bytes (8.9%) against 48,002 (7.4%) when compressing all 59: the 45 objects under
+	// compressing every object of 1 KiB or more stores them in 381,638 bytes (13.6%, one Secret), and
+	// a lower threshold cannot do better there. On the Argo CD install (59 objects, 634,650 bytes) 1 KiB
+	// gives 59,636 bytes (9.4%) against 50,337 (7.9%) when compressing all 59: the 45 objects under
 	// 1 KiB would save about 200 bytes each, 9 KB in all, in the same single Secret; not worth giving
 	// up plain, greppable JSON for the small RBAC, Service and ConfigMap objects people inspect most.
 	CompressAbove int
