@@ -6,6 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/go-logr/zapr v1.3.0
 	github.com/google/go-cmp v0.7.0
+	github.com/klauspost/compress v1.19.0
 	github.com/prometheus/client_golang v1.24.0
 	go.uber.org/zap v1.28.0
 	golang.org/x/sync v0.23.0

@@ -4,8 +4,10 @@
 //
 // It has no Kubernetes client and does no I/O: callers pass plain objects and bytes in, and get Secret
 // data, names and refs out. Everything it produces is deterministic: the same input gives the same
-// names, keys and bytes in every run and every process, which is what lets a mutating webhook answer a
-// dry-run exactly as it answers the real request.
+// names, keys and bytes in every run and every process of a build, on any number of cores, which is
+// what lets a mutating webhook answer a dry-run exactly as it answers the real request. (Another build
+// may compress differently, and so key differently, when github.com/klauspost/compress changes; refs
+// are compared by what they resolve to, so that changes no outcome.)
 //
 // Content format (see the project's design notes):
 //   - a stored value is the canonical JSON of one object, or its gzip compression (readers detect gzip

@@ -34,9 +34,9 @@ type Options struct {
 	// The default, 1 KiB, was chosen by measuring both real bundles (docs/benchmarks-content.md).
 	// Compressing only what the budget forces stores the prometheus-operator CRDs (10 objects of 8-693
 	// KiB, 2,812,157 bytes) at 100% of their inline size in 4 Secrets, far over the 15% target;
-	// compressing every object of 1 KiB or more stores them in 343,490 bytes (12.2%, one Secret), and
-	// a lower threshold cannot do better there. On the Argo CD install (59 objects, 647,313 bytes) 1 KiB
-	// gives 57,316 bytes (8.9%) against 48,002 (7.4%) when compressing all 59: the 45 objects under
+	// compressing every object of 1 KiB or more stores them in 381,638 bytes (13.6%, one Secret), and
+	// a lower threshold cannot do better there. On the Argo CD install (59 objects, 634,650 bytes) 1 KiB
+	// gives 59,636 bytes (9.4%) against 50,337 (7.9%) when compressing all 59: the 45 objects under
 	// 1 KiB would save about 200 bytes each, 9 KB in all, in the same single Secret; not worth giving
 	// up plain, greppable JSON for the small RBAC, Service and ConfigMap objects people inspect most.
 	CompressAbove int
@@ -284,22 +284,25 @@ type entry struct {
 
 // encode turns an object into its stored form under the compression policy.
 func (p *packer) encode(obj map[string]any) (entry, error) {
-	buf := scratch.Get().(*bytes.Buffer)
-	defer scratch.Put(buf)
-	buf.Reset()
-	if err := writeCanonical(buf, obj); err != nil {
+	buf := plainBuffers.Get().(*[]byte)
+	defer plainBuffers.Put(buf)
+	c, err := appendCanonical((*buf)[:0], obj)
+	if err != nil {
 		return entry{}, err
 	}
-	c := buf.Bytes() // only borrowed: the plan keeps a copy or the compressed bytes
+	*buf = c[:0] // c is only borrowed: the plan keeps a copy or the compressed bytes
 	e := entry{size: len(c)}
 	forced := KeyLength+len(c) > p.budget
 	if forced || (p.compressAbove >= 0 && len(c) >= p.compressAbove) {
-		z := Gzip(c)
+		zbuf := compressedBuffers.Get().(*[]byte)
+		defer compressedBuffers.Put(zbuf)
+		z := appendGzip((*zbuf)[:0], c)
+		*zbuf = z[:0] // z is only borrowed too
 		if forced && KeyLength+len(z) > p.budget {
 			return entry{}, tooLarge(obj, len(c), len(z), p.budget)
 		}
 		if forced || pays(len(c), len(z)) {
-			e.stored, e.compressed = z, true
+			e.stored, e.compressed = bytes.Clone(z), true
 		}
 	}
 	if !e.compressed {

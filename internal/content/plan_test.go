@@ -3,6 +3,7 @@ package content
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -407,19 +408,30 @@ func TestPlanForDeterministic(t *testing.T) {
 	}
 }
 
-// TestPlanForGolden pins keys and names of a small plan: a change (for example in the gzip output of a
-// new Go release) would make a dry-run of an unchanged ClusterObjectSet differ from the stored one.
+// TestPlanForGolden pins keys and names of a small plan: plain JSON, gzip of repetitive text, gzip of
+// generated manifests (matches and dynamic Huffman blocks), and the Huffman-only retry for random
+// base64. Refs are compared by resolved content, so other bytes would not break a re-apply; but they
+// would give newly written Secrets other keys, so a change must be deliberate: the canonical JSON, the
+// compressor's level or an upgrade of github.com/klauspost/compress.
 func TestPlanForGolden(t *testing.T) {
-	in := phases(inline(object("ConfigMap", "ns", "c"), sized(2000, 1, true)))
+	r := rand.New(rand.NewPCG(11, 11))
+	manifests := map[string]any{"items": generateObjects(r, 8, 50_000)}
+	in := phases(inline(object("ConfigMap", "ns", "c"), sized(2000, 1, true)), inline(manifests, sized(3000, 9, false)))
 	p, err := PlanFor("golden", in, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := [][]RefOut{{
-		{SecretName: "golden-a0d10cdc3d40ee8e", Key: "tGtO6y_ldZ4yzAcC7FwvOUoIzE98pQkZrsxmaMMInV8"}, // plain JSON
-		{SecretName: "golden-a0d10cdc3d40ee8e", Key: "dxJWehq_IAaEWuYn-_Y5GXcM_TdL3QBHdujJc9oMyTo"}, // gzip
+		{SecretName: "golden-c905e4ded3c66e67", Key: "tGtO6y_ldZ4yzAcC7FwvOUoIzE98pQkZrsxmaMMInV8"}, // plain JSON
+		{SecretName: "golden-c905e4ded3c66e67", Key: "6As_K22s9RfNVhzo3XRVnHLg602Ug4JNMgoN4_vaS1E"}, // gzip
+	}, {
+		{SecretName: "golden-c905e4ded3c66e67", Key: "f0b0wABryGYfplTB_TyBX931AloGF0jhLGgRUuDwpQI"}, // gzip
+		{SecretName: "golden-c905e4ded3c66e67", Key: "5P3RA54yzvFXOYAponl-rNQGlK7cIlkY7aCQ4BRgwis"}, // gzip, Huffman only
 	}}
 	if diff := cmp.Diff(want, p.Refs); diff != "" {
 		t.Errorf("refs (-want +got):\n%s", diff)
+	}
+	if p.Stats.Compressed != 3 {
+		t.Errorf("%d entries compressed, want 3", p.Stats.Compressed)
 	}
 }
