@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 )
@@ -372,8 +373,12 @@ func (e *Externalizer) createOrReuse(ctx context.Context, want *corev1.Secret) (
 			}
 			continue // deleted since the create: create it again
 		}
+		live, err := e.liveOwners(ctx, got.OwnerReferences)
+		if err != nil {
+			return false, &writeError{secret: key, err: err}
+		}
 		now := time.Now()
-		if used, ok := content.LastUsed(got.Annotations); ok && now.Sub(used) < recentUse {
+		if used, ok := content.LastUsed(got.Annotations); ok && now.Sub(used) < recentUse && len(live) == len(got.OwnerReferences) {
 			return false, nil // touched a moment ago (by a concurrent request): its grace has just begun
 		}
 		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -381,6 +386,11 @@ func (e *Externalizer) createOrReuse(ctx context.Context, want *corev1.Secret) (
 			got.Annotations = map[string]string{}
 		}
 		got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(now)
+		// An owner that is gone or being deleted (a ClusterObjectSet deleted and now re-created, or
+		// restored) would have the garbage collector delete the Secret this request is about to
+		// reference: drop it. The new ClusterObjectSet's reconciler takes ownership; if it never
+		// appears, the orphan sweep deletes the Secret after its grace period.
+		got.OwnerReferences = live
 		if err = e.Client.Patch(ctx, got, patch); err == nil {
 			return false, nil
 		}
@@ -389,6 +399,28 @@ func (e *Externalizer) createOrReuse(ctx context.Context, want *corev1.Secret) (
 		}
 	}
 	return false, &writeError{secret: key, err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
+}
+
+// liveOwners returns the owner references that point at something other than a ClusterObjectSet, or
+// at a ClusterObjectSet that exists with that uid and is not being deleted (read uncached).
+func (e *Externalizer) liveOwners(ctx context.Context, refs []metav1.OwnerReference) ([]metav1.OwnerReference, error) {
+	var live []metav1.OwnerReference
+	for _, ref := range refs {
+		if !collision.IsClusterObjectSetRef(ref) {
+			live = append(live, ref)
+			continue
+		}
+		owner := &olmv1.ClusterObjectSet{}
+		err := e.Reader.Get(ctx, client.ObjectKey{Name: ref.Name}, owner)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading its owner ClusterObjectSet %s: %w", ref.Name, err)
+		case owner.UID == ref.UID && owner.DeletionTimestamp.IsZero():
+			live = append(live, ref)
+		}
+	}
+	return live, nil
 }
 
 // checkExisting accepts an existing Secret only when it is one of ours with exactly the wanted

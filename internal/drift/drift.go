@@ -49,6 +49,7 @@ const (
 	tokInt    = 'i'
 	tokFloat  = 'd'
 	tokJSON   = 'j'
+	tokList   = 'l'
 )
 
 type writer struct {
@@ -58,14 +59,10 @@ type writer struct {
 
 // object writes the projection of live onto the keys of desired, in sorted key order.
 func (w *writer) object(desired, live map[string]any, top bool) error {
-	keys := make([]string, 0, len(desired))
-	for k := range desired {
-		if top && k == "status" {
-			continue
-		}
-		keys = append(keys, k)
+	keys := w.sortedKeys(desired)
+	if top {
+		keys = slices.DeleteFunc(keys, func(k string) bool { return k == "status" })
 	}
-	slices.Sort(keys)
 	w.token(tokMap)
 	for _, k := range keys {
 		w.str(k)
@@ -109,8 +106,26 @@ func (w *writer) value(v any) error {
 	case float64:
 		w.buf = binary.BigEndian.AppendUint64(append(w.buf[:0], tokFloat), math.Float64bits(v))
 		w.flush()
+	case []any:
+		w.buf = binary.BigEndian.AppendUint64(append(w.buf[:0], tokList), uint64(len(v)))
+		w.flush()
+		for i, x := range v {
+			if err := w.value(x); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case map[string]any:
+		keys := w.sortedKeys(v)
+		w.token(tokMap)
+		for _, k := range keys {
+			w.str(k)
+			if err := w.value(v[k]); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+		w.token(tokEnd)
 	default:
-		// Lists and the rarer number types: encoding/json sorts map keys, so the bytes are stable.
+		// The rarer number types: encoding/json gives stable bytes.
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
@@ -119,6 +134,16 @@ func (w *writer) value(v any) error {
 		w.str(string(b))
 	}
 	return nil
+}
+
+// sortedKeys returns the keys of m in order.
+func (w *writer) sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func (w *writer) token(t byte) {
