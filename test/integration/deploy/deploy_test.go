@@ -51,10 +51,11 @@ type overlay struct {
 	name string
 	// install: the manager and its webhooks; the flags below apply only then.
 	install     bool
-	crd         bool // the ClusterObjectSet CRD
-	namespace   bool // the Namespace olmv1-system
-	rollout     bool // the manager rolls out: the rollout ClusterRole, bound; no --rollout=false
-	certManager bool // cert-manager issues the serving certificate
+	crd         bool  // the ClusterObjectSet CRD
+	namespace   bool  // the Namespace olmv1-system
+	rollout     bool  // the manager rolls out: the rollout ClusterRole, bound; no --rollout=false
+	certManager bool  // cert-manager issues the serving certificate
+	replicas    int32 // of the manager; 0 means 2
 	// prerequisites are the CRD folders the dry run needs installed first (besides the COS CRD,
 	// which the test environment installs).
 	prerequisites func(t *testing.T) []string
@@ -65,6 +66,7 @@ var overlays = []overlay{
 	{name: "self-signed", install: true, crd: true, namespace: true, rollout: true},
 	// OLM owns the CRD and the namespace, and rolls out itself.
 	{name: "webhook-only", install: true, certManager: true, prerequisites: certManagerCRDs},
+	{name: "production", install: true, crd: true, namespace: true, rollout: true, certManager: true, prerequisites: certManagerCRDs, replicas: 3},
 	{name: "prometheus", prerequisites: prometheusOperatorCRDs},
 }
 
@@ -177,10 +179,25 @@ func checkInstall(t *testing.T, o overlay, objs []*unstructured.Unstructured) {
 
 func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 	t.Helper()
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
-		t.Errorf("replicas %v, want 2", d.Spec.Replicas)
+	replicas := o.replicas
+	if replicas == 0 {
+		replicas = 2
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != replicas {
+		t.Errorf("replicas %v, want %d", d.Spec.Replicas, replicas)
 	}
 	pod := d.Spec.Template.Spec
+	// Spread over zones and nodes, never refusing to schedule.
+	var keys []string
+	for _, c := range pod.TopologySpreadConstraints {
+		keys = append(keys, c.TopologyKey)
+		if c.WhenUnsatisfiable != corev1.ScheduleAnyway || c.LabelSelector == nil || !selects(c.LabelSelector.MatchLabels, d.Spec.Template.Labels) {
+			t.Errorf("topology spread over %s: %+v; want ScheduleAnyway over the manager's pods", c.TopologyKey, c)
+		}
+	}
+	if !slices.Equal(keys, []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"}) {
+		t.Errorf("topology spread keys %q, want zone and hostname", keys)
+	}
 	if pod.ServiceAccountName != serviceAccount {
 		t.Errorf("serviceAccountName %q, want %q", pod.ServiceAccountName, serviceAccount)
 	}
@@ -201,6 +218,11 @@ func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 	}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args %q, want %q", c.Args, want)
+	}
+	// A rolling update drops no admission request: the Pod serves on while it leaves the endpoints.
+	if l := c.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Sleep == nil || l.PreStop.Sleep.Seconds < 5 ||
+		int64(l.PreStop.Sleep.Seconds) >= *pod.TerminationGracePeriodSeconds {
+		t.Errorf("preStop %+v: want a sleep of at least 5 s, within terminationGracePeriodSeconds", c.Lifecycle)
 	}
 	if sc := c.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
 		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
