@@ -193,7 +193,7 @@ KUBECTL ?= $(BIN)/kubectl
 KUBECTL_DEP := $(if $(filter $(BIN)/kubectl,$(KUBECTL)),$(KUBE_STAMP))
 
 .PHONY: deploy
-deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG.
+deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG.
 	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
 	@# The image is set in a throwaway kustomization over the overlay (in .local/: kustomize wants a
 	@# relative path), so no committed file changes.
