@@ -287,7 +287,7 @@ func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 			case res.err != nil:
 				failed = append(failed, fmt.Errorf("reconciling %s: %w", objectRef(resolved[i][j]), res.err))
 			case res.collision != "":
-				collisions = append(collisions, fmt.Sprintf("Object %s\nAction: \"Collision\"\n%s", objectID(resolved[i][j]), res.collision))
+				collisions = append(collisions, fmt.Sprintf("%s\nAction: \"Collision\"\n%s", probes.Identity(resolved[i][j].Object), res.collision))
 			case waiting == "":
 				if p := probes.Evaluate(res.applied, cos.Spec.ProgressionProbes); !p.Ready {
 					waiting = p.Message
@@ -309,12 +309,6 @@ func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 	}
 	out.Complete = true
 	return out, 0, nil
-}
-
-// objectID names an object as upstream's messages do: "<Kind>.<groupVersion> <namespace>/<name>"
-// (cluster-scoped: "/<name>").
-func objectID(o *unstructured.Unstructured) string {
-	return fmt.Sprintf("%s.%s %s/%s", o.GetKind(), o.GroupVersionKind().GroupVersion(), o.GetNamespace(), o.GetName())
 }
 
 // objectRef names an object as upstream's reconcile errors do: "<group>/<version>, Kind=<Kind>

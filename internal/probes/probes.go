@@ -194,15 +194,19 @@ func (c *checker) groupKind() (group, kind string) {
 	return group, c.str("kind")
 }
 
-// identity is `Object <Kind>.<groupVersion> <namespace>/<name>`, as upstream writes it; the
-// groupVersion is schema.GroupVersion.String() of the apiVersion (the apiVersion as it is when it
-// does not parse).
-func (c *checker) identity() string {
-	gv := c.str("apiVersion")
+// identity is Identity of the object probed.
+func (c *checker) identity() string { return Identity(c.o) }
+
+// Identity names an object as upstream's status messages do: `Object <Kind>.<groupVersion>
+// <namespace>/<name>` (cluster-scoped: `/<name>`); the groupVersion is schema.GroupVersion.String()
+// of the apiVersion (the apiVersion as it is when it does not parse). Only identity, never content.
+func Identity(obj map[string]any) string {
+	str := func(path ...string) string { v, _, _ := unstructured.NestedString(obj, path...); return v }
+	gv := str("apiVersion")
 	if parsed, err := schema.ParseGroupVersion(gv); err == nil {
 		gv = parsed.String()
 	}
-	return fmt.Sprintf("Object %s.%s %s/%s", c.str("kind"), gv, c.str("metadata.namespace"), c.str("metadata.name"))
+	return fmt.Sprintf("Object %s.%s %s/%s", str("kind"), gv, str("metadata", "namespace"), str("metadata", "name"))
 }
 
 // result combines the problems like boxcutter's probing.And: only those of the most severe verdict
