@@ -129,7 +129,12 @@ func (r *Reconciler) checkImmutable(ctx context.Context, cos *olmv1.ClusterObjec
 	if len(mutable) == 0 {
 		return ""
 	}
-	return "the following secrets are not immutable (referenced secrets must have immutable set to true): " + strings.Join(mutable, ", ")
+	return mutableSecretsMessage(mutable...)
+}
+
+// mutableSecretsMessage is upstream's Blocked message for referenced Secrets that are not immutable.
+func mutableSecretsMessage(keys ...string) string {
+	return "the following secrets are not immutable (referenced secrets must have immutable set to true): " + strings.Join(keys, ", ")
 }
 
 // resolveRef reads one ref. A missing Secret or key is "missing"; content that does not match its
@@ -148,7 +153,7 @@ func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, 
 	}
 	if !ptr.Deref(sec.Immutable, false) {
 		// checkImmutable saw it immutable: it was replaced since.
-		return nil, "the following secrets are not immutable (referenced secrets must have immutable set to true): " + key.String(), ""
+		return nil, mutableSecretsMessage(key.String()), ""
 	}
 	data, ok := sec.Data[ref.Key]
 	if !ok {

@@ -59,7 +59,7 @@ type writer struct {
 
 // object writes the projection of live onto the keys of desired, in sorted key order.
 func (w *writer) object(desired, live map[string]any, top bool) error {
-	keys := w.sortedKeys(desired)
+	keys := sortedKeys(desired)
 	if top {
 		keys = slices.DeleteFunc(keys, func(k string) bool { return k == "status" })
 	}
@@ -115,7 +115,7 @@ func (w *writer) value(v any) error {
 			}
 		}
 	case map[string]any:
-		keys := w.sortedKeys(v)
+		keys := sortedKeys(v)
 		w.token(tokMap)
 		for _, k := range keys {
 			w.str(k)
@@ -137,7 +137,7 @@ func (w *writer) value(v any) error {
 }
 
 // sortedKeys returns the keys of m in order.
-func (w *writer) sortedKeys(m map[string]any) []string {
+func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -447,17 +447,7 @@ func TestMessages(t *testing.T) {
 func TestMessagesCarryNoRandomValues(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20240601, 7))
 	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	kinds := []struct{ apiVersion, kind string }{
-		{"apiextensions.k8s.io/v1", "CustomResourceDefinition"},
-		{"v1", "Namespace"},
-		{"v1", "PersistentVolumeClaim"},
-		{"apps/v1", "Deployment"},
-		{"apps/v1", "StatefulSet"},
-		{"cert-manager.io/v1", "Certificate"},
-		{"cert-manager.io/v1", "Issuer"},
-		{"v1", "Secret"},
-		{"example.com/v1", "Widget"},
-	}
+	kinds := probedKinds
 	meaningful := []any{"True", "False", "Unknown", "Active", "Bound", "Pending", "", int64(0), int64(1), int64(2), int64(3), 2.5, true, false, nil}
 	probes := []olmv1.ProgressionProbe{
 		labelProbe(metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},

@@ -700,17 +700,7 @@ func TestCustomProbes(t *testing.T) {
 func TestMessagesCarryNoValues(t *testing.T) {
 	const marker = "SeCrEtMaRkEr"
 	const markerNumber = "987654321"
-	kinds := []struct{ apiVersion, kind string }{
-		{"apiextensions.k8s.io/v1", "CustomResourceDefinition"},
-		{"v1", "Namespace"},
-		{"v1", "PersistentVolumeClaim"},
-		{"apps/v1", "Deployment"},
-		{"apps/v1", "StatefulSet"},
-		{"cert-manager.io/v1", "Certificate"},
-		{"cert-manager.io/v1", "Issuer"},
-		{"v1", "Secret"},
-		{"example.com/v1", "Widget"},
-	}
+	kinds := probedKinds
 	bodies := []string{
 		// Everything is the marker.
 		`"spec":{"replicas":"` + marker + `","password":"` + marker + `"},
@@ -756,4 +746,18 @@ func TestMessagesCarryNoValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+// probedKinds are the kinds the leak tests build objects of: every kind with a built-in probe, and
+// two without.
+var probedKinds = []struct{ apiVersion, kind string }{
+	{"apiextensions.k8s.io/v1", "CustomResourceDefinition"},
+	{"v1", "Namespace"},
+	{"v1", "PersistentVolumeClaim"},
+	{"apps/v1", "Deployment"},
+	{"apps/v1", "StatefulSet"},
+	{"cert-manager.io/v1", "Certificate"},
+	{"cert-manager.io/v1", "Issuer"},
+	{"v1", "Secret"},
+	{"example.com/v1", "Widget"},
 }
