@@ -36,6 +36,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
@@ -58,6 +59,13 @@ type Options struct {
 	webhookHost    string
 	webhookPort    int
 	webhookCertDir string
+	certSource     string
+	certSecret     string
+	webhookConfig  string
+	webhookService string
+	certHosts      string
+	caLifetime     time.Duration
+	certLifetime   time.Duration
 	externalize    string
 	threshold      int
 	maxStoredBytes int
@@ -92,7 +100,14 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server listens on (default: all).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
-	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with the webhook serving certificate (tls.crt, tls.key); default: controller-runtime's.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with the webhook serving certificate (tls.crt, tls.key) of --webhook-cert-source=dir; default: controller-runtime's.")
+	fs.StringVar(&o.certSource, "webhook-cert-source", servingcert.SourceDir, "Where the webhook serving certificate comes from: dir (files in --webhook-cert-dir, reloaded on change), secret (the Secret --webhook-cert-secret, e.g. cert-manager's, read through the API server: a renewal is served within a second) or self-signed (the leader keeps a CA in the Secret --webhook-cert-secret and injects it into --webhook-configuration; every replica issues its own certificate).")
+	fs.StringVar(&o.certSecret, "webhook-cert-secret", "", "Secret in --system-namespace of --webhook-cert-source=secret (tls.crt, tls.key; default "+servingcert.DefaultCertSecret+") or self-signed (the CA; default "+servingcert.DefaultCASecret+").")
+	fs.StringVar(&o.webhookConfig, "webhook-configuration", servingcert.DefaultWebhookConfiguration, "Name of the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration whose caBundle must trust the served certificate (readiness; a renewed certificate is served once they trust it); the self-signed mode injects its CA there. Empty: no check.")
+	fs.StringVar(&o.webhookService, "webhook-service", "cos-externalizer-webhook", "The webhook Service in --system-namespace: the default host names of the self-signed certificate.")
+	fs.StringVar(&o.certHosts, "webhook-cert-hosts", "", "Comma-separated host names and IP addresses of the self-signed serving certificate (default: <webhook-service>.<system-namespace>.svc and .svc.cluster.local).")
+	fs.DurationVar(&o.caLifetime, "self-signed-ca-lifetime", servingcert.DefaultCALifetime, "Lifetime of the self-signed CA: a successor is trusted with half of it left and signs with a third left.")
+	fs.DurationVar(&o.certLifetime, "self-signed-cert-lifetime", servingcert.DefaultCertLifetime, "Lifetime of a replica's self-signed serving certificate: renewed with a third of it left.")
 	fs.StringVar(&o.externalize, "externalize", string(externalize.ModeOversized), "Externalization policy: always, oversized (specs over --externalize-threshold) or never; the annotation "+externalize.Annotation+" overrides it per ClusterObjectSet.")
 	fs.IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "Serialized spec size in bytes above which --externalize=oversized moves inline objects into Secrets.")
 	fs.IntVar(&o.maxStoredBytes, "max-stored-bytes", webhook.DefaultMaxStoredBytes, "Largest stored ClusterObjectSet the validating webhook admits.")
@@ -145,10 +160,37 @@ func (o *Options) Validate() error {
 	if o.maxStoredBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
 	}
+	if err := o.servingCert().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.maxResolvedBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-resolved-bytes: must be positive, got %d", o.maxResolvedBytes))
 	}
 	return errors.Join(errs...)
+}
+
+// servingCert is the serving certificate's configuration from the flags.
+func (o *Options) servingCert() servingcert.Options {
+	sc := servingcert.Options{
+		Source: o.certSource, Namespace: o.systemNamespace, SecretName: o.certSecret,
+		WebhookConfiguration: o.webhookConfig, CALifetime: o.caLifetime, CertLifetime: o.certLifetime,
+	}
+	if sc.SecretName == "" {
+		sc.SecretName = servingcert.DefaultCertSecret
+		if sc.Source == servingcert.SourceSelfSigned {
+			sc.SecretName = servingcert.DefaultCASecret
+		}
+	}
+	for _, h := range strings.Split(o.certHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			sc.Hosts = append(sc.Hosts, h)
+		}
+	}
+	if len(sc.Hosts) == 0 && o.webhookService != "" {
+		svc := o.webhookService + "." + o.systemNamespace + ".svc"
+		sc.Hosts = []string{svc, svc + ".cluster.local"}
+	}
+	return sc
 }
 
 // NewLogger builds the zap logger behind logr; keys are stable across releases.
@@ -207,6 +249,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
+	serving := servingcert.New(o.servingCert())
+	webhookTLSOpts := append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOption())
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
 	if o.metricsSecure {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
@@ -223,7 +267,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		// API request); the cache holds only those carrying the owning-revision label.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
+			Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: webhookTLSOpts,
 		}),
 	})
 	if err != nil {
@@ -257,6 +301,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
+		if err := serving.Setup(mgr); err != nil {
+			return fmt.Errorf("setting up the serving certificate: %w", err)
+		}
 	}
 	reconciler := &controllers.Reconciler{
 		Client:           mgr.GetClient(),
@@ -282,7 +329,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	}
 	registerStatusCollector(controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace))
 	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
-		"webhooks", o.enableWebhooks, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
+		"webhooks", o.enableWebhooks, "webhookCertSource", o.certSource, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
 	return mgr.Start(ctx)
 }
 

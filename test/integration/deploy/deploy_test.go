@@ -24,6 +24,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -42,7 +43,6 @@ const (
 	metricsService  = "cos-externalizer-metrics"
 	certificateName = "cos-externalizer-serving-cert"
 	rolloutRole     = "cos-externalizer-rollout"
-	certDir         = "/tmp/k8s-webhook-server/serving-certs"
 	fieldManager    = "cos-externalizer-deploy"
 )
 
@@ -212,7 +212,11 @@ func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 	if c.Image != "cos-externalizer:dev" {
 		t.Errorf("image %q, want cos-externalizer:dev", c.Image)
 	}
-	want := []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081", "--webhook-cert-dir=" + certDir}
+	// The serving certificate: cert-manager's Secret read through the API server, or the manager's own.
+	want := []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081", "--webhook-cert-source=self-signed"}
+	if o.certManager {
+		want[3] = "--webhook-cert-source=secret"
+	}
 	if !o.rollout {
 		want = append(want, "--rollout=false")
 	}
@@ -253,16 +257,10 @@ func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 	if v, ok := volumes[mounts["/tmp"]]; !ok || v.EmptyDir == nil {
 		t.Errorf("/tmp is not an emptyDir: mounts %v", mounts)
 	}
-	certVolume, mounted := volumes[mounts[certDir]]
-	if mounted != o.certManager {
-		t.Errorf("a volume on the certificate directory: %t, want %t", mounted, o.certManager)
-	}
-	if o.certManager && (certVolume.Secret == nil || certVolume.Secret.SecretName == "") {
-		t.Errorf("the certificate directory is not a Secret: %+v", certVolume)
-	}
+	// No Secret is mounted: the certificate is read through the API server, without kubelet's delay.
 	for _, v := range pod.Volumes {
-		if v.Secret != nil && !o.certManager {
-			t.Errorf("volume %s mounts Secret %s without cert-manager", v.Name, v.Secret.SecretName)
+		if v.Secret != nil {
+			t.Errorf("volume %s mounts Secret %s", v.Name, v.Secret.SecretName)
 		}
 	}
 }
@@ -336,15 +334,23 @@ func checkWebhooks(t *testing.T, o overlay, objs []*unstructured.Unstructured, d
 		if !slices.Equal(dnsNames, want) {
 			t.Errorf("Certificate dnsNames %q, want %q", dnsNames, want)
 		}
+		// The manager reads the Secret the Certificate writes (--webhook-cert-secret, or its default).
 		secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-		mounted := ""
-		for _, v := range deploy.Spec.Template.Spec.Volumes {
-			if v.Secret != nil {
-				mounted = v.Secret.SecretName
+		read := servingcert.DefaultCertSecret
+		for _, a := range deploy.Spec.Template.Spec.Containers[0].Args {
+			if v, ok := strings.CutPrefix(a, "--webhook-cert-secret="); ok {
+				read = v
 			}
 		}
-		if secretName == "" || mounted != secretName {
-			t.Errorf("the manager mounts Secret %q, the Certificate writes %q", mounted, secretName)
+		if secretName == "" || read != secretName {
+			t.Errorf("the manager reads Secret %q, the Certificate writes %q", read, secretName)
+		}
+		// The serving certificate is signed by a CA Issuer, so a renewal leaves the injected CA as it is.
+		issuerName, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+		if issuer := find(objs, "Issuer", issuerName); issuer == nil {
+			t.Errorf("the Certificate's Issuer %q is not in the overlay", issuerName)
+		} else if caSecret, _, _ := unstructured.NestedString(issuer.Object, "spec", "ca", "secretName"); caSecret == "" {
+			t.Errorf("the Certificate's Issuer %q is not a CA Issuer", issuerName)
 		}
 	}
 	for _, wc := range configs {

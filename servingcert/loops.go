@@ -1,0 +1,234 @@
+package servingcert
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/certs"
+)
+
+// The rules the loops need. The webhook configurations are read (and, in the self-signed mode,
+// patched; see servingcert/injectorrbac) by name only.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,resourceNames=cos-externalizer,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=olmv1-system,resources=secrets,verbs=get;list;watch;create;patch
+
+// caCommonName is the self-signed CA's subject.
+const caCommonName = "cos-externalizer-webhook-ca"
+
+func (s *Server) secretKey() types.NamespacedName {
+	return types.NamespacedName{Namespace: s.opts.Namespace, Name: s.opts.SecretName}
+}
+
+// watchAll wakes ch on changes of the Secret and of the webhook configurations.
+func (s *Server) watchAll(ctx context.Context, ch chan struct{}) error {
+	objs := []client.Object{&corev1.Secret{}}
+	if s.opts.WebhookConfiguration != "" {
+		objs = append(objs, &admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+	}
+	for _, o := range objs {
+		if err := s.watch(ctx, o, ch); err != nil {
+			return fmt.Errorf("watching %T: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// runReplica keeps this replica's certificate current; every replica runs it.
+func (s *Server) runReplica(ctx context.Context) error {
+	if err := s.watchAll(ctx, s.poke); err != nil {
+		return err
+	}
+	return loop(ctx, s.log, s.poke, s.syncReplica)
+}
+
+func (s *Server) syncReplica(ctx context.Context) (time.Time, error) {
+	var sec corev1.Secret
+	if err := s.cache.Get(ctx, s.secretKey(), &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.log.Info("waiting for the Secret of the serving certificate", "secret", s.secretKey().String())
+			return time.Time{}, nil
+		}
+		return time.Time{}, err
+	}
+	now := time.Now()
+	switch s.opts.Source {
+	case SourceSecret:
+		pair, err := certs.KeyPair(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+		if err != nil {
+			return time.Time{}, fmt.Errorf("Secret %s: %s/%s: %w", s.secretKey(), corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
+		}
+		s.offer(ctx, pair, "the Secret holds a new certificate")
+		return time.Time{}, nil
+	default:
+		auth, err := certs.ParseAuthority(sec.Data)
+		if err != nil {
+			s.log.Info("waiting for the leader to repair the CA Secret", "secret", s.secretKey().String(), "reason", err.Error())
+			return time.Time{}, nil
+		}
+		lp := certs.LeafPolicy{Hosts: s.opts.Hosts, Lifetime: s.opts.CertLifetime}
+		s.mu.Lock()
+		base := s.pending
+		if base == nil {
+			base = s.current
+		}
+		s.mu.Unlock()
+		var leaf *x509.Certificate
+		if base != nil {
+			leaf = base.Leaf
+		}
+		if renew, why := lp.NeedsRenewal(now, leaf, auth.Signing); renew {
+			pair, err := lp.Issue(now, auth.Signing)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("issuing a serving certificate: %w", err)
+			}
+			base = pair
+			s.offer(ctx, pair, why)
+		} else {
+			s.offer(ctx, base, "the webhook configurations trust it")
+		}
+		return lp.RenewAt(base.Leaf), nil
+	}
+}
+
+// runAuthority keeps the CA Secret and the injected CA bundle current; only the leader runs it.
+func (s *Server) runAuthority(ctx context.Context) error {
+	if err := s.watchAll(ctx, s.pokeCA); err != nil {
+		return err
+	}
+	return loop(ctx, s.log.WithName("authority"), s.pokeCA, s.syncAuthority)
+}
+
+func (s *Server) syncAuthority(ctx context.Context) (time.Time, error) {
+	policy := certs.CAPolicy{CommonName: caCommonName, Lifetime: s.opts.CALifetime}
+	key := s.secretKey()
+	// Decisions are made on fresh reads, never on the cache.
+	var sec corev1.Secret
+	exists := true
+	if err := s.api.Get(ctx, key, &sec); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return time.Time{}, fmt.Errorf("reading the CA Secret %s: %w", key, err)
+		}
+		exists = false
+	}
+	var cur *certs.Authority
+	if exists {
+		var err error
+		if cur, err = certs.ParseAuthority(sec.Data); err != nil {
+			s.rec.Eventf(&sec, nil, corev1.EventTypeWarning, EventCAInvalid, "Rotate", "the CA Secret is not a usable authority (%v); a new CA replaces it", err)
+		}
+	}
+	bundles, err := s.bundles(ctx, s.api)
+	if err != nil {
+		return time.Time{}, err
+	}
+	trusted := func(c *x509.Certificate) bool {
+		for _, b := range bundles {
+			roots, err := certs.ParseCerts(b.caBundle)
+			if err != nil {
+				return false
+			}
+			found := false
+			for _, r := range roots {
+				found = found || r.Equal(c)
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	now := time.Now()
+	next, reason, err := policy.Plan(now, cur, trusted)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if next != nil {
+		data, err := next.Data()
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !exists {
+			sec = corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "cos-externalizer"}},
+				Type:       corev1.SecretTypeOpaque,
+				Data:       data,
+			}
+			if err := s.cl.Create(ctx, &sec); err != nil {
+				if apierrors.IsAlreadyExists(err) {
+					return time.Time{}, nil // another leader's; its event wakes us
+				}
+				return time.Time{}, fmt.Errorf("creating the CA Secret %s: %w", key, err)
+			}
+		} else {
+			orig := sec.DeepCopy()
+			sec.Data = data
+			if err := s.cl.Patch(ctx, &sec, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+				return time.Time{}, fmt.Errorf("updating the CA Secret %s: %w", key, err)
+			}
+		}
+		s.rec.Eventf(&sec, nil, corev1.EventTypeNormal, EventCARotated, "Rotate", "%s", reason)
+		s.log.Info("CA Secret updated", "secret", key.String(), "reason", reason, "signingNotAfter", next.Signing.Cert.NotAfter.UTC(), "trusted", len(next.Trusted))
+		cur = next
+	}
+	injected, err := s.inject(ctx, cur.Bundle())
+	if err != nil {
+		return time.Time{}, err
+	}
+	if injected {
+		s.rec.Eventf(&sec, nil, corev1.EventTypeNormal, EventCAInjected, "Inject", "injected a CA bundle of %d certificates into the webhook configurations %s", len(cur.Trusted), s.opts.WebhookConfiguration)
+		s.log.Info("CA bundle injected", "webhookConfiguration", s.opts.WebhookConfiguration, "certificates", len(cur.Trusted))
+	}
+	return policy.NextCheck(now, cur), nil
+}
+
+// inject sets every webhook's caBundle of the two configurations to bundle; it reports whether it
+// changed anything. Patches carry the read resourceVersion, so a concurrent change is retried.
+func (s *Server) inject(ctx context.Context, bundle []byte) (bool, error) {
+	key := types.NamespacedName{Name: s.opts.WebhookConfiguration}
+	changed := false
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := s.api.Get(ctx, key, &mwc); err != nil {
+		return false, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", key.Name, err)
+	}
+	orig := mwc.DeepCopy()
+	dirty := false
+	for i := range mwc.Webhooks {
+		if !bytes.Equal(mwc.Webhooks[i].ClientConfig.CABundle, bundle) {
+			mwc.Webhooks[i].ClientConfig.CABundle, dirty = bundle, true
+		}
+	}
+	if dirty {
+		if err := s.cl.Patch(ctx, &mwc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, fmt.Errorf("injecting the CA bundle into MutatingWebhookConfiguration %s: %w", key.Name, err)
+		}
+		changed = true
+	}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := s.api.Get(ctx, key, &vwc); err != nil {
+		return changed, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", key.Name, err)
+	}
+	vorig := vwc.DeepCopy()
+	dirty = false
+	for i := range vwc.Webhooks {
+		if !bytes.Equal(vwc.Webhooks[i].ClientConfig.CABundle, bundle) {
+			vwc.Webhooks[i].ClientConfig.CABundle, dirty = bundle, true
+		}
+	}
+	if dirty {
+		if err := s.cl.Patch(ctx, &vwc, client.MergeFromWithOptions(vorig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return changed, fmt.Errorf("injecting the CA bundle into ValidatingWebhookConfiguration %s: %w", key.Name, err)
+		}
+		changed = true
+	}
+	return changed, nil
+}

@@ -1,0 +1,339 @@
+// Package servingcert serves the webhooks' TLS certificate from the API server, not from files:
+//
+//   - SourceSecret: a Secret holding tls.crt and tls.key that something else keeps current
+//     (cert-manager's Certificate), watched, so a renewed certificate is served within a second,
+//     where a mounted Secret reaches the files only on kubelet's next sync (a minute or more).
+//   - SourceSelfSigned: no cert-manager. The elected leader keeps a CA in a Secret and injects its
+//     bundle into the webhook configurations (caBundle); every replica issues its own serving
+//     certificate from that CA, in memory. The rotation policy is certs.CAPolicy and certs.LeafPolicy.
+//   - SourceDir: controller-runtime's default, files in --webhook-cert-dir reloaded on change.
+//
+// Every replica switches to a new certificate only once the webhook configurations trust it (or the
+// one it serves is no longer trusted), and is ready only while it serves a trusted one.
+package servingcert
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/cos-externalizer/cos-externalizer/certs"
+)
+
+// Where the serving certificate comes from (--webhook-cert-source).
+const (
+	SourceDir        = "dir"
+	SourceSecret     = "secret"
+	SourceSelfSigned = "self-signed"
+)
+
+// Default names, as config/ installs them.
+const (
+	DefaultCertSecret           = "cos-externalizer-webhook-cert"
+	DefaultCASecret             = "cos-externalizer-webhook-ca"
+	DefaultWebhookConfiguration = "cos-externalizer"
+	DefaultCALifetime           = 365 * 24 * time.Hour
+	DefaultCertLifetime         = 7 * 24 * time.Hour
+)
+
+// Event reasons, on the CA Secret of the self-signed mode.
+const (
+	EventCARotated  = "CARotated"
+	EventCAInjected = "CAInjected"
+	EventCAInvalid  = "CAInvalid"
+)
+
+// Options configure the serving certificate.
+type Options struct {
+	Source string
+	// Namespace and SecretName: the certificate Secret (SourceSecret) or the CA Secret
+	// (SourceSelfSigned).
+	Namespace, SecretName string
+	// WebhookConfiguration names the MutatingWebhookConfiguration and the
+	// ValidatingWebhookConfiguration whose caBundle must trust the served certificate; empty skips
+	// the check (and the self-signed mode cannot inject).
+	WebhookConfiguration string
+	// Hosts are the serving certificate's names (SourceSelfSigned).
+	Hosts                    []string
+	CALifetime, CertLifetime time.Duration
+}
+
+// Validate checks o.
+func (o Options) Validate() error {
+	var errs []error
+	switch o.Source {
+	case SourceDir:
+		return nil
+	case SourceSecret, SourceSelfSigned:
+	default:
+		return fmt.Errorf("--webhook-cert-source: %q is none of %s, %s and %s", o.Source, SourceDir, SourceSecret, SourceSelfSigned)
+	}
+	if o.SecretName == "" {
+		errs = append(errs, errors.New("--webhook-cert-secret: must not be empty"))
+	}
+	if o.Source == SourceSelfSigned {
+		if o.WebhookConfiguration == "" {
+			errs = append(errs, errors.New("--webhook-configuration: the self-signed mode injects its CA there, so it must not be empty"))
+		}
+		if len(o.Hosts) == 0 {
+			errs = append(errs, errors.New("--webhook-cert-hosts: the self-signed mode needs at least one host name"))
+		}
+		if o.CALifetime < 3*time.Second || o.CertLifetime < time.Second {
+			errs = append(errs, fmt.Errorf("--self-signed-ca-lifetime (%s) must be at least 3s and --self-signed-cert-lifetime (%s) at least 1s", o.CALifetime, o.CertLifetime))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Server provides the webhook server's certificate.
+type Server struct {
+	opts  Options
+	log   logr.Logger
+	cache cache.Cache
+	api   client.Reader
+	cl    client.Client
+	rec   events.EventRecorder
+
+	mu      sync.Mutex
+	current *tls.Certificate
+	// pending is a certificate waiting to be trusted before it is served.
+	pending *tls.Certificate
+
+	// poke wakes the replica's loop; pokeCA the leader's.
+	poke, pokeCA chan struct{}
+}
+
+// New returns a Server for o; Setup wires it into a manager.
+func New(o Options) *Server {
+	return &Server{opts: o, poke: make(chan struct{}, 1), pokeCA: make(chan struct{}, 1)}
+}
+
+// TLSOption sets the webhook server's GetCertificate, or nothing for SourceDir.
+func (s *Server) TLSOption() func(*tls.Config) {
+	return func(c *tls.Config) {
+		if s.opts.Source != SourceDir {
+			c.GetCertificate = s.GetCertificate
+		}
+	}
+}
+
+// GetCertificate serves the current certificate.
+func (s *Server) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil {
+		return nil, errors.New("no serving certificate yet")
+	}
+	return s.current, nil
+}
+
+// Setup adds the Server's cache, loops and readiness check to mgr.
+func (s *Server) Setup(mgr manager.Manager) error {
+	if s.opts.Source == SourceDir {
+		return nil
+	}
+	s.log = ctrl.Log.WithName("serving-certificate")
+	s.api, s.cl = mgr.GetAPIReader(), mgr.GetClient()
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {
+			Namespaces: map[string]cache.Config{s.opts.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", s.opts.SecretName),
+		},
+	}
+	if s.opts.WebhookConfiguration != "" {
+		name := fields.OneTermEqualSelector("metadata.name", s.opts.WebhookConfiguration)
+		byObject[&admissionregistrationv1.MutatingWebhookConfiguration{}] = cache.ByObject{Field: name}
+		byObject[&admissionregistrationv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: name}
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), ByObject: byObject,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the serving certificate's cache: %w", err)
+	}
+	s.cache = c
+	if err := mgr.Add(c); err != nil {
+		return err
+	}
+	s.rec = mgr.GetEventRecorder("cos-externalizer")
+	if err := mgr.Add(manager.RunnableFunc(s.runReplica)); err != nil {
+		return err
+	}
+	if s.opts.Source == SourceSelfSigned {
+		if err := mgr.Add(&leaderRunnable{s.runAuthority}); err != nil {
+			return err
+		}
+	}
+	return mgr.AddReadyzCheck("serving-certificate", s.ReadyCheck)
+}
+
+// leaderRunnable runs only on the elected leader.
+type leaderRunnable struct{ run func(context.Context) error }
+
+func (l *leaderRunnable) Start(ctx context.Context) error { return l.run(ctx) }
+func (l *leaderRunnable) NeedLeaderElection() bool        { return true }
+
+// ReadyCheck passes while the served certificate is trusted by every webhook configuration.
+func (s *Server) ReadyCheck(*http.Request) error {
+	s.mu.Lock()
+	cur := s.current
+	s.mu.Unlock()
+	if cur == nil {
+		return errors.New("no serving certificate yet")
+	}
+	return s.trusts(context.Background(), cur)
+}
+
+// watch wakes ch on every change of the cache's objects of obj's kind.
+func (s *Server) watch(ctx context.Context, obj client.Object, ch chan struct{}) error {
+	inf, err := s.cache.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	wake := func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { wake() },
+		UpdateFunc: func(any, any) { wake() },
+		DeleteFunc: func(any) { wake() },
+	})
+	return err
+}
+
+// loop runs sync on every wake-up of ch and when the time it returns comes (zero: only on wake-ups,
+// and every resync at the latest), until ctx ends. Errors are logged and retried with backoff.
+func loop(ctx context.Context, log logr.Logger, ch <-chan struct{}, sync func(context.Context) (time.Time, error)) error {
+	const resync, maxBackoff = time.Minute, 30 * time.Second
+	backoff := 100 * time.Millisecond
+	for {
+		wait := resync
+		next, err := sync(ctx)
+		if err != nil {
+			log.Error(err, "serving certificate sync failed; retrying", "retryIn", backoff)
+			wait, backoff = backoff, min(2*backoff, maxBackoff)
+		} else {
+			backoff = 100 * time.Millisecond
+			if !next.IsZero() {
+				wait = min(wait, time.Until(next)+10*time.Millisecond)
+			}
+		}
+		t := time.NewTimer(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// offer serves candidate in place of the current certificate when the webhook configurations trust
+// it, or when they no longer trust the current one; otherwise it is kept pending.
+func (s *Server) offer(ctx context.Context, candidate *tls.Certificate, why string) {
+	s.mu.Lock()
+	cur := s.current
+	s.mu.Unlock()
+	if cur != nil && string(cur.Leaf.Raw) == string(candidate.Leaf.Raw) {
+		return
+	}
+	if cur != nil {
+		if err := s.trusts(ctx, candidate); err != nil {
+			if s.trusts(ctx, cur) == nil {
+				s.mu.Lock()
+				s.pending = candidate
+				s.mu.Unlock()
+				s.log.V(1).Info("a new serving certificate waits until the webhook configurations trust it", "reason", err.Error())
+				return
+			}
+		}
+	}
+	s.mu.Lock()
+	s.current, s.pending = candidate, nil
+	s.mu.Unlock()
+	certNotAfter.Set(float64(candidate.Leaf.NotAfter.Unix()))
+	certChanges.WithLabelValues(s.opts.Source).Inc()
+	s.log.Info("serving a new certificate", "reason", why, "serial", candidate.Leaf.SerialNumber.Text(16), "notAfter", candidate.Leaf.NotAfter.UTC())
+}
+
+// trusts reports whether every webhook of the configurations trusts c; nil when none is configured.
+func (s *Server) trusts(ctx context.Context, c *tls.Certificate) error {
+	if s.opts.WebhookConfiguration == "" {
+		return nil
+	}
+	bundles, err := s.bundles(ctx, s.cache)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, b := range bundles {
+		if err := certs.VerifyBundle(c.Leaf, b.caBundle, now); err != nil {
+			return fmt.Errorf("%s %s, webhook %s: %w", b.kind, s.opts.WebhookConfiguration, b.webhook, err)
+		}
+	}
+	return nil
+}
+
+type webhookBundle struct {
+	kind, webhook string
+	caBundle      []byte
+}
+
+// bundles lists the caBundle of every webhook of the two configurations, read through r.
+func (s *Server) bundles(ctx context.Context, r client.Reader) ([]webhookBundle, error) {
+	key := types.NamespacedName{Name: s.opts.WebhookConfiguration}
+	var out []webhookBundle
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := r.Get(ctx, key, &mwc); err != nil {
+		return nil, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", key.Name, err)
+	}
+	for _, w := range mwc.Webhooks {
+		out = append(out, webhookBundle{"MutatingWebhookConfiguration", w.Name, w.ClientConfig.CABundle})
+	}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := r.Get(ctx, key, &vwc); err != nil {
+		return nil, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", key.Name, err)
+	}
+	for _, w := range vwc.Webhooks {
+		out = append(out, webhookBundle{"ValidatingWebhookConfiguration", w.Name, w.ClientConfig.CABundle})
+	}
+	return out, nil
+}
+
+var (
+	certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cos_externalizer_webhook_certificate_expiry_timestamp_seconds",
+		Help: "When the webhook serving certificate this replica serves expires (Unix seconds).",
+	})
+	certChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cos_externalizer_webhook_certificate_changes_total",
+		Help: "Serving certificates this replica switched to, by source (secret, self-signed).",
+	}, []string{"source"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(certNotAfter, certChanges)
+}
