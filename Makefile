@@ -138,10 +138,26 @@ test: control-plane testdata certmanager-crds verify lint image-check ## Run eve
 test-unit: testdata ## Run the tests that need no control plane (pure packages).
 	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./test/builders/...
 
+# The e2e suite (test/e2e) runs on the local control plane in `make test` (test/e2e/local) and, for
+# those with Docker, on kind: a cluster named $KIND_CLUSTER, cert-manager $(CERTMANAGER_VERSION) from
+# its release, the image loaded, config/default deployed, then the same cases (test/e2e/kind).
+KIND ?= kind
+CERTMANAGER_MANIFEST := https://github.com/cert-manager/cert-manager/releases/download/$(CERTMANAGER_VERSION)/cert-manager.yaml
+
 .PHONY: test-e2e
-test-e2e: ## End-to-end tests on a kind cluster (needs Docker; not run by `make test`).
-	@command -v kind >/dev/null || { echo "kind is not installed; e2e on kind needs Docker and kind"; exit 1; }
-	@echo "the kind e2e suite arrives with the deployment manifests"; exit 1
+test-e2e: image testdata ## End-to-end suite on a kind cluster (needs Docker and kind; not run by `make test`).
+	@command -v $(KIND) >/dev/null || { echo "kind is not installed; e2e on kind needs Docker and kind (the same suite runs locally: make test-e2e-local)"; exit 1; }
+	$(KIND) get clusters | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER) --wait 5m
+	@mkdir -p $(LOCAL)
+	$(KIND) export kubeconfig --name $(KIND_CLUSTER) --kubeconfig $(LOCAL)/kind-kubeconfig
+	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl apply --server-side -f $(CERTMANAGER_MANIFEST)
+	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl wait --for=condition=Available --timeout=5m -n cert-manager deployment --all
+	$(KIND) load image-archive $(IMAGE_ARCHIVE) --name $(KIND_CLUSTER)
+	IMG=$(IMG) KUBECONFIG=$(LOCAL)/kind-kubeconfig $(GO) test -tags e2e_kind -count=1 -timeout 30m -v ./test/e2e/kind/
+
+.PHONY: test-e2e-local
+test-e2e-local: control-plane testdata certmanager certmanager-crds ## The e2e suite on the local control plane: cert-manager, two manager processes behind a load balancer (part of `make test`).
+	$(GO) test -count=1 -timeout 20m -v ./test/e2e/local/
 
 .PHONY: bench
 bench: control-plane testdata ## Run the benchmarks (figures in docs/benchmarks.md); about 3 minutes once built.

@@ -1,0 +1,232 @@
+//go:build e2e_kind
+
+// Package kind runs the e2e suite (package test/e2e) on a kind cluster that `make test-e2e` has set
+// up: cert-manager installed, the image loaded and config/default deployed. Replicas are the
+// manager Deployment's Pods; the webhooks are reached through their Service, as in any cluster.
+// Only this file differs from the local run (test/e2e/local), and it needs Docker, so CI does not
+// run it.
+package kind
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/test/e2e"
+)
+
+const deployment = "cos-externalizer"
+
+type cluster struct {
+	t      *testing.T
+	cfg    *rest.Config
+	client client.Client
+}
+
+func TestE2E(t *testing.T) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range e2e.Order {
+		t.Run(name, func(t *testing.T) {
+			e2e.Cases[name](t, &cluster{t: t, cfg: cfg, client: cl})
+		})
+	}
+}
+
+func (c *cluster) Config() *rest.Config            { return c.cfg }
+func (c *cluster) Namespace() string               { return olmv1.DefaultSystemNamespace }
+func (c *cluster) Logf(format string, args ...any) { c.t.Logf(format, args...) }
+
+// Deploy runs `make deploy` with the overlay of mode and patches replicas and extra flags in.
+func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...string) error {
+	overlay := "default"
+	if mode == e2e.ModeSelfSigned {
+		overlay = "self-signed"
+		ca := &corev1.Secret{}
+		ca.Namespace, ca.Name = c.Namespace(), servingcert.DefaultCASecret
+		if err := c.client.Delete(ctx, ca); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	deploy := exec.CommandContext(ctx, "make", "-C", "../../..", "deploy", "OVERLAY="+overlay, "IMG="+os.Getenv("IMG"), "KUBECTL=kubectl")
+	if out, err := deploy.CombinedOutput(); err != nil {
+		return fmt.Errorf("make deploy: %w\n%s", err, out)
+	}
+	d := &appsv1.Deployment{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace(), Name: deployment}, d); err != nil {
+		return err
+	}
+	d.Spec.Replicas = ptr.To(int32(n))
+	d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, extra...)
+	if err := c.client.Update(ctx, d); err != nil {
+		return err
+	}
+	rollout := exec.CommandContext(ctx, "kubectl", "rollout", "status", "-n", c.Namespace(), "deployment/"+deployment, "--timeout=5m")
+	if out, err := rollout.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl rollout status: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// pods are the Deployment's running Pods, by name.
+func (c *cluster) pods(ctx context.Context) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := c.client.List(ctx, list, client.InNamespace(c.Namespace()), client.MatchingLabels{"app.kubernetes.io/name": "cos-externalizer", "app.kubernetes.io/component": "manager"}); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (c *cluster) pod(ctx context.Context, i int) (corev1.Pod, error) {
+	pods, err := c.pods(ctx)
+	if err != nil {
+		return corev1.Pod{}, err
+	}
+	if i >= len(pods) {
+		return corev1.Pod{}, fmt.Errorf("no replica %d of %d", i, len(pods))
+	}
+	return pods[i], nil
+}
+
+func (c *cluster) Replicas() int {
+	pods, _ := c.pods(context.Background())
+	return len(pods)
+}
+
+// Served port-forwards to the Pod's webhook port and reads the certificate it serves.
+func (c *cluster) Served(ctx context.Context, i int) (*x509.Certificate, error) {
+	p, err := c.pod(ctx, i)
+	if err != nil {
+		return nil, err
+	}
+	transport, upgrader, err := spdy.RoundTripperFor(c.cfg)
+	if err != nil {
+		return nil, err
+	}
+	req := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/portforward", strings.TrimRight(c.cfg.Host, "/"), p.Namespace, p.Name)
+	u, err := http.NewRequest(http.MethodPost, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u.URL)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:9443"}, stop, ready, nil, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("port-forward to %s did not become ready", p.Name)
+	}
+	ports, err := fw.GetPorts()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// Leader maps the Lease holder (hostname_uuid; the hostname is the Pod's name) to a replica.
+func (c *cluster) Leader(ctx context.Context) (int, error) {
+	var leader int
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lease := &coordinationv1.Lease{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace(), Name: e2e.LeaseName}, lease); err != nil {
+			return false, nil
+		}
+		pods, err := c.pods(ctx)
+		if err != nil {
+			return false, nil
+		}
+		for i, p := range pods {
+			if strings.HasPrefix(ptr.Deref(lease.Spec.HolderIdentity, ""), p.Name+"_") {
+				leader = i
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return leader, err
+}
+
+// Kill deletes the Pod at once (grace period 0), as a node failure would end it.
+func (c *cluster) Kill(ctx context.Context, i int) error {
+	p, err := c.pod(ctx, i)
+	if err != nil {
+		return err
+	}
+	return c.client.Delete(ctx, &p, client.GracePeriodSeconds(0))
+}
+
+// Stop scales the Deployment down by one: a graceful stop that is not undone.
+func (c *cluster) Stop(ctx context.Context, _ int) error {
+	d := &appsv1.Deployment{}
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace(), Name: deployment}, d); err != nil {
+		return err
+	}
+	d.Spec.Replicas = ptr.To(ptr.Deref(d.Spec.Replicas, 1) - 1)
+	if err := c.client.Update(ctx, d); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.pods(ctx)
+		return err == nil && int32(len(pods)) == *d.Spec.Replicas, nil
+	})
+}
+
+// Restarts sums the container restarts of the Deployment's Pods.
+func (c *cluster) Restarts(ctx context.Context) (int, error) {
+	pods, err := c.pods(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			n += int(s.RestartCount)
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,372 @@
+// Package local runs the e2e suite (package test/e2e) on the local control plane: cert-manager's
+// controller and cainjector as processes beside the API server, manager replicas as processes of the
+// binary built from this tree, and a Balancer in front of them where a cluster has the webhook
+// Service. The webhook configurations and cert-manager's objects are those of config/default and
+// config/self-signed, with two local changes: the webhooks are called by URL (the Balancer), and
+// the serving Certificate gets the IP SAN 127.0.0.1.
+package local
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/e2e"
+)
+
+const fieldManager = "e2e-deploy"
+
+// Cluster is the local control plane with manager replicas; it implements e2e.Cluster.
+type Cluster struct {
+	cp      *controlplane.ControlPlane
+	client  client.Client
+	manager string // the manager binary
+	root    string // the repository
+	lb      *Balancer
+	logf    func(format string, args ...any)
+
+	mu       sync.Mutex
+	replicas []*replica
+	deploys  int
+}
+
+type replica struct {
+	proc                            *controlplane.Process
+	webhookPort, probePort, metrics int
+}
+
+var _ e2e.Cluster = (*Cluster)(nil)
+
+// New prepares the cluster: the manager binary and the Balancer. cert-manager must be running.
+func New(cp *controlplane.ControlPlane, manager string) (*Cluster, error) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	lb, err := NewBalancer()
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{cp: cp, client: c, manager: manager, root: root, lb: lb, logf: func(string, ...any) {}}, nil
+}
+
+// SetLogf directs the suite's figures (t.Logf of the running test).
+func (c *Cluster) SetLogf(f func(format string, args ...any)) { c.logf = f }
+
+func (c *Cluster) Logf(format string, args ...any) { c.logf(format, args...) }
+func (c *Cluster) Config() *rest.Config            { return c.cp.Config }
+func (c *Cluster) Namespace() string               { return olmv1.DefaultSystemNamespace }
+
+func (c *Cluster) Replicas() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.replicas)
+}
+
+// Close stops every replica and the Balancer.
+func (c *Cluster) Close() error {
+	errs := []error{c.stopAll()}
+	return errors.Join(append(errs, c.lb.Close())...)
+}
+
+func (c *Cluster) stopAll() error {
+	c.mu.Lock()
+	reps := c.replicas
+	c.replicas = nil
+	c.mu.Unlock()
+	var errs []error
+	for _, r := range reps {
+		errs = append(errs, r.proc.Stop(30*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+// Deploy stops the replicas, installs the overlay's certificate objects and webhook configurations
+// for mode, starts n replicas and waits until each is ready (it serves a certificate that the
+// webhook configurations trust).
+func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...string) error {
+	if err := c.stopAll(); err != nil {
+		return err
+	}
+	if err := controlplane.EnsureNamespace(ctx, c.cp.Config, c.Namespace()); err != nil {
+		return err
+	}
+	overlay := "default"
+	if mode == e2e.ModeSelfSigned {
+		overlay = "self-signed"
+		// A fresh CA: the case starts from "no CA yet".
+		ca := &corev1.Secret{}
+		ca.Namespace, ca.Name = c.Namespace(), servingcert.DefaultCASecret
+		if err := c.client.Delete(ctx, ca); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	objs, err := c.render(overlay)
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Issuer", "Certificate":
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			if err := c.pointAtBalancer(u); err != nil {
+				return err
+			}
+		default:
+			continue // the manager runs as processes with admin credentials
+		}
+		if u.GetKind() == "Certificate" && u.GetName() == e2e.CertificateName {
+			// The local patch: the API server calls 127.0.0.1.
+			if err := unstructured.SetNestedStringSlice(u.Object, []string{"127.0.0.1"}, "spec", "ipAddresses"); err != nil {
+				return err
+			}
+		}
+		if err := c.client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	c.mu.Lock()
+	c.deploys++
+	deploy := c.deploys
+	c.mu.Unlock()
+	var backends []string
+	for i := range n {
+		r, err := c.start(deploy, i, mode, extra)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.replicas = append(c.replicas, r)
+		c.mu.Unlock()
+		backends = append(backends, net.JoinHostPort("127.0.0.1", strconv.Itoa(r.webhookPort)))
+	}
+	c.lb.SetBackends(backends)
+	for i := range n {
+		if err := c.waitReady(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// render is `kubectl kustomize config/<overlay>`, parsed.
+func (c *Cluster) render(overlay string) ([]*unstructured.Unstructured, error) {
+	kubectl, err := controlplane.Binary("kubectl")
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(c.root, "config", overlay)).Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubectl kustomize config/%s: %w", overlay, err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(out)), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// pointAtBalancer replaces each webhook's Service reference with the Balancer's URL and the same path.
+func (c *Cluster) pointAtBalancer(u *unstructured.Unstructured) error {
+	hooks, _, err := unstructured.NestedSlice(u.Object, "webhooks")
+	if err != nil {
+		return err
+	}
+	for i, h := range hooks {
+		m := h.(map[string]any)
+		path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
+		unstructured.RemoveNestedField(m, "clientConfig", "service")
+		if err := unstructured.SetNestedField(m, "https://"+c.lb.Addr()+path, "clientConfig", "url"); err != nil {
+			return err
+		}
+		hooks[i] = m
+	}
+	return unstructured.SetNestedSlice(u.Object, hooks, "webhooks")
+}
+
+func (c *Cluster) start(deploy, i int, mode string, extra []string) (*replica, error) {
+	ports, err := controlplane.FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	r := &replica{webhookPort: ports[0], probePort: ports[1], metrics: ports[2]}
+	args := append([]string{
+		"--kubeconfig=" + c.cp.Kubeconfig, "--leader-elect",
+		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(r.webhookPort),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(r.probePort),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(r.metrics), "--metrics-secure=false",
+		"--webhook-cert-source=" + mode, "--webhook-cert-hosts=127.0.0.1",
+	}, extra...)
+	logPath := c.cp.LogPath(fmt.Sprintf("manager-%d-%d", deploy, i))
+	if r.proc, err = controlplane.StartProcess(fmt.Sprintf("manager %d", i), c.manager, args, logPath); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (c *Cluster) replica(i int) (*replica, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < 0 || i >= len(c.replicas) {
+		return nil, fmt.Errorf("no replica %d", i)
+	}
+	return c.replicas[i], nil
+}
+
+func (c *Cluster) waitReady(ctx context.Context, i int) error {
+	r, err := c.replica(i)
+	if err != nil {
+		return err
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(r.probePort) + "/readyz?verbose"
+	last := ""
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := r.proc.ExitError(); err != nil {
+			return false, err
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "failed") {
+				b.WriteString(sc.Text() + "; ")
+			}
+		}
+		last = fmt.Sprintf("%d %s", resp.StatusCode, b.String())
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("replica %d not ready: %w (last: %s)", i, err, last)
+	}
+	return nil
+}
+
+func (c *Cluster) Served(ctx context.Context, i int) (*x509.Certificate, error) {
+	r, err := c.replica(i)
+	if err != nil {
+		return nil, err
+	}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // reads the served certificate; trust is checked by the caller
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.webhookPort)))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0], nil
+}
+
+// Leader reads each replica's leader_election_master_status metric.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	var leader int
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for i := range c.Replicas() {
+			r, _ := c.replica(i)
+			select {
+			case <-r.proc.Exited():
+				continue
+			default:
+			}
+			resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(r.metrics) + "/metrics")
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "leader_election_master_status{") && strings.HasSuffix(sc.Text(), " 1") {
+					leader = i
+					resp.Body.Close()
+					return true, nil
+				}
+			}
+			resp.Body.Close()
+		}
+		return false, nil
+	})
+	return leader, err
+}
+
+func (c *Cluster) Kill(_ context.Context, i int) error {
+	r, err := c.replica(i)
+	if err != nil {
+		return err
+	}
+	r.proc.Kill()
+	return nil
+}
+
+func (c *Cluster) Stop(_ context.Context, i int) error {
+	r, err := c.replica(i)
+	if err != nil {
+		return err
+	}
+	return r.proc.Stop(30 * time.Second)
+}
+
+// Restarts counts replicas that exited on their own (the local harness does not restart them).
+func (c *Cluster) Restarts(context.Context) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.replicas {
+		if r.proc.ExitError() != nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// BuildManager builds the manager from this tree into dir.
+func BuildManager(dir string) (string, error) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "cos-externalizer")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/cos-externalizer")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the manager: %w\n%s", err, b)
+	}
+	return out, nil
+}

@@ -1,0 +1,496 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+)
+
+// Names config/ installs.
+const (
+	CertificateName = "cos-externalizer-serving-cert"
+	LeaseName       = "cos-externalizer.olm.operatorframework.io"
+	loadClients     = 10
+)
+
+// Order is the order the cases run in.
+var Order = []string{"CertManagerTLS", "CertManagerRenewalUnderLoad", "SelfSignedRotationUnderLoad", "LeaderKilledMidRollout", "ReplicaStopped"}
+
+// Cases are the suite, by name; each deploys what it needs.
+var Cases = map[string]func(*testing.T, Cluster){
+	"CertManagerTLS":              CertManagerTLS,
+	"CertManagerRenewalUnderLoad": CertManagerRenewalUnderLoad,
+	"SelfSignedRotationUnderLoad": SelfSignedRotationUnderLoad,
+	"LeaderKilledMidRollout":      LeaderKilledMidRollout,
+	"ReplicaStopped":              ReplicaStopped,
+}
+
+func newClient(t *testing.T, c Cluster) client.Client {
+	t.Helper()
+	cl, err := client.New(c.Config(), client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// poll waits for cond, failing the test with what it last saw after timeout.
+func poll(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, seen := cond(ctx)
+		last = seen
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
+	}
+}
+
+func deploy(t *testing.T, c Cluster, mode string, replicas int, extra ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := c.Deploy(ctx, mode, replicas, extra...); err != nil {
+		t.Fatalf("deploying %d replicas (%s): %v", replicas, mode, err)
+	}
+	c.Logf("deployed %d replicas (%s) in %s", replicas, mode, time.Since(start).Round(time.Millisecond))
+}
+
+func ensureNamespace(t *testing.T, cl client.Client, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := cl.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+func stopLoad(t *testing.T, l *Load, what string) Result {
+	t.Helper()
+	r := l.Stop()
+	if len(r.Failed) > 0 {
+		for i, err := range r.Failed[:min(len(r.Failed), 5)] {
+			t.Errorf("%s: failed request %d of %d: %v", what, i+1, len(r.Failed), err)
+		}
+	}
+	return r
+}
+
+func noRestarts(t *testing.T, c Cluster) {
+	t.Helper()
+	n, err := c.Restarts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d replica restarts, want 0", n)
+	}
+}
+
+// CertManagerTLS: a ClusterObjectSet applied through the webhooks, served with cert-manager's
+// certificate, is externalized and rolls out.
+func CertManagerTLS(t *testing.T, c Cluster) {
+	deploy(t, c, ModeCertManager, 2)
+	ctx := context.Background()
+	cl := newClient(t, c)
+	ensureNamespace(t, cl, "e2e-tls")
+	cos := builders.COS("e2e-tls", builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		builders.WithPhase("config", builders.Inline(builders.ConfigMap("e2e-tls", "tls", map[string]string{"k": "v"}))))
+	start := time.Now()
+	if err := cl.Create(ctx, cos); err != nil {
+		t.Fatalf("creating through the webhooks: %v", err)
+	}
+	c.Logf("admission of a ClusterObjectSet through cert-manager's certificate: %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), cos) })
+	if ref := cos.Spec.Phases[0].Objects[0].Ref; ref.Name == "" {
+		t.Fatalf("the stored ClusterObjectSet holds no ref: the mutating webhook did not externalize it")
+	}
+	poll(t, "the ClusterObjectSet to succeed", 2*time.Minute, func(ctx context.Context) (bool, string) {
+		got := &olmv1.ClusterObjectSet{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
+			return false, err.Error()
+		}
+		return apimeta.IsStatusConditionTrue(got.Status.Conditions, olmv1.ConditionSucceeded), fmt.Sprint(got.Status.Conditions)
+	})
+	// Every replica serves a certificate that the injected CA bundle trusts.
+	bundle := injectedBundle(t, cl)
+	for i := range c.Replicas() {
+		cert, err := c.Served(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := verify(cert, bundle); err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+}
+
+// CertManagerRenewalUnderLoad: the Certificate renewed (as `cmctl renew` does) while 10 clients
+// send admission requests: every replica serves the new certificate; no request fails and no
+// replica restarts.
+func CertManagerRenewalUnderLoad(t *testing.T, c Cluster) {
+	deploy(t, c, ModeCertManager, 2)
+	ctx := context.Background()
+	cl := newClient(t, c)
+	ensureNamespace(t, cl, "e2e-load")
+	before := servedSerials(t, c)
+	load, err := StartLoad(c.Config(), loadClients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := load.WaitFor(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	secretSerial := func(ctx context.Context) string {
+		s := &corev1.Secret{}
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCertSecret}, s); err != nil {
+			return ""
+		}
+		cert, err := parseCert(s.Data[corev1.TLSCertKey])
+		if err != nil {
+			return ""
+		}
+		return cert.SerialNumber.String()
+	}
+	old := secretSerial(ctx)
+	triggered := time.Now()
+	renew(t, cl, c.Namespace(), CertificateName)
+	var renewed string
+	poll(t, "cert-manager to write the renewed certificate", 2*time.Minute, func(ctx context.Context) (bool, string) {
+		renewed = secretSerial(ctx)
+		return renewed != "" && renewed != old, "serial " + renewed
+	})
+	issued := time.Since(triggered)
+	poll(t, "every replica to serve the renewed certificate", time.Minute, func(ctx context.Context) (bool, string) {
+		for i := range c.Replicas() {
+			cert, err := c.Served(ctx, i)
+			if err != nil || cert.SerialNumber.String() != renewed {
+				return false, fmt.Sprintf("replica %d: %v", i, err)
+			}
+		}
+		return true, ""
+	})
+	served := time.Since(triggered)
+	if err := load.WaitFor(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	r := stopLoad(t, load, "renewal")
+	noRestarts(t, c)
+	for i, s := range servedSerials(t, c) {
+		if s == before[i] {
+			t.Errorf("replica %d still serves serial %s", i, s)
+		}
+	}
+	c.Logf("renewal under load: issued %s and served by every replica %s after the trigger; %s",
+		issued.Round(time.Millisecond), served.Round(time.Millisecond), r)
+}
+
+// SelfSignedRotationUnderLoad: without cert-manager the leader creates the CA and injects it, and
+// with lifetimes of seconds the serving certificates and the CA rotate while 10 clients send
+// admission requests: no request fails.
+func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
+	const caLife, certLife = 24 * time.Second, 6 * time.Second
+	deploy(t, c, ModeSelfSigned, 2, "--self-signed-ca-lifetime="+caLife.String(), "--self-signed-cert-lifetime="+certLife.String())
+	ctx := context.Background()
+	cl := newClient(t, c)
+	ensureNamespace(t, cl, "e2e-load")
+	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCASecret}
+	signing := func(ctx context.Context) (*x509.Certificate, error) {
+		s := &corev1.Secret{}
+		if err := cl.Get(ctx, caKey, s); err != nil {
+			return nil, err
+		}
+		return parseCert(s.Data[corev1.TLSCertKey])
+	}
+	first, err := signing(ctx)
+	if err != nil {
+		t.Fatalf("the CA Secret after deploying: %v", err)
+	}
+	bundle := injectedBundle(t, cl)
+	if err := verify(first, bundle); err != nil {
+		t.Fatalf("the CA is not injected: %v", err)
+	}
+	load, err := StartLoad(c.Config(), loadClients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	leafChanges := map[string]bool{}
+	// Two CA rotations: each replica serves a certificate of the second successor.
+	rotations := 0
+	last := first
+	poll(t, "the CA to rotate twice and every replica to serve a certificate of the new CA", 4*caLife, func(ctx context.Context) (bool, string) {
+		for i := range c.Replicas() {
+			if cert, err := c.Served(ctx, i); err == nil {
+				leafChanges[cert.SerialNumber.String()] = true
+			}
+		}
+		cur, err := signing(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if !cur.Equal(last) {
+			rotations++
+			last = cur
+		}
+		if rotations < 2 {
+			return false, fmt.Sprintf("%d rotations", rotations)
+		}
+		for i := range c.Replicas() {
+			cert, err := c.Served(ctx, i)
+			if err != nil || cert.CheckSignatureFrom(cur) != nil {
+				return false, fmt.Sprintf("replica %d not yet on the new CA (%v)", i, err)
+			}
+		}
+		return true, ""
+	})
+	took := time.Since(start)
+	if err := load.WaitFor(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	r := stopLoad(t, load, "self-signed rotation")
+	noRestarts(t, c)
+	c.Logf("self-signed, CA lifetime %s, certificate lifetime %s: 2 CA rotations and %d serving certificates in %s; %s",
+		caLife, certLife, len(leafChanges), took.Round(time.Millisecond), r)
+}
+
+// LeaderKilledMidRollout: the leader is killed while the Argo CD bundle rolls out (a gate in one of
+// its phases holds the rollout there); the other replica takes the Lease only after the leader is
+// gone and finishes the rollout.
+func LeaderKilledMidRollout(t *testing.T, c Cluster) {
+	deploy(t, c, ModeCertManager, 2)
+	ctx := context.Background()
+	cl := newClient(t, c)
+	ensureNamespace(t, cl, "argocd")
+	gate := builders.ConfigMap("argocd", "e2e-gate", map[string]string{"k": "v"})
+	gate.SetLabels(map[string]string{"e2e.cos-externalizer.io/gate": "true"})
+	cos, err := builders.Bundle("e2e-argocd", "argocd-install", "argocd", builders.WithProbes(olmv1.ProgressionProbe{
+		Selector:   olmv1.ObjectSelector{Type: olmv1.SelectorTypeLabel, Label: metav1.LabelSelector{MatchLabels: map[string]string{"e2e.cos-externalizer.io/gate": "true"}}},
+		Assertions: []olmv1.Assertion{{Type: olmv1.AssertionTypeFieldValue, FieldValue: olmv1.FieldValueProbe{FieldPath: "data.open", Value: "yes"}}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := -1
+	for i, p := range cos.Spec.Phases {
+		for _, o := range p.Objects {
+			if i > 0 && gated < 0 && o.Object.GetKind() == "ConfigMap" {
+				gated = i
+			}
+		}
+	}
+	if gated < 0 {
+		t.Fatal("no phase after the first holds a ConfigMap")
+	}
+	cos.Spec.Phases[gated].Objects = append(cos.Spec.Phases[gated].Objects, builders.Inline(gate))
+	if err := cl.Create(ctx, cos); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), cos) })
+	poll(t, fmt.Sprintf("the rollout to reach the gate in phase %q", cos.Spec.Phases[gated].Name), 2*time.Minute, func(ctx context.Context) (bool, string) {
+		got := &olmv1.ClusterObjectSet{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
+			return false, err.Error()
+		}
+		cm := &corev1.ConfigMap{}
+		err := cl.Get(ctx, client.ObjectKey{Namespace: "argocd", Name: "e2e-gate"}, cm)
+		return len(got.Status.ObservedPhases) == gated && err == nil, fmt.Sprintf("%d phases complete, gate: %v", len(got.Status.ObservedPhases), err)
+	})
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := &coordinationv1.Lease{}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: c.Namespace(), Name: LeaseName}, before); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := c.Kill(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	// Open the gate (a field the ClusterObjectSet does not set, so no drift to restore).
+	patch := []byte(`{"data":{"open":"yes"}}`)
+	if err := cl.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "e2e-gate"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the other replica to finish the rollout", 3*time.Minute, func(ctx context.Context) (bool, string) {
+		got := &olmv1.ClusterObjectSet{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
+			return false, err.Error()
+		}
+		return apimeta.IsStatusConditionTrue(got.Status.Conditions, olmv1.ConditionSucceeded), fmt.Sprint(got.Status.Conditions)
+	})
+	finished := time.Since(killed)
+	after := &coordinationv1.Lease{}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: c.Namespace(), Name: LeaseName}, after); err != nil {
+		t.Fatal(err)
+	}
+	// One leader at a time: the Lease changed hands once, after the kill.
+	if ptr.Deref(after.Spec.HolderIdentity, "") == ptr.Deref(before.Spec.HolderIdentity, "") {
+		t.Errorf("the Lease is still held by %s", ptr.Deref(after.Spec.HolderIdentity, ""))
+	}
+	if got, want := ptr.Deref(after.Spec.LeaseTransitions, 0), ptr.Deref(before.Spec.LeaseTransitions, 0)+1; got != want {
+		t.Errorf("leaseTransitions %d, want %d", got, want)
+	}
+	if after.Spec.AcquireTime == nil || after.Spec.AcquireTime.Time.Before(killed.Add(-time.Second)) {
+		t.Errorf("the new leader acquired the Lease at %v, before the old one was killed at %s", after.Spec.AcquireTime, killed)
+	}
+	newLeader, err := c.Leader(ctx)
+	if err != nil || newLeader == leader {
+		t.Errorf("leader after the kill: %d (%v), want another than %d", newLeader, err, leader)
+	}
+	c.Logf("leader killed mid-rollout: Lease taken over %s after the kill, rollout finished %s after it",
+		after.Spec.AcquireTime.Sub(killed).Round(time.Millisecond), finished.Round(time.Millisecond))
+}
+
+// ReplicaStopped: with one of two replicas stopped, the webhooks still answer every request.
+func ReplicaStopped(t *testing.T, c Cluster) {
+	deploy(t, c, ModeCertManager, 2)
+	ctx := context.Background()
+	ensureNamespace(t, newClient(t, c), "e2e-load")
+	two := MeasureAdmission(t, c, 300)
+	if err := c.Stop(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	one := MeasureAdmission(t, c, 300)
+	c.Logf("admission with 2 replicas: %s; with 1: %s; p99 ratio %.2f", two, one, float64(one.P99)/float64(two.P99))
+}
+
+// MeasureAdmission sends n requests from 10 clients and returns what they saw; failures fail t.
+func MeasureAdmission(t testing.TB, c Cluster, n int) Result {
+	t.Helper()
+	load, err := StartLoad(c.Config(), loadClients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := load.WaitFor(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	r := load.Stop()
+	for _, err := range r.Failed[:min(len(r.Failed), 5)] {
+		t.Errorf("admission request failed: %v", err)
+	}
+	return r
+}
+
+// renew triggers a new issuance of a cert-manager Certificate as `cmctl renew` does: the Issuing
+// condition, set on its status.
+func renew(t *testing.T, cl client.Client, namespace, name string) {
+	t.Helper()
+	ctx := context.Background()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		crt := &unstructured.Unstructured{}
+		crt.SetAPIVersion("cert-manager.io/v1")
+		crt.SetKind("Certificate")
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, crt); err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(crt.Object, "status", "conditions")
+		conds = append(conds, map[string]any{
+			"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+			"message": "Certificate re-issuance manually triggered", "observedGeneration": crt.GetGeneration(),
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		})
+		if err := unstructured.SetNestedSlice(crt.Object, conds, "status", "conditions"); err != nil {
+			return false, err
+		}
+		if err := cl.Status().Update(ctx, crt); err != nil {
+			if apierrors.IsConflict(err) {
+				return false, nil // changed meanwhile: read again
+			}
+			return false, err
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("triggering the renewal of Certificate %s/%s: %v", namespace, name, err)
+	}
+}
+
+func servedSerials(t *testing.T, c Cluster) []string {
+	t.Helper()
+	var out []string
+	for i := range c.Replicas() {
+		cert, err := c.Served(context.Background(), i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, cert.SerialNumber.String())
+	}
+	return out
+}
+
+// injectedBundle is the caBundle of the first mutating webhook (every webhook gets the same).
+func injectedBundle(t *testing.T, cl client.Client) []byte {
+	t.Helper()
+	mwc := &unstructured.Unstructured{}
+	mwc.SetAPIVersion("admissionregistration.k8s.io/v1")
+	mwc.SetKind("MutatingWebhookConfiguration")
+	if err := cl.Get(context.Background(), types.NamespacedName{Name: servingcert.DefaultWebhookConfiguration}, mwc); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _, _ := unstructured.NestedSlice(mwc.Object, "webhooks")
+	if len(hooks) == 0 {
+		t.Fatal("no webhooks")
+	}
+	b64, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle")
+	pemBytes, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pemBytes
+}
+
+func verify(cert *x509.Certificate, bundle []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(bundle) {
+		return fmt.Errorf("the CA bundle holds no certificate")
+	}
+	if cert.IsCA && cert.CheckSignatureFrom(cert) == nil {
+		// A CA itself: trusted if it is in the bundle.
+		for rest := bundle; ; {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				return fmt.Errorf("the CA is not in the bundle")
+			}
+			if string(b.Bytes) == string(cert.Raw) {
+				return nil
+			}
+		}
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return fmt.Errorf("the injected CA bundle does not trust the served certificate: %w", err)
+	}
+	return nil
+}
+
+func parseCert(pemBytes []byte) (*x509.Certificate, error) {
+	b, _ := pem.Decode(pemBytes)
+	if b == nil {
+		return nil, fmt.Errorf("no PEM certificate")
+	}
+	return x509.ParseCertificate(b.Bytes)
+}
