@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,7 +47,7 @@ var Cases = map[string]func(*testing.T, Cluster){
 	"ReplicaStopped":              ReplicaStopped,
 }
 
-func newClient(t *testing.T, c Cluster) client.Client {
+func newClient(t testing.TB, c Cluster) client.Client {
 	t.Helper()
 	cl, err := client.New(c.Config(), client.Options{Scheme: scheme.New()})
 	if err != nil {
@@ -56,7 +57,7 @@ func newClient(t *testing.T, c Cluster) client.Client {
 }
 
 // poll waits for cond, failing the test with what it last saw after timeout.
-func poll(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
+func poll(t testing.TB, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
 	last := ""
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -80,7 +81,17 @@ func deploy(t *testing.T, c Cluster, mode string, replicas int, extra ...string)
 	c.Logf("deployed %d replicas (%s) in %s", replicas, mode, time.Since(start).Round(time.Millisecond))
 }
 
-func ensureNamespace(t *testing.T, cl client.Client, name string) {
+// EnsureNamespace creates the namespace unless it exists.
+func EnsureNamespace(t testing.TB, cfg *rest.Config, name string) {
+	t.Helper()
+	cl, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensureNamespace(t, cl, name)
+}
+
+func ensureNamespace(t testing.TB, cl client.Client, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := cl.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
@@ -88,7 +99,7 @@ func ensureNamespace(t *testing.T, cl client.Client, name string) {
 	}
 }
 
-func stopLoad(t *testing.T, l *Load, what string) Result {
+func stopLoad(t testing.TB, l *Load, what string) Result {
 	t.Helper()
 	r := l.Stop()
 	if len(r.Failed) > 0 {
@@ -99,7 +110,7 @@ func stopLoad(t *testing.T, l *Load, what string) Result {
 	return r
 }
 
-func noRestarts(t *testing.T, c Cluster) {
+func noRestarts(t testing.TB, c Cluster) {
 	t.Helper()
 	n, err := c.Restarts(context.Background())
 	if err != nil {
@@ -164,36 +175,7 @@ func CertManagerRenewalUnderLoad(t *testing.T, c Cluster) {
 	if err := load.WaitFor(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
-	secretSerial := func(ctx context.Context) string {
-		s := &corev1.Secret{}
-		if err := cl.Get(ctx, types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCertSecret}, s); err != nil {
-			return ""
-		}
-		cert, err := parseCert(s.Data[corev1.TLSCertKey])
-		if err != nil {
-			return ""
-		}
-		return cert.SerialNumber.String()
-	}
-	old := secretSerial(ctx)
-	triggered := time.Now()
-	renew(t, cl, c.Namespace(), CertificateName)
-	var renewed string
-	poll(t, "cert-manager to write the renewed certificate", 2*time.Minute, func(ctx context.Context) (bool, string) {
-		renewed = secretSerial(ctx)
-		return renewed != "" && renewed != old, "serial " + renewed
-	})
-	issued := time.Since(triggered)
-	poll(t, "every replica to serve the renewed certificate", time.Minute, func(ctx context.Context) (bool, string) {
-		for i := range c.Replicas() {
-			cert, err := c.Served(ctx, i)
-			if err != nil || cert.SerialNumber.String() != renewed {
-				return false, fmt.Sprintf("replica %d: %v", i, err)
-			}
-		}
-		return true, ""
-	})
-	served := time.Since(triggered)
+	issued, served := RenewAndWait(t, c)
 	if err := load.WaitFor(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +188,44 @@ func CertManagerRenewalUnderLoad(t *testing.T, c Cluster) {
 	}
 	c.Logf("renewal under load: issued %s and served by every replica %s after the trigger; %s",
 		issued.Round(time.Millisecond), served.Round(time.Millisecond), r)
+}
+
+// RenewAndWait renews the serving Certificate as `cmctl renew` does and waits until every replica
+// serves the new certificate; it returns the times from the trigger until cert-manager wrote it and
+// until the last replica served it.
+func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
+	t.Helper()
+	cl := newClient(t, c)
+	secretSerial := func(ctx context.Context) string {
+		s := &corev1.Secret{}
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCertSecret}, s); err != nil {
+			return ""
+		}
+		cert, err := parseCert(s.Data[corev1.TLSCertKey])
+		if err != nil {
+			return ""
+		}
+		return cert.SerialNumber.String()
+	}
+	old := secretSerial(context.Background())
+	triggered := time.Now()
+	renew(t, cl, c.Namespace(), CertificateName)
+	var renewed string
+	poll(t, "cert-manager to write the renewed certificate", 2*time.Minute, func(ctx context.Context) (bool, string) {
+		renewed = secretSerial(ctx)
+		return renewed != "" && renewed != old, "serial " + renewed
+	})
+	issued = time.Since(triggered)
+	poll(t, "every replica to serve the renewed certificate", time.Minute, func(ctx context.Context) (bool, string) {
+		for i := range c.Replicas() {
+			cert, err := c.Served(ctx, i)
+			if err != nil || cert.SerialNumber.String() != renewed {
+				return false, fmt.Sprintf("replica %d: %v", i, err)
+			}
+		}
+		return true, ""
+	})
+	return issued, time.Since(triggered)
 }
 
 // SelfSignedRotationUnderLoad: without cert-manager the leader creates the CA and injects it, and
@@ -398,7 +418,7 @@ func MeasureAdmission(t testing.TB, c Cluster, n int) Result {
 
 // renew triggers a new issuance of a cert-manager Certificate as `cmctl renew` does: the Issuing
 // condition, set on its status.
-func renew(t *testing.T, cl client.Client, namespace, name string) {
+func renew(t testing.TB, cl client.Client, namespace, name string) {
 	t.Helper()
 	ctx := context.Background()
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -430,7 +450,7 @@ func renew(t *testing.T, cl client.Client, namespace, name string) {
 	}
 }
 
-func servedSerials(t *testing.T, c Cluster) []string {
+func servedSerials(t testing.TB, c Cluster) []string {
 	t.Helper()
 	var out []string
 	for i := range c.Replicas() {
@@ -444,7 +464,7 @@ func servedSerials(t *testing.T, c Cluster) []string {
 }
 
 // injectedBundle is the caBundle of the first mutating webhook (every webhook gets the same).
-func injectedBundle(t *testing.T, cl client.Client) []byte {
+func injectedBundle(t testing.TB, cl client.Client) []byte {
 	t.Helper()
 	mwc := &unstructured.Unstructured{}
 	mwc.SetAPIVersion("admissionregistration.k8s.io/v1")
