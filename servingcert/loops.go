@@ -40,6 +40,9 @@ func (s *Server) watchAll(ctx context.Context, ch chan struct{}) error {
 			return fmt.Errorf("watching %T: %w", o, err)
 		}
 	}
+	if !s.cache.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
 	return nil
 }
 

@@ -170,26 +170,30 @@ func (s *Server) Setup(mgr manager.Manager) error {
 		return fmt.Errorf("creating the serving certificate's cache: %w", err)
 	}
 	s.cache = c
-	if err := mgr.Add(c); err != nil {
+	// Every replica serves, so the cache runs on every replica (a bare cache would wait for the Lease).
+	if err := mgr.Add(&runnable{run: c.Start}); err != nil {
 		return err
 	}
 	s.rec = mgr.GetEventRecorder("cos-externalizer")
-	if err := mgr.Add(manager.RunnableFunc(s.runReplica)); err != nil {
+	if err := mgr.Add(&runnable{run: s.runReplica}); err != nil {
 		return err
 	}
 	if s.opts.Source == SourceSelfSigned {
-		if err := mgr.Add(&leaderRunnable{s.runAuthority}); err != nil {
+		if err := mgr.Add(&runnable{run: s.runAuthority, leader: true}); err != nil {
 			return err
 		}
 	}
 	return mgr.AddReadyzCheck("serving-certificate", s.ReadyCheck)
 }
 
-// leaderRunnable runs only on the elected leader.
-type leaderRunnable struct{ run func(context.Context) error }
+// runnable runs on every replica, or only on the elected leader.
+type runnable struct {
+	run    func(context.Context) error
+	leader bool
+}
 
-func (l *leaderRunnable) Start(ctx context.Context) error { return l.run(ctx) }
-func (l *leaderRunnable) NeedLeaderElection() bool        { return true }
+func (r *runnable) Start(ctx context.Context) error { return r.run(ctx) }
+func (r *runnable) NeedLeaderElection() bool        { return r.leader }
 
 // ReadyCheck passes while the served certificate is trusted by every webhook configuration.
 func (s *Server) ReadyCheck(*http.Request) error {

@@ -62,7 +62,9 @@ func poll(t testing.TB, what string, timeout time.Duration, cond func(ctx contex
 	last := ""
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, seen := cond(ctx)
-		last = seen
+		if ctx.Err() == nil {
+			last = seen // not the error of a call cut short by the deadline
+		}
 		return ok, nil
 	})
 	if err != nil {
@@ -335,9 +337,15 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
 			return false, err.Error()
 		}
+		complete := 0
+		for _, p := range got.Status.ObservedPhases {
+			if !p.CompletedAt.IsZero() {
+				complete++
+			}
+		}
 		cm := &corev1.ConfigMap{}
 		err := cl.Get(ctx, client.ObjectKey{Namespace: "argocd", Name: "e2e-gate"}, cm)
-		return len(got.Status.ObservedPhases) == gated && err == nil, fmt.Sprintf("%d phases complete, gate: %v", len(got.Status.ObservedPhases), err)
+		return complete == gated && err == nil, fmt.Sprintf("%d of %d phases complete, gate: %v; conditions %v", complete, len(got.Spec.Phases), err, got.Status.Conditions)
 	})
 	leader, err := c.Leader(ctx)
 	if err != nil {

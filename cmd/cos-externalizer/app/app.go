@@ -262,7 +262,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "cos-externalizer.olm.operatorframework.io",
 		LeaderElectionNamespace: leNS,
-		Cache:                   cacheOptions(o.systemNamespace),
+		// A stopping leader gives the Lease up, so the next replica takes over at once instead of
+		// after the lease duration (safe: the process exits when the manager returns).
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOptions(o.systemNamespace),
 		// Managed objects are read through the cache too (the reconciler's settled reconciles make no
 		// API request); the cache holds only those carrying the owning-revision label.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,7 @@ type Cluster struct {
 
 type replica struct {
 	proc                            *controlplane.Process
+	logPath                         string
 	webhookPort, probePort, metrics int
 }
 
@@ -233,8 +235,8 @@ func (c *Cluster) start(deploy, i int, mode string, extra []string) (*replica, e
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(r.metrics), "--metrics-secure=false",
 		"--webhook-cert-source=" + mode, "--webhook-cert-hosts=127.0.0.1",
 	}, extra...)
-	logPath := c.cp.LogPath(fmt.Sprintf("manager-%d-%d", deploy, i))
-	if r.proc, err = controlplane.StartProcess(fmt.Sprintf("manager %d", i), c.manager, args, logPath); err != nil {
+	r.logPath = c.cp.LogPath(fmt.Sprintf("manager-%d-%d", deploy, i))
+	if r.proc, err = controlplane.StartProcess(fmt.Sprintf("manager %d", i), c.manager, args, r.logPath); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -277,7 +279,7 @@ func (c *Cluster) waitReady(ctx context.Context, i int) error {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		return fmt.Errorf("replica %d not ready: %w (last: %s)", i, err, last)
+		return fmt.Errorf("replica %d not ready: %w (last: %s); its log, without probe noise, ends:\n%s", i, err, last, logTail(r.logPath, 15))
 	}
 	return nil
 }
@@ -369,4 +371,19 @@ func BuildManager(dir string) (string, error) {
 		return "", fmt.Errorf("building the manager: %w\n%s", err, b)
 	}
 	return out, nil
+}
+
+// logTail is the last n lines of a replica's log, without the lines of failing probes.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" && !strings.Contains(l, "healthz check failed") && !strings.Contains(l, "TLS handshake error") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
