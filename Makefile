@@ -1,7 +1,8 @@
 # cos-externalizer. `make help` lists the targets.
 #
-# The local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) and
-# kubectl are built from the Go module proxy into bin/ at the versions pinned in hack/tools/*/go.mod.
+# The local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), kubectl
+# and cert-manager's controller and cainjector are built from the Go module proxy into bin/ at the
+# versions pinned in hack/tools/*/go.mod.
 # Each binary carries its version in a stamp file name, so it is rebuilt only when that version changes.
 
 SHELL := /usr/bin/env bash -o pipefail
@@ -24,16 +25,18 @@ PROMOP_VERSION := $(shell awk '$$1=="require" && $$2=="$(PROMOP_MODULE)" {print 
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3
 ARGOCD_VERSION := $(shell awk '$$1=="require" && $$2=="$(ARGOCD_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
 CERTMANAGER_MODULE := github.com/cert-manager/cert-manager
-CERTMANAGER_VERSION := $(shell awk '$$1=="require" && $$2=="$(CERTMANAGER_MODULE)" {print $$3}' hack/tools/certmanager-crds/go.mod)
+CERTMANAGER_VERSION := $(shell awk '($$1=="require" && $$2=="$(CERTMANAGER_MODULE)") {print $$3} ($$1=="$(CERTMANAGER_MODULE)") {print $$2}' hack/tools/certmanager/go.mod)
 
 KUBE_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)
 ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
+CERTMANAGER_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)
 # The real third-party bundles the tests read (test/builders.BundleDir; COS_TESTDATA_DIR overrides).
 # Their stamp lives inside the folder, so deleting the folder also makes it fetched again.
 TESTDATA := $(BIN)/testdata/bundles
 TESTDATA_STAMP := $(TESTDATA)/.stamp-prometheus-operator-$(PROMOP_VERSION)-argocd-$(ARGOCD_VERSION)
-# cert-manager's CRDs, which the deploy tests install to dry-run config/default (COS_CERTMANAGER_CRDS_DIR).
+# cert-manager's CRDs, which the deploy tests install to dry-run config/default and
+# test/controlplane.StartCertManager installs before starting cert-manager (COS_CERTMANAGER_CRDS_DIR).
 CERTMANAGER_CRDS := $(BIN)/testdata/certmanager-crds
 CERTMANAGER_CRDS_STAMP := $(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)
 
@@ -186,12 +189,12 @@ $(TESTDATA_STAMP): hack/tools/testdata/go.mod hack/tools/testdata/go.sum
 certmanager-crds: $(CERTMANAGER_CRDS_STAMP) ## Fetch cert-manager's CRDs (for the deploy tests) into bin/testdata/certmanager-crds/.
 
 # The CRDs are the deploy/crds/*.yaml of the cert-manager module pinned in
-# hack/tools/certmanager-crds/go.mod (checked against its go.sum), copied out of the module cache.
-$(CERTMANAGER_CRDS_STAMP): hack/tools/certmanager-crds/go.mod hack/tools/certmanager-crds/go.sum
+# hack/tools/certmanager/go.mod (checked against its go.sum), copied out of the module cache.
+$(CERTMANAGER_CRDS_STAMP): hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum
 	@echo "fetching cert-manager's CRDs: $(CERTMANAGER_MODULE) $(CERTMANAGER_VERSION)"
-	cd hack/tools/certmanager-crds && $(GO) mod download $(CERTMANAGER_MODULE)
+	cd hack/tools/certmanager && $(GO) mod download $(CERTMANAGER_MODULE)
 	rm -rf $(CERTMANAGER_CRDS).tmp && mkdir -p $(CERTMANAGER_CRDS).tmp
-	cd hack/tools/certmanager-crds && \
+	cd hack/tools/certmanager && \
 		cp "$$($(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))"/deploy/crds/*.yaml $(CERTMANAGER_CRDS).tmp/
 	chmod -R u+w $(CERTMANAGER_CRDS).tmp
 	touch $(CERTMANAGER_CRDS).tmp/$(notdir $(CERTMANAGER_CRDS_STAMP))
@@ -260,6 +263,21 @@ $(KWOK_STAMP): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 			pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do \
 			echo "---"; cat "$$stages/$$f"; done > $(BIN)/kwok-stages.yaml
 	@rm -f $(BIN)/.stamp-kwok-* && touch $@
+
+.PHONY: certmanager
+certmanager: $(CERTMANAGER_STAMP) $(CERTMANAGER_CRDS_STAMP) ## Build cert-manager's controller and cainjector into bin/ and fetch its CRDs (first time ~5 min on 2 idle cores).
+
+# Small mains over cert-manager's library (hack/tools/certmanager), for tests that start cert-manager
+# beside the local control plane (test/controlplane.StartCertManager). Two builds, one after the other:
+# the second reuses the first one's build cache.
+CERTMANAGER_LDFLAGS := -s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$(CERTMANAGER_VERSION)
+$(CERTMANAGER_STAMP): hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum \
+		hack/tools/certmanager/controller/main.go hack/tools/certmanager/cainjector/main.go
+	@mkdir -p $(BIN)
+	@echo "building cert-manager controller and cainjector $(CERTMANAGER_VERSION) (first time: ~5 min)"
+	cd hack/tools/certmanager && $(GO) build -trimpath -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-controller ./controller
+	cd hack/tools/certmanager && $(GO) build -trimpath -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-cainjector ./cainjector
+	@rm -f $(BIN)/.stamp-certmanager-* && touch $@
 
 .PHONY: cluster-up
 cluster-up: control-plane ## Start the local control plane in the background; prints the KUBECONFIG to export.

@@ -28,8 +28,8 @@ func BinDirs() []string {
 	return dirs
 }
 
-// Binary returns the path of a control-plane binary (e.g. "kubectl"), or an error that says how to
-// build it.
+// Binary returns the path of a control-plane binary (e.g. "kubectl", "cert-manager-controller"), or an
+// error that says how to build it.
 func Binary(name string) (string, error) {
 	dirs := BinDirs()
 	for _, d := range dirs {
@@ -38,8 +38,12 @@ func Binary(name string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s not found in %s: run `make control-plane` to build it from the Go module proxy",
-		name, strings.Join(dirs, ", "))
+	target := "control-plane"
+	if strings.HasPrefix(name, "cert-manager-") {
+		target = "certmanager"
+	}
+	return "", fmt.Errorf("%s not found in %s: run `make %s` to build it from the Go module proxy",
+		name, strings.Join(dirs, ", "), target)
 }
 
 func findBinaries() (binaries, error) {
