@@ -134,7 +134,7 @@ image-check: image ## Check the image: entrypoint, numeric non-root user, static
 ##@ Test
 
 .PHONY: test
-test: control-plane testdata certmanager-crds verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
+test: control-plane testdata certmanager certmanager-crds verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
 	$(GO) test -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
@@ -163,10 +163,11 @@ test-e2e-local: control-plane testdata certmanager certmanager-crds ## The e2e s
 	$(GO) test -count=1 -timeout 20m -v ./test/e2e/local/
 
 .PHONY: bench
-bench: control-plane testdata ## Run the benchmarks (figures in docs/benchmarks.md); about 3 minutes once built.
+bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs/benchmarks.md); about 3 minutes once built.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
+	$(GO) test -run '^$$' -bench . -benchtime=3x -timeout 30m ./test/e2e/local/
 
 .PHONY: testdata
 testdata: $(TESTDATA_STAMP) ## Fetch the real test bundles (prometheus-operator CRDs, Argo CD install) into bin/testdata/.

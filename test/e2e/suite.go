@@ -11,12 +11,12 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +26,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 )
 
 // Names config/ installs.
@@ -211,7 +212,13 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 	}
 	old := secretSerial(context.Background())
 	triggered := time.Now()
-	renew(t, cl, c.Namespace(), CertificateName)
+	dyn, err := dynamic.NewForConfig(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controlplane.RenewCertificate(context.Background(), dyn, c.Namespace(), CertificateName); err != nil {
+		t.Fatalf("triggering the renewal of Certificate %s: %v", CertificateName, err)
+	}
 	var renewed string
 	poll(t, "cert-manager to write the renewed certificate", 2*time.Minute, func(ctx context.Context) (bool, string) {
 		renewed = secretSerial(ctx)
@@ -422,40 +429,6 @@ func MeasureAdmission(t testing.TB, c Cluster, n int) Result {
 		t.Errorf("admission request failed: %v", err)
 	}
 	return r
-}
-
-// renew triggers a new issuance of a cert-manager Certificate as `cmctl renew` does: the Issuing
-// condition, set on its status.
-func renew(t testing.TB, cl client.Client, namespace, name string) {
-	t.Helper()
-	ctx := context.Background()
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		crt := &unstructured.Unstructured{}
-		crt.SetAPIVersion("cert-manager.io/v1")
-		crt.SetKind("Certificate")
-		if err := cl.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, crt); err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(crt.Object, "status", "conditions")
-		conds = append(conds, map[string]any{
-			"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
-			"message": "Certificate re-issuance manually triggered", "observedGeneration": crt.GetGeneration(),
-			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-		})
-		if err := unstructured.SetNestedSlice(crt.Object, conds, "status", "conditions"); err != nil {
-			return false, err
-		}
-		if err := cl.Status().Update(ctx, crt); err != nil {
-			if apierrors.IsConflict(err) {
-				return false, nil // changed meanwhile: read again
-			}
-			return false, err
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("triggering the renewal of Certificate %s/%s: %v", namespace, name, err)
-	}
 }
 
 func servedSerials(t testing.TB, c Cluster) []string {
