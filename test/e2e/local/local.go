@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -38,7 +39,10 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
 )
 
-const fieldManager = "e2e-deploy"
+const (
+	fieldManager   = "e2e-deploy"
+	serviceAccount = "cos-externalizer"
+)
 
 // Cluster is the local control plane with manager replicas; it implements e2e.Cluster.
 type Cluster struct {
@@ -136,13 +140,13 @@ func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	}
 	for _, u := range objs {
 		switch u.GetKind() {
-		case "Issuer", "Certificate":
+		case "Issuer", "Certificate", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 			if err := c.pointAtBalancer(u); err != nil {
 				return err
 			}
 		default:
-			continue // the manager runs as processes with admin credentials
+			continue // the manager runs as processes, as the overlay's ServiceAccount (see start)
 		}
 		if u.GetKind() == "Certificate" && u.GetName() == e2e.CertificateName {
 			// The local patch: the API server calls 127.0.0.1.
@@ -228,8 +232,12 @@ func (c *Cluster) start(deploy, i int, mode string, extra []string) (*replica, e
 		return nil, err
 	}
 	r := &replica{webhookPort: ports[0], probePort: ports[1], metrics: ports[2]}
+	kubeconfig, err := c.serviceAccountKubeconfig()
+	if err != nil {
+		return nil, err
+	}
 	args := append([]string{
-		"--kubeconfig=" + c.cp.Kubeconfig, "--leader-elect",
+		"--kubeconfig=" + kubeconfig, "--leader-elect",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(r.webhookPort),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(r.probePort),
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(r.metrics), "--metrics-secure=false",
@@ -240,6 +248,21 @@ func (c *Cluster) start(deploy, i int, mode string, extra []string) (*replica, e
 		return nil, err
 	}
 	return r, nil
+}
+
+// serviceAccountKubeconfig is the admin kubeconfig impersonating the manager's ServiceAccount, so the
+// replicas run with the overlay's RBAC and nothing more.
+func (c *Cluster) serviceAccountKubeconfig() (string, error) {
+	path := filepath.Join(c.cp.Dir, "kubeconfig-manager")
+	cfg, err := clientcmd.LoadFromFile(c.cp.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = "system:serviceaccount:" + c.Namespace() + ":" + serviceAccount
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + c.Namespace(), "system:authenticated"}
+	}
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 func (c *Cluster) replica(i int) (*replica, error) {
