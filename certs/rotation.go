@@ -193,6 +193,46 @@ func (p CAPolicy) Plan(now time.Time, cur *Authority, trusted func(*x509.Certifi
 	return next, strings.Join(reasons, "; "), nil
 }
 
+// Adopt adds to a's bundle the unexpired CA certificates that every one of the injected bundles
+// holds. When the CA Secret is lost (deleted, or replaced by something unusable), the new authority
+// keeps trusting the CAs the API server trusts now, so the replicas' certificates stay trusted until
+// they serve certificates of the new CA; the adopted CAs leave the bundle when they expire.
+func (a *Authority) Adopt(now time.Time, injected [][]byte) {
+	if len(injected) == 0 {
+		return
+	}
+	count := map[string]int{}
+	var order []*x509.Certificate
+	for _, b := range injected {
+		certs, err := ParseCerts(b)
+		if err != nil {
+			return // a bundle we cannot read: adopt nothing rather than guess
+		}
+		seen := map[string]bool{}
+		for _, c := range certs {
+			if seen[string(c.Raw)] || !c.IsCA || !c.NotAfter.After(now) {
+				continue
+			}
+			seen[string(c.Raw)] = true
+			if count[string(c.Raw)] == 0 {
+				order = append(order, c)
+			}
+			count[string(c.Raw)]++
+		}
+	}
+	have := map[string]bool{}
+	for _, c := range a.Trusted {
+		have[string(c.Raw)] = true
+	}
+	var adopted []*x509.Certificate
+	for _, c := range order {
+		if count[string(c.Raw)] == len(injected) && !have[string(c.Raw)] {
+			adopted = append(adopted, c)
+		}
+	}
+	a.Trusted = append(adopted, a.Trusted...)
+}
+
 // NextCheck is when Plan may next change a: the earliest of the staging, signing and expiry times.
 func (p CAPolicy) NextCheck(now time.Time, a *Authority) time.Time {
 	times := []time.Time{a.Signing.Cert.NotAfter.Add(-p.Lifetime / 2), a.Signing.Cert.NotAfter.Add(-p.Lifetime / 3), a.Signing.Cert.NotAfter}

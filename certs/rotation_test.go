@@ -301,3 +301,46 @@ func FuzzParseAuthority(f *testing.F) {
 		}
 	})
 }
+
+func TestAdopt(t *testing.T) {
+	old := mustCA(t, t0, time.Hour)
+	other := mustCA(t, t0, time.Hour)
+	expired := mustCA(t, t0.Add(-2*time.Hour), time.Hour)
+	leaf := func() []byte {
+		pair, err := LeafPolicy{Hosts: []string{"127.0.0.1"}, Lifetime: time.Hour}.Issue(t0, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return EncodeCert(pair.Leaf.Raw)
+	}()
+	cat := func(bs ...[]byte) []byte {
+		var out []byte
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	tests := map[string]struct {
+		injected [][]byte
+		want     []*x509.Certificate // adopted, before the new CA
+	}{
+		"nothing injected":                      {},
+		"the CA every webhook trusts":           {injected: [][]byte{old.PEM, cat(other.PEM, old.PEM)}, want: []*x509.Certificate{old.Cert}},
+		"a CA only one webhook trusts is left":  {injected: [][]byte{old.PEM, other.PEM}},
+		"expired CAs and non-CA certificates":   {injected: [][]byte{cat(expired.PEM, leaf, old.PEM)}, want: []*x509.Certificate{old.Cert}},
+		"an unreadable bundle: nothing adopted": {injected: [][]byte{old.PEM, []byte("junk")}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			a, _, err := CAPolicy{CommonName: "x", Lifetime: time.Hour}.Plan(t0, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Adopt(t0, tc.injected)
+			want := append(tc.want, a.Signing.Cert)
+			if !sameCerts(a.Trusted, want) {
+				t.Errorf("trusted %d certificates, want %d", len(a.Trusted), len(want))
+			}
+		})
+	}
+}

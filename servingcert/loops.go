@@ -155,6 +155,14 @@ func (s *Server) syncAuthority(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	if next != nil && cur == nil {
+		// A lost CA Secret: keep trusting what the API server trusts now (certs.Authority.Adopt).
+		var injected [][]byte
+		for _, b := range bundles {
+			injected = append(injected, b.caBundle)
+		}
+		next.Adopt(now, injected)
+	}
 	if next != nil {
 		data, err := next.Data()
 		if err != nil {

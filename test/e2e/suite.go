@@ -239,7 +239,7 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 
 // SelfSignedRotationUnderLoad: without cert-manager the leader creates the CA and injects it, and
 // with lifetimes of seconds the serving certificates and the CA rotate while 10 clients send
-// admission requests: no request fails.
+// admission requests; then an admin deletes the CA Secret. No request fails.
 func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	const caLife, certLife = 24 * time.Second, 6 * time.Second
 	deploy(t, c, ModeSelfSigned, 2, "--self-signed-ca-lifetime="+caLife.String(), "--self-signed-cert-lifetime="+certLife.String())
@@ -297,13 +297,36 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 		return true, ""
 	})
 	took := time.Since(start)
+	// An admin deletes the CA Secret: the leader makes a new CA, keeps trusting the injected one
+	// until the replicas serve certificates of the new CA, and no request fails.
+	if err := cl.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: caKey.Namespace, Name: caKey.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	poll(t, "a new CA after the CA Secret was deleted, and every replica on it", 2*caLife, func(ctx context.Context) (bool, string) {
+		cur, err := signing(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if cur.Equal(last) {
+			return false, "the old CA"
+		}
+		for i := range c.Replicas() {
+			cert, err := c.Served(ctx, i)
+			if err != nil || cert.CheckSignatureFrom(cur) != nil {
+				return false, fmt.Sprintf("replica %d not yet on the new CA (%v)", i, err)
+			}
+		}
+		return true, ""
+	})
+	recreated := time.Since(deleted)
 	if err := load.WaitFor(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
 	r := stopLoad(t, load, "self-signed rotation")
 	noRestarts(t, c)
-	c.Logf("self-signed, CA lifetime %s, certificate lifetime %s: 2 CA rotations and %d serving certificates in %s; %s",
-		caLife, certLife, len(leafChanges), took.Round(time.Millisecond), r)
+	c.Logf("self-signed, CA lifetime %s, certificate lifetime %s: 2 CA rotations and %d serving certificates in %s; CA Secret deleted: every replica on a new CA %s later; %s",
+		caLife, certLife, len(leafChanges), took.Round(time.Millisecond), recreated.Round(time.Millisecond), r)
 }
 
 // LeaderKilledMidRollout: the leader is killed while the Argo CD bundle rolls out (a gate in one of
