@@ -32,15 +32,21 @@ func TestOptionsValidate(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"defaults":               {},
-		"console debug":          {args: []string{"--log-format=console", "--log-level=debug"}},
-		"unknown level":          {args: []string{"--log-level=loud"}, wantErr: "--log-level"},
-		"unknown format":         {args: []string{"--log-format=xml"}, wantErr: "--log-format"},
-		"empty system namespace": {args: []string{"--system-namespace="}, wantErr: "--system-namespace must not be empty"},
-		"rollout auto":           {args: []string{"--rollout=auto"}},
-		"rollout false":          {args: []string{"--rollout=false"}},
-		"rollout maybe":          {args: []string{"--rollout=maybe"}, wantErr: "--rollout"},
-		"resolved bytes zero":    {args: []string{"--max-resolved-bytes=0"}, wantErr: "--max-resolved-bytes"},
+		"defaults":                      {},
+		"console debug":                 {args: []string{"--log-format=console", "--log-level=debug"}},
+		"unknown level":                 {args: []string{"--log-level=loud"}, wantErr: "--log-level"},
+		"unknown format":                {args: []string{"--log-format=xml"}, wantErr: "--log-format"},
+		"empty system namespace":        {args: []string{"--system-namespace="}, wantErr: "--system-namespace must not be empty"},
+		"rollout auto":                  {args: []string{"--rollout=auto"}},
+		"rollout false":                 {args: []string{"--rollout=false"}},
+		"rollout maybe":                 {args: []string{"--rollout=maybe"}, wantErr: "--rollout"},
+		"resolved bytes zero":           {args: []string{"--max-resolved-bytes=0"}, wantErr: "--max-resolved-bytes"},
+		"cert from a Secret":            {args: []string{"--webhook-cert-source=secret"}},
+		"self-signed":                   {args: []string{"--webhook-cert-source=self-signed", "--self-signed-ca-lifetime=30s", "--self-signed-cert-lifetime=5s"}},
+		"unknown cert source":           {args: []string{"--webhook-cert-source=vault"}, wantErr: "--webhook-cert-source"},
+		"self-signed, no configuration": {args: []string{"--webhook-cert-source=self-signed", "--webhook-configuration="}, wantErr: "--webhook-configuration"},
+		"self-signed, CA too short":     {args: []string{"--webhook-cert-source=self-signed", "--self-signed-ca-lifetime=1s"}, wantErr: "--self-signed-ca-lifetime"},
+		"self-signed, no hosts":         {args: []string{"--webhook-cert-source=self-signed", "--webhook-service=", "--webhook-cert-hosts="}, wantErr: "--webhook-cert-hosts"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
