@@ -9,7 +9,12 @@ import (
 	"context"
 	"crypto/x509"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/servingcert"
 )
 
 // Cert modes of the managers (their --webhook-cert-source).
@@ -41,4 +46,22 @@ type Cluster interface {
 	Restarts(ctx context.Context) (int, error)
 	// Logf reports a figure of the suite.
 	Logf(format string, args ...any)
+}
+
+// Overlay is the config/ overlay that installs mode.
+func Overlay(mode string) string {
+	if mode == ModeSelfSigned {
+		return "self-signed"
+	}
+	return "default"
+}
+
+// ResetCA deletes the self-signed mode's CA Secret, so that a deploy of that mode starts from "no CA
+// yet"; other modes keep what they have.
+func ResetCA(ctx context.Context, cl client.Client, namespace, mode string) error {
+	if mode != ModeSelfSigned {
+		return nil
+	}
+	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: servingcert.DefaultCASecret}}
+	return client.IgnoreNotFound(cl.Delete(ctx, ca))
 }

@@ -33,7 +33,6 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
-	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
 )
 
@@ -67,14 +66,9 @@ func (c *cluster) Logf(format string, args ...any) { c.t.Logf(format, args...) }
 
 // Deploy runs `make deploy` with the overlay of mode and patches replicas and extra flags in.
 func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...string) error {
-	overlay := "default"
-	if mode == e2e.ModeSelfSigned {
-		overlay = "self-signed"
-		ca := &corev1.Secret{}
-		ca.Namespace, ca.Name = c.Namespace(), servingcert.DefaultCASecret
-		if err := c.client.Delete(ctx, ca); client.IgnoreNotFound(err) != nil {
-			return err
-		}
+	overlay := e2e.Overlay(mode)
+	if err := e2e.ResetCA(ctx, c.client, c.Namespace(), mode); err != nil {
+		return err
 	}
 	deploy := exec.CommandContext(ctx, "make", "-C", "../../..", "deploy", "OVERLAY="+overlay, "IMG="+os.Getenv("IMG"), "KUBECTL=kubectl")
 	if out, err := deploy.CombinedOutput(); err != nil {

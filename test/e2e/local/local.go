@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -34,7 +33,6 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
-	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
 )
@@ -124,15 +122,9 @@ func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	if err := controlplane.EnsureNamespace(ctx, c.cp.Config, c.Namespace()); err != nil {
 		return err
 	}
-	overlay := "default"
-	if mode == e2e.ModeSelfSigned {
-		overlay = "self-signed"
-		// A fresh CA: the case starts from "no CA yet".
-		ca := &corev1.Secret{}
-		ca.Namespace, ca.Name = c.Namespace(), servingcert.DefaultCASecret
-		if err := c.client.Delete(ctx, ca); client.IgnoreNotFound(err) != nil {
-			return err
-		}
+	overlay := e2e.Overlay(mode)
+	if err := e2e.ResetCA(ctx, c.client, c.Namespace(), mode); err != nil {
+		return err
 	}
 	objs, err := c.render(overlay)
 	if err != nil {
