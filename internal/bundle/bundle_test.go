@@ -40,11 +40,11 @@ func TestParse(t *testing.T) {
 			want: []brief{{src(1, 1), "ConfigMap a"}},
 		},
 		"documents, empty ones skipped, leading separator": {
-			in: "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns1}\n---\n# only a comment\n---\n\n---\nnull\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n",
+			in:   "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns1}\n---\n# only a comment\n---\n\n---\nnull\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n",
 			want: []brief{{src(1, 2), "ConfigMap ns1/a"}, {src(5, 12), "Secret b"}},
 		},
 		"separator with a comment": {
-			in:   "a: 1\n--- # next\napiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n",
+			in:      "a: 1\n--- # next\napiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n",
 			want:    []brief{{src(2, 3), "Namespace x"}},
 			wantErr: []string{"f.yaml:1: document 1: apiVersion: Required value"},
 		},
@@ -53,7 +53,7 @@ func TestParse(t *testing.T) {
 			want: []brief{{src(1, 1), "ConfigMap j"}},
 		},
 		"List flattened": {
-			in: "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
+			in:   "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
 			want: []brief{{Source{"f.yaml", 1, 1, 0}, "ConfigMap a"}, {Source{"f.yaml", 1, 1, 1}, "ConfigMap b"}},
 		},
 		"List item not an object": {
@@ -295,7 +295,6 @@ func manyConfigMaps(n int) string {
 	}
 	return b.String()
 }
-
 
 func TestParseProbe(t *testing.T) {
 	tests := map[string]struct {
