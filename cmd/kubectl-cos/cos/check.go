@@ -64,7 +64,9 @@ type checker struct {
 	fails int
 }
 
-func (c *checker) ok(format string, args ...any) { fmt.Fprintf(c.o.Out, "[ok]   "+format+"\n", args...) }
+func (c *checker) ok(format string, args ...any) {
+	fmt.Fprintf(c.o.Out, "[ok]   "+format+"\n", args...)
+}
 func (c *checker) warn(format string, args ...any) {
 	fmt.Fprintf(c.o.Out, "[warn] "+format+"\n", args...)
 }

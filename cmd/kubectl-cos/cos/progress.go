@@ -14,13 +14,13 @@ import (
 
 // progress is a one-line progress bar of the Secrets being written, by bytes, on a terminal.
 type progress struct {
-	mu          sync.Mutex
-	w           io.Writer
-	on          bool
-	what        string
-	sizes       []int
+	mu               sync.Mutex
+	w                io.Writer
+	on               bool
+	what             string
+	sizes            []int
 	total, doneBytes int
-	count, of   int
+	count, of        int
 }
 
 // newProgress returns the bar for plan's Secrets: on when mode is "always", or "auto" and w is a
