@@ -92,6 +92,10 @@ func TestParse(t *testing.T) {
 			want:    []brief{{src(1, 1), "ConfigMap a"}},
 			wantErr: []string{"f.yaml:5: document 2: not valid YAML: line 7: mapping values are not allowed in this context"},
 		},
+		"leading comments: the document starts at its content, YAML lines still counted in the file": {
+			in:      "# a\n\n# b\napiVersion: v1\nkind: ConfigMap\n  bad: indent: here\n",
+			wantErr: []string{"f.yaml:4: document 1: not valid YAML: line 6: mapping values are not allowed in this context"},
+		},
 		"bad separator": {
 			in:      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n--- {apiVersion: v1}\n",
 			want:    []brief{{src(1, 1), "ConfigMap a"}},

@@ -28,7 +28,8 @@ type Source struct {
 	// Document is the number of the document in the file, from 1, counting as kubectl does: documents
 	// are separated by lines starting with "---"; a leading separator opens no document.
 	Document int
-	// Line is the line of the file where the document starts, from 1.
+	// Line is the line of the file where the document's content starts (its first line that is not
+	// blank or a comment), from 1.
 	Line int
 	// Item is the index of the object in the items of a List document, or -1.
 	Item int
@@ -114,7 +115,7 @@ func Parse(file string, data []byte) ([]Object, error) {
 				Detail: "a document separator line may hold only \"---\" and a comment"})
 			continue
 		}
-		objs, derrs := parseDocument(src, d.text)
+		objs, derrs := parseDocument(src, d.first, d.text)
 		out = append(out, objs...)
 		errs = append(errs, derrs...)
 	}
@@ -123,9 +124,10 @@ func Parse(file string, data []byte) ([]Object, error) {
 
 // document is one document of a file.
 type document struct {
-	number, line int
-	text         []byte
-	badSeparator bool
+	// line is where its content starts, first its first line (yaml counts from there).
+	number, line, first int
+	text                []byte
+	badSeparator        bool
 }
 
 // splitDocuments splits data into documents the way k8s.io/apimachinery's YAMLReader does: a line
@@ -134,14 +136,16 @@ type document struct {
 func splitDocuments(data []byte) []document {
 	var out []document
 	var cur bytes.Buffer
-	start := 1 // line where cur starts
+	start, first := 1, 1 // where cur's content starts (else its first line), and its first line
+	contentSeen := false // whether cur has a line that is not blank or a comment
 	number := 0
 	flush := func() {
 		if cur.Len() > 0 {
 			number++
-			out = append(out, document{number: number, line: start, text: bytes.Clone(cur.Bytes())})
+			out = append(out, document{number: number, line: start, first: first, text: bytes.Clone(cur.Bytes())})
 			cur.Reset()
 		}
+		contentSeen = false
 	}
 	line := 0
 	for len(data) > 0 {
@@ -164,7 +168,10 @@ func splitDocuments(data []byte) []document {
 			continue
 		}
 		if cur.Len() == 0 {
-			start = line
+			start, first = line, line
+		}
+		if t := bytes.TrimSpace(l); !contentSeen && len(t) > 0 && t[0] != '#' {
+			start, contentSeen = line, true
 		}
 		cur.Write(l)
 	}
@@ -178,7 +185,7 @@ var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: li
 // parseDocument parses one document into its objects. A document that is a JSON object is parsed as
 // JSON, as kubectl parses it (integers as int64, other numbers as float64, much faster than through
 // YAML); anything else as YAML.
-func parseDocument(src Source, text []byte) ([]Object, Errors) {
+func parseDocument(src Source, first int, text []byte) ([]Object, Errors) {
 	if t := bytes.TrimSpace(text); len(t) > 0 && t[0] == '{' {
 		var obj map[string]any
 		if err := utiljson.Unmarshal(t, &obj); err == nil && obj != nil {
@@ -192,7 +199,7 @@ func parseDocument(src Source, text []byte) ([]Object, Errors) {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			n, _ := strconv.Atoi(m[1])
-			detail = fmt.Sprintf("not valid YAML: line %d: %s", src.Line+n-1, m[2])
+			detail = fmt.Sprintf("not valid YAML: line %d: %s", first+n-1, m[2])
 		} else if !strings.ContainsAny(msg, "`\"'\n") {
 			// Messages that could quote the input are left out.
 			detail += ": " + strings.TrimPrefix(msg, "yaml: ")

@@ -547,8 +547,11 @@ func refSecretName(key string) string {
 }
 
 func refDetail(r *Ref) string {
-	if r.Stored == 0 && !r.OK {
+	switch {
+	case r.Stored == 0 && !r.OK:
 		return r.Check
+	case r.Inline == 0:
+		return fmt.Sprintf("%s; %s stored", r.Check, byteSize(r.Stored))
 	}
 	gz := ""
 	if r.Gzip {
