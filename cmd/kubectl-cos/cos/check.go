@@ -299,13 +299,13 @@ var calledWebhook = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
 func explain(err error) string {
 	msg := err.Error()
 	if m := calledWebhook.FindStringSubmatch(msg); m != nil {
-		name := m[1]
+		name, cause := m[1], cause(msg)
 		switch {
-		case containsAny(msg, "x509:", "certificate signed by unknown authority", "failed to verify certificate", "tls: "):
+		case containsAny(cause, "x509:", "certificate signed by unknown authority", "failed to verify certificate", "tls: "):
 			return fmt.Sprintf("The API server does not trust the serving certificate of webhook %s: the CA bundle in its configuration is not the CA that signed the manager's certificate. With cert-manager, check that cainjector is running and that the Certificate is Ready. (%s)", name, lastPart(msg))
-		case containsAny(msg, "connection refused", "no endpoints available", "no such host", "not found", "dial tcp", "connection reset", "EOF"):
+		case containsAny(cause, "connection refused", "no endpoints available", "no such host", "not found", "dial tcp", "connection reset", "EOF"):
 			return fmt.Sprintf("The API server cannot reach webhook %s: the manager is not running or not ready, or its Service has no endpoints. (%s)", name, lastPart(msg))
-		case containsAny(msg, "context deadline exceeded", "timeout", "Timeout"):
+		case containsAny(cause, "context deadline exceeded", "timeout", "Timeout"):
 			return fmt.Sprintf("Webhook %s did not answer in time: the manager may be overloaded, or the network between the API server and it blocks the call. (%s)", name, lastPart(msg))
 		}
 		return fmt.Sprintf("The API server could not call webhook %s: %s", name, lastPart(msg))
@@ -341,6 +341,18 @@ func lastPart(msg string) string {
 		msg = msg[i+len("failed to call webhook: "):]
 	}
 	return msg
+}
+
+// cause is what follows the webhook's URL in a failed call (`Post "<url>": <cause>`), so that the URL
+// (which holds "?timeout=") is not taken for the cause.
+func cause(msg string) string {
+	rest := lastPart(msg)
+	if strings.HasPrefix(rest, `Post "`) {
+		if i := strings.Index(rest, `": `); i >= 0 {
+			return rest[i+3:]
+		}
+	}
+	return rest
 }
 
 // reason is an API error's reason, for sentences.
