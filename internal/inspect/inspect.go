@@ -463,7 +463,10 @@ func Render(w io.Writer, r *Report) error {
 			p.f("Deleting:\tyes\n")
 		}
 		if owner := r.Labels[olmv1.LabelOwnerName]; owner != "" {
-			p.f("Owner:\t%s %s\n", r.Labels[olmv1.LabelOwnerKind], owner)
+			if kind := r.Labels[olmv1.LabelOwnerKind]; kind != "" {
+				owner = kind + " " + owner
+			}
+			p.f("Owner:\t%s\n", owner)
 		}
 		p.f("Current phase:\t%s\n", r.Current)
 		p.flush()

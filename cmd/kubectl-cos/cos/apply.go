@@ -353,10 +353,21 @@ func (o *applyOptions) send(ctx context.Context, cl *clients, obj *olmv1.Cluster
 		}
 		res.obj = out
 	}
-	if exists && liveU != nil && res.obj.GetResourceVersion() == liveU.GetResourceVersion() {
+	if exists && liveU != nil && unchanged(liveU, res.obj) {
 		res.op = "unchanged"
 	}
 	return res, nil
+}
+
+// unchanged reports whether an apply left the ClusterObjectSet as it was: the same resourceVersion,
+// or (the reconciler may write its status meanwhile) the same generation, labels and annotations.
+func unchanged(before, after *unstructured.Unstructured) bool {
+	if before.GetResourceVersion() == after.GetResourceVersion() {
+		return true
+	}
+	return before.GetGeneration() == after.GetGeneration() &&
+		apiequality.Semantic.DeepEqual(before.GetLabels(), after.GetLabels()) &&
+		apiequality.Semantic.DeepEqual(before.GetAnnotations(), after.GetAnnotations())
 }
 
 // withLastApplied sets kubectl's last-applied annotation on u to u itself (without the annotation),
