@@ -301,11 +301,12 @@ func deleteAndWait(t testing.TB, name string) {
 	})
 }
 
-// removeAfter deletes ClusterObjectSets when the test ends, without waiting.
+// removeAfter deletes ClusterObjectSets when the test ends and waits until they and their Secrets
+// are gone, so that the test can run again (-count) with the same names and objects.
 func removeAfter(t testing.TB, names ...string) {
 	t.Cleanup(func() {
 		for _, n := range names {
-			_ = c().Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			deleteAndWait(t, n)
 		}
 	})
 }
