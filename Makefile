@@ -163,7 +163,7 @@ test: control-plane testdata certmanager-crds verify lint image-check ## Run eve
 
 .PHONY: test-unit
 test-unit: testdata ## Run the tests that need no control plane (pure packages).
-	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./test/builders/...
+	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./objectdata/... ./cmd/kubectl-cos/... ./test/builders/...
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on a kind cluster (needs Docker; not run by `make test`).
