@@ -296,6 +296,15 @@ func (o *applyOptions) send(ctx context.Context, cl *clients, obj *olmv1.Cluster
 	}
 	u.SetAPIVersion(olmv1.GroupVersion.String())
 	u.SetKind(olmv1.ClusterObjectSetKind)
+	// A file saved from the cluster (kubectl get -o yaml, kubectl cos inspect -o yaml) holds fields
+	// the API server sets: they are not the user's to apply.
+	u.SetUID("")
+	u.SetResourceVersion("")
+	u.SetGeneration(0)
+	u.SetSelfLink("")
+	u.SetManagedFields(nil)
+	u.SetDeletionTimestamp(nil)
+	u.SetDeletionGracePeriodSeconds(nil)
 	var dryRun []string
 	if o.dryRun == dryRunServer {
 		dryRun = []string{metav1.DryRunAll}
