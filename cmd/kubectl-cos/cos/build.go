@@ -51,7 +51,7 @@ Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
 	cmd.Flags().Int64Var(&o.revision, "revision", 0, "spec.revision: the revision's number among those of the same owner, from 1 (required).")
 	cmd.Flags().StringVar(&o.protection, "collision-protection", string(olmv1.CollisionProtectionPrevent), "spec.collisionProtection: Prevent, IfNoController or None.")
 	cmd.Flags().Int32Var(&o.deadline, "progress-deadline-minutes", 0, "spec.progressDeadlineMinutes (10-720); 0 leaves it unset.")
-	cmd.Flags().StringArrayVar(&o.probes, "progression-probe", nil, "A progression probe (repeatable): "+bundle.ProbeSyntax)
+	cmd.Flags().StringArrayVar(&o.probes, "progression-probe", nil, `A progression probe (repeatable): a selector (kind=GROUP/KIND or selector=LABELS) and assertions (condition=TYPE=True|False, fields=PATH==PATH, value=PATH=VALUE) separated by ";", or JSON.`)
 	cmd.Flags().StringToStringVar(&o.labels, "labels", nil, "Labels of the ClusterObjectSet, e.g. olm.operatorframework.io/owner-name=my-operator.")
 	cmd.Flags().StringToStringVar(&o.annotations, "annotations", nil, "Annotations of the ClusterObjectSet.")
 	cmd.Flags().BoolVarP(&o.recursive, "recursive", "R", false, "Read the manifest files of subfolders too.")
