@@ -126,7 +126,7 @@ func TestBadInputNamesFileAndDocument(t *testing.T) {
 			args: []string{"apply", "-f", "h.yaml"},
 			want: []string{`h.yaml:1: document 1 (ClusterObjectSet bad-input): ClusterObjectSet.olm.operatorframework.io "bad-input" is invalid: spec.phases[0].name: Invalid value: "Not_A_Label"`},
 		},
-		"apply: the second ClusterObjectSet of a file is invalid": {
+		"apply: a revision out of range, on a server dry run": {
 			files: map[string]string{"i.yaml": "apiVersion: olm.operatorframework.io/v1\nkind: ClusterObjectSet\nmetadata: {name: bad-input-2}\nspec: {lifecycleState: Active, revision: 0, collisionProtection: Prevent}\n"},
 			args:  []string{"apply", "-f", "i.yaml", "--dry-run=server"},
 			want:  []string{`i.yaml:1: document 1 (ClusterObjectSet bad-input-2): ClusterObjectSet.olm.operatorframework.io "bad-input-2" is invalid: spec.revision: Invalid value: 0: spec.revision in body should be greater than or equal to 1`},
