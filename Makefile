@@ -105,6 +105,33 @@ lint: ## gofmt check and go vet.
 build: ## Build the manager binary into bin/.
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/cos-externalizer ./cmd/cos-externalizer
 
+##@ Plugin
+
+# kubectl cos (cmd/kubectl-cos), stamped with VERSION. kubectl runs kubectl-cos for `kubectl cos` and
+# kubectl_complete-cos to complete its arguments, when both are on PATH.
+PLUGIN_LDFLAGS = -X github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos.Version=$(VERSION)
+PLUGIN_DIST := $(BIN)/plugin-dist
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: plugin
+plugin: ## Build the kubectl cos plugin into bin/: kubectl-cos and kubectl_complete-cos (put bin/ on PATH).
+	$(GO) build -ldflags "$(PLUGIN_LDFLAGS)" -o $(BIN)/kubectl-cos ./cmd/kubectl-cos
+	$(GO) build -ldflags "$(PLUGIN_LDFLAGS)" -o $(BIN)/kubectl_complete-cos ./cmd/kubectl_complete-cos
+
+.PHONY: plugin-dist
+plugin-dist: ## Build the plugin's release archives for $PLUGIN_PLATFORMS and its krew manifest (hack/krew/cos.yaml filled in) into bin/plugin-dist/.
+	@rm -rf $(PLUGIN_DIST) && mkdir -p $(PLUGIN_DIST)
+	@cp hack/krew/cos.yaml $(PLUGIN_DIST)/cos.yaml
+	@sed -i 's/{{VERSION}}/$(VERSION)/g' $(PLUGIN_DIST)/cos.yaml
+	@for p in $(PLUGIN_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; dir=$(PLUGIN_DIST)/kubectl-cos_$${os}_$${arch}; \
+		echo "building kubectl-cos for $$os/$$arch"; mkdir -p $$dir; \
+		for cmd in kubectl-cos kubectl_complete-cos; do \
+			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(PLUGIN_LDFLAGS)" -o $$dir/$$cmd ./cmd/$$cmd || exit 1; done; \
+		tar -C $$dir -czf $$dir.tar.gz . && rm -rf $$dir; \
+		sum=$$(sha256sum $$dir.tar.gz | cut -d' ' -f1); \
+		sed -i "s/{{SHA256_$${os}_$${arch}}}/$$sum/" $(PLUGIN_DIST)/cos.yaml; done
+	@echo "archives and the krew manifest: $(PLUGIN_DIST:$(ROOT)/%=%)"
+
 ##@ Image
 
 # `make image` builds without Docker (hack/tools/image) the image the Dockerfile builds with Docker: the
@@ -142,7 +169,7 @@ test: control-plane testdata certmanager certmanager-crds verify lint image-chec
 
 .PHONY: test-unit
 test-unit: testdata ## Run the tests that need no control plane (pure packages).
-	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./test/builders/...
+	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./cmd/kubectl-cos/... ./test/builders/...
 
 # The e2e suite (test/e2e) runs on the local control plane in `make test` (test/e2e/local) and, for
 # those with Docker, on kind: a cluster named $KIND_CLUSTER, cert-manager $(CERTMANAGER_VERSION) from
@@ -170,6 +197,7 @@ bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/plugin/
 	$(GO) test -run '^$$' -bench . -benchtime=3x -timeout 30m ./test/e2e/local/
 
 .PHONY: testdata

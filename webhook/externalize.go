@@ -10,17 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -30,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // Paths the webhooks are served on.
@@ -41,7 +38,7 @@ const (
 	ValidatePath      = "/validate-olm-operatorframework-io-v1-clusterobjectset"
 	SecretGuardPath   = "/validate-v1-secret-object-data"
 	warningPrefix     = "cos-externalizer: "
-	defaultConcurrent = 4
+	defaultConcurrent = objectdata.DefaultConcurrency
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
@@ -109,7 +106,7 @@ func (e *Externalizer) Handle(ctx context.Context, req admission.Request) admiss
 
 // handle returns the response, and the refusal reason when it refuses.
 func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
-	obj, specSize, err := decodeCOS(req.Object.Raw)
+	obj, specSize, err := externalize.DecodeCOS(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
 	}
@@ -131,7 +128,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 			warnings = append(warnings, fmt.Sprintf("%sClusterObjectSet %s already exists: this create writes no Secrets", warningPrefix, obj.Name))
 		}
 	case admissionv1.Update:
-		old, _, err := decodeCOS(req.OldObject.Raw)
+		old, _, err := externalize.DecodeCOS(req.OldObject.Raw)
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
 		}
@@ -139,7 +136,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		if warning != "" {
 			warnings = append(warnings, warning)
 		}
-		if errs := updateErrors(e.Limits.Get(ctx), old, obj); len(errs) > 0 {
+		if errs := externalize.UpdateErrors(e.Limits.Get(ctx), old, obj); len(errs) > 0 {
 			return invalid(obj.Name, errs).WithWarnings(warnings...), RefusalInvalid
 		}
 		if restored || len(old.Spec.Phases) > 0 {
@@ -162,13 +159,11 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		return invalid("", field.ErrorList{field.Required(field.NewPath("metadata", "name"),
 			"a ClusterObjectSet whose objects are externalized needs a name: generateName is not supported")}), RefusalNameRequired
 	}
-	plan, err := content.PlanFor(obj.Name, planInput(obj), content.Options{})
+	plan, err := content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{})
 	if err != nil {
 		var tooLarge *content.TooLargeError
 		if errors.As(err, &tooLarge) {
-			ferr := field.TooLong(field.NewPath("spec", "phases").Index(tooLarge.PhaseIndex).Child("objects").Index(tooLarge.Index), "", tooLarge.Budget)
-			ferr.Detail = tooLarge.Error()
-			return invalid(obj.Name, field.ErrorList{ferr}), RefusalTooLarge
+			return invalid(obj.Name, field.ErrorList{externalize.TooLargeFieldError(tooLarge)}), RefusalTooLarge
 		}
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("planning the Secrets: %w", err)), RefusalBadRequest
 	}
@@ -176,7 +171,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	if reason != "" {
 		return resp, reason
 	}
-	obj.Spec.Phases = withRefs(obj.Spec.Phases, plan, e.Options.SystemNamespace)
+	obj.Spec.Phases = externalize.WithRefs(obj.Spec.Phases, plan, e.Options.SystemNamespace)
 	e.Metrics.ObjectsExternalized.Add(float64(plan.Stats.Objects))
 	e.Metrics.BytesInline.Add(float64(plan.Stats.InlineBytes))
 	e.Metrics.BytesStored.Add(float64(plan.Stats.StoredBytes))
@@ -231,35 +226,9 @@ func (e *Externalizer) restoreStoredPhases(ctx context.Context, old, obj *olmv1.
 }
 
 // resolver reads a ref's Secret and returns the object it holds, verifying content keys. The refs of
-// one request share a budget of Options.MaxResolvedBytes (content.Budget): each Secret key is read
-// and decoded once, and every ref to it gets the same object, which SameContent only reads. Past the
-// budget, an error wrapping content.ErrBudgetExceeded.
+// one request share a budget of Options.MaxResolvedBytes (objectdata.Resolver).
 func (e *Externalizer) resolver(ctx context.Context) externalize.ResolveFunc {
-	cache := map[client.ObjectKey]*corev1.Secret{}
-	budget := content.NewBudget(e.Options.MaxResolvedBytes)
-	return func(ref olmv1.ObjectSourceRef) (map[string]any, error) {
-		key := client.ObjectKey{Namespace: ref.NamespaceOr(e.Options.SystemNamespace), Name: ref.Name}
-		sec, ok := cache[key]
-		if !ok {
-			sec = &corev1.Secret{}
-			if err := e.Reader.Get(ctx, key, sec); err != nil {
-				return nil, fmt.Errorf("reading Secret %s: %w", key, err)
-			}
-			cache[key] = sec
-		}
-		data, ok := sec.Data[ref.Key]
-		if !ok {
-			return nil, fmt.Errorf("secret %s has no key %q", key, ref.Key)
-		}
-		obj, err := budget.Resolve(key.String()+"/"+ref.Key, data, ref.Key)
-		if errors.Is(err, content.ErrBudgetExceeded) {
-			return nil, fmt.Errorf("%w (the limit is --max-resolved-bytes)", err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("secret %s key %q: %w", key, ref.Key, err)
-		}
-		return obj, nil
-	}
+	return objectdata.Resolver(ctx, e.Reader, e.Options.SystemNamespace, e.Options.MaxResolvedBytes)
 }
 
 // checkUserRefs warns about refs given by the user that name a Secret or key that does not exist.
@@ -296,161 +265,21 @@ func (e *Externalizer) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObje
 	return warnings
 }
 
-// writeSecrets creates the planned Secrets, at most WriteConcurrency at once. An existing Secret of
-// the same name is accepted only when it is ours and holds exactly the planned content. A dry run
-// checks existing Secrets the same way and writes nothing. It returns the number created.
+// writeSecrets creates the planned Secrets through the shared writer (objectdata.Writer), at most
+// WriteConcurrency at once: an existing Secret of the same name is accepted only when it is ours and
+// holds exactly the planned content. A dry run checks existing Secrets the same way and writes
+// nothing. It returns the number created.
 func (e *Externalizer) writeSecrets(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, admission.Response, string) {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(e.Options.WriteConcurrency, 1))
-	created := make([]bool, len(plan.Secrets))
-	for i, s := range plan.Secrets {
-		want := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      s.Name,
-				Namespace: e.Options.SystemNamespace,
-				Labels:    map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)},
-			},
-			Type:      olmv1.SecretTypeObjectData,
-			Immutable: ptr.To(true),
-			Data:      s.Data,
-		}
-		g.Go(func() error {
-			if dryRun {
-				_, err := e.checkExisting(gctx, want, true)
-				return err
-			}
-			var err error
-			created[i], err = e.createOrReuse(gctx, want)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		var conflict *conflictError
+	w := &objectdata.Writer{Client: e.Client, Reader: e.Reader, Namespace: e.Options.SystemNamespace, Concurrency: max(e.Options.WriteConcurrency, 1)}
+	n, err := w.Write(ctx, cosName, plan, dryRun)
+	if err != nil {
+		var conflict *objectdata.ConflictError
 		if errors.As(err, &conflict) {
 			return 0, admission.Errored(http.StatusConflict, err), RefusalSecretConflict
 		}
 		return 0, admission.Errored(http.StatusInternalServerError, err), RefusalWriteFailed
 	}
-	n := 0
-	for _, c := range created {
-		if c {
-			n++
-		}
-	}
 	return n, admission.Response{}, ""
-}
-
-const (
-	// reuseAttempts bounds how often a Secret that vanishes or changes between reading and touching
-	// it (the sweep deleted it, another request touched it) is created or checked again.
-	reuseAttempts = 5
-	// recentUse is how old a last-used time may be and still spare a touch: concurrent requests
-	// reusing one Secret touch it once.
-	recentUse = 10 * time.Second
-)
-
-// createOrReuse creates the Secret, or reuses an existing one that holds exactly the wanted content.
-// A reused Secret gets the time of this request in its last-used annotation, guarded by the
-// resourceVersion it was checked at: the orphan sweep deletes only the version it judged, so either
-// the sweep deleted it first and it is created again here, or the touch came first and the sweep
-// leaves it. It reports whether it created the Secret.
-func (e *Externalizer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, error) {
-	key := client.ObjectKeyFromObject(want)
-	var err error
-	for range reuseAttempts {
-		err = e.Client.Create(ctx, want.DeepCopy())
-		if err == nil {
-			return true, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return false, &writeError{secret: key, err: err}
-		}
-		var got *corev1.Secret
-		if got, err = e.checkExisting(ctx, want, false); err != nil {
-			var conflict *conflictError
-			if errors.As(err, &conflict) || !apierrors.IsNotFound(err) {
-				return false, err
-			}
-			continue // deleted since the create: create it again
-		}
-		live, err := e.liveOwners(ctx, got.OwnerReferences)
-		if err != nil {
-			return false, &writeError{secret: key, err: err}
-		}
-		now := time.Now()
-		if used, ok := content.LastUsed(got.Annotations); ok && now.Sub(used) < recentUse && len(live) == len(got.OwnerReferences) {
-			return false, nil // touched a moment ago (by a concurrent request): its grace has just begun
-		}
-		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if got.Annotations == nil {
-			got.Annotations = map[string]string{}
-		}
-		got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(now)
-		// An owner that is gone or being deleted (a ClusterObjectSet deleted and now re-created, or
-		// restored) would have the garbage collector delete the Secret this request is about to
-		// reference: drop it. The new ClusterObjectSet's reconciler takes ownership; if it never
-		// appears, the orphan sweep deletes the Secret after its grace period.
-		got.OwnerReferences = live
-		if err = e.Client.Patch(ctx, got, patch); err == nil {
-			return false, nil
-		}
-		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return false, &writeError{secret: key, err: err}
-		}
-	}
-	return false, &writeError{secret: key, err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
-}
-
-// liveOwners returns the owner references that point at something other than a ClusterObjectSet, or
-// at a ClusterObjectSet that exists with that uid and is not being deleted (read uncached).
-func (e *Externalizer) liveOwners(ctx context.Context, refs []metav1.OwnerReference) ([]metav1.OwnerReference, error) {
-	var live []metav1.OwnerReference
-	for _, ref := range refs {
-		if !collision.IsClusterObjectSetRef(ref) {
-			live = append(live, ref)
-			continue
-		}
-		owner := &olmv1.ClusterObjectSet{}
-		err := e.Reader.Get(ctx, client.ObjectKey{Name: ref.Name}, owner)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("reading its owner ClusterObjectSet %s: %w", ref.Name, err)
-		case owner.UID == ref.UID && owner.DeletionTimestamp.IsZero():
-			live = append(live, ref)
-		}
-	}
-	return live, nil
-}
-
-// checkExisting accepts an existing Secret only when it is one of ours with exactly the wanted
-// content, and returns it. On a dry run a missing Secret is fine: the real request would create it.
-func (e *Externalizer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun bool) (*corev1.Secret, error) {
-	got := &corev1.Secret{}
-	key := client.ObjectKeyFromObject(want)
-	if err := e.Reader.Get(ctx, key, got); err != nil {
-		if dryRun && apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, &writeError{secret: key, err: err}
-	}
-	var why []string
-	if got.Type != want.Type {
-		why = append(why, fmt.Sprintf("its type is %q", got.Type))
-	}
-	if !ptr.Deref(got.Immutable, false) {
-		why = append(why, "it is not immutable")
-	}
-	if got.Labels[olmv1.LabelRevisionName] != want.Labels[olmv1.LabelRevisionName] {
-		why = append(why, "it belongs to another ClusterObjectSet")
-	}
-	if !reflect.DeepEqual(got.Data, want.Data) {
-		why = append(why, "its data differs from the content it must hold")
-	}
-	if len(why) > 0 {
-		return nil, &conflictError{secret: key, why: strings.Join(why, ", ")}
-	}
-	return got, nil
 }
 
 // respond allows the request, replacing spec.phases when they changed, and kubectl's last-applied
@@ -494,46 +323,6 @@ func hasRefs(phases []olmv1.ClusterObjectSetPhase) bool {
 	return false
 }
 
-// planInput turns the phases into the content planner's input: inline objects to externalize, refs
-// kept as given.
-func planInput(obj *olmv1.ClusterObjectSet) content.Input {
-	in := content.Input{Phases: make([]content.PhaseInput, len(obj.Spec.Phases))}
-	for i, p := range obj.Spec.Phases {
-		pi := content.PhaseInput{Name: p.Name, Objects: make([]content.ObjectInput, len(p.Objects))}
-		for j, o := range p.Objects {
-			if o.Object.Object != nil {
-				pi.Objects[j] = content.ObjectInput{Object: o.Object.Object}
-			} else {
-				pi.Objects[j] = content.ObjectInput{Keep: &content.RefOut{SecretName: o.Ref.Name, Key: o.Ref.Key}}
-			}
-		}
-		in.Phases[i] = pi
-	}
-	return in
-}
-
-// withRefs returns phases with the inline objects replaced by the planned refs; refs given by the
-// user stay as they were. phases itself is not changed.
-func withRefs(phases []olmv1.ClusterObjectSetPhase, plan *content.Plan, systemNamespace string) []olmv1.ClusterObjectSetPhase {
-	out := make([]olmv1.ClusterObjectSetPhase, len(phases))
-	for i, p := range phases {
-		objs := make([]olmv1.ClusterObjectSetObject, len(p.Objects))
-		for j, o := range p.Objects {
-			if o.Object.Object != nil {
-				r := plan.Refs[i][j]
-				o = olmv1.ClusterObjectSetObject{
-					Ref:                 olmv1.ObjectSourceRef{Name: r.SecretName, Namespace: systemNamespace, Key: r.Key},
-					CollisionProtection: o.CollisionProtection,
-				}
-			}
-			objs[j] = o
-		}
-		p.Objects = objs
-		out[i] = p
-	}
-	return out
-}
-
 // invalid refuses with the API server's own Invalid status, field paths in its causes.
 func invalid(name string, errs field.ErrorList) admission.Response {
 	status := invalidError(name, errs).Status()
@@ -550,25 +339,4 @@ func responseMessage(r admission.Response) string {
 		return r.Result.Message
 	}
 	return ""
-}
-
-// writeError is a failed Secret read or write.
-type writeError struct {
-	secret client.ObjectKey
-	err    error
-}
-
-func (e *writeError) Error() string {
-	return fmt.Sprintf("writing object-data Secret %s: %v", e.secret, e.err)
-}
-func (e *writeError) Unwrap() error { return e.err }
-
-// conflictError is an existing Secret under a name we need that is not exactly ours.
-type conflictError struct {
-	secret client.ObjectKey
-	why    string
-}
-
-func (e *conflictError) Error() string {
-	return fmt.Sprintf("secret %s already exists and cannot be used: %s; delete it or rename the ClusterObjectSet", e.secret, e.why)
 }

@@ -11,7 +11,6 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
 )
 
 // The validating webhook: the invariants again on the final object, since other mutating webhooks
@@ -42,7 +41,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, obj *olmv1.ClusterObject
 // ValidateUpdate checks an update.
 func (v *Validator) ValidateUpdate(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("UPDATE", time.Now())
-	return nil, v.refuse(obj, updateErrors(v.Limits.Get(ctx), old, obj))
+	return nil, v.refuse(obj, externalize.UpdateErrors(v.Limits.Get(ctx), old, obj))
 }
 
 // ValidateDelete allows every delete; the webhook is not registered for them.
@@ -83,20 +82,4 @@ func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
 	ferr.Detail = fmt.Sprintf("the ClusterObjectSet would be stored as %d bytes, over the %d bytes the API server's storage (etcd) accepts; its %d inline objects were not externalized: %s; set the annotation %s=always to store them in Secrets",
 		len(b), v.Options.MaxStoredBytes, externalize.CountInline(obj.Spec.Phases), decision.Reason, externalize.Annotation)
 	return ferr
-}
-
-// immutablePhasesHint is added to the CRD's "phases is immutable" refusal: editing an object of an
-// existing ClusterObjectSet is not how revisions change.
-const immutablePhasesHint = "; to change its objects, create a new ClusterObjectSet with a new name and the next revision (the reconciler hands the objects over and archives this one)"
-
-// updateErrors validates an update: the CRD's rules, the webhook's own phase-order rule, and the
-// workflow hint on an immutable-phases refusal.
-func updateErrors(limits validation.Limits, old, obj *olmv1.ClusterObjectSet) field.ErrorList {
-	errs := append(limits.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...)
-	for _, e := range errs {
-		if e.Type == field.ErrorTypeInvalid && e.Detail == "phases is immutable" {
-			e.Detail += immutablePhasesHint
-		}
-	}
-	return errs
 }

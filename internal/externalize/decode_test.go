@@ -1,4 +1,4 @@
-package webhook
+package externalize
 
 import (
 	"encoding/json"
@@ -25,12 +25,12 @@ func TestDecodeCOS(t *testing.T) {
 			if err := json.Unmarshal(raw, want); err != nil {
 				// The typed decoding refuses it (an inline object without a kind): the one-pass
 				// decoder must still decode it, for validation to report it with its path.
-				if _, _, err := decodeCOS(raw); err != nil {
-					t.Fatalf("decodeCOS refused what validation must see: %v", err)
+				if _, _, err := DecodeCOS(raw); err != nil {
+					t.Fatalf("DecodeCOS refused what validation must see: %v", err)
 				}
 				return
 			}
-			got, specSize, err := decodeCOS(raw)
+			got, specSize, err := DecodeCOS(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestDecodeCOSErrors(t *testing.T) {
 		"object not a map": `{"spec":{"phases":[{"name":"p","objects":[{"object":[]}]}]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, _, err := decodeCOS([]byte(raw)); err == nil {
+			if _, _, err := DecodeCOS([]byte(raw)); err == nil {
 				t.Error("decoded")
 			}
 		})
@@ -65,7 +65,7 @@ func FuzzDecodeCOS(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"name":"x"},"spec":{"revision":1,"phases":[{"name":"p","objects":[{"object":{"kind":"ConfigMap"}},{"ref":{"name":"s","key":"k"}}]}]}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		obj, size, err := decodeCOS(raw)
+		obj, size, err := DecodeCOS(raw)
 		if err == nil && (obj == nil || size < 0) {
 			t.Fatalf("decoded to %v, size %d", obj, size)
 		}

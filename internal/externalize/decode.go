@@ -1,4 +1,4 @@
-package webhook
+package externalize
 
 import (
 	"encoding/json"
@@ -41,11 +41,13 @@ type wireObject struct {
 	CollisionProtection olmv1.CollisionProtection `json:"collisionProtection,omitempty"`
 }
 
-// decodeCOS decodes a ClusterObjectSet from an admission request in one pass (integers of inline
-// objects as int64, as unstructured.Unstructured has them), and returns the size of its serialized
-// spec as sent: the request's size less its metadata and status, which leaves apiVersion, kind and
-// punctuation in: about 100 bytes over, against a threshold of 128 KiB.
-func decodeCOS(raw []byte) (*olmv1.ClusterObjectSet, int, error) {
+// DecodeCOS decodes a ClusterObjectSet as the webhook receives it (the object of an admission
+// request, which is the JSON a client sent) in one pass (integers of inline objects as int64, as
+// unstructured.Unstructured has them), and returns the size of its serialized spec as sent: the
+// request's size less its metadata and status, which leaves apiVersion, kind and punctuation in:
+// about 100 bytes over, against a threshold of 128 KiB. The webhook and kubectl cos decide with this
+// size (Decide), so both externalize the same ClusterObjectSets.
+func DecodeCOS(raw []byte) (*olmv1.ClusterObjectSet, int, error) {
 	var w wireCOS
 	if err := utiljson.Unmarshal(raw, &w); err != nil {
 		return nil, 0, err

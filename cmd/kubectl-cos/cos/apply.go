@@ -1,0 +1,413 @@
+package cos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
+)
+
+const (
+	dryRunNone   = "none"
+	dryRunClient = "client"
+	dryRunServer = "server"
+)
+
+type applyOptions struct {
+	*root
+	file         string
+	serverSide   bool
+	force        bool
+	fieldManager string
+	dryRun       string
+	mode         string
+	threshold    int
+	maxResolved  int64
+	progress     string
+	printFlags   *genericclioptions.PrintFlags
+}
+
+func (r *root) applyCommand() *cobra.Command {
+	o := &applyOptions{root: r, printFlags: genericclioptions.NewPrintFlags("")}
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Apply a ClusterObjectSet of any size, externalizing its objects on the client as the webhook would",
+		Long: `Apply a ClusterObjectSet, inline or not, of any size.
+
+Its inline objects are stored in object-data Secrets with exactly the names, keys, labels and
+compression the cos-externalizer webhook would use (the same code), then the ClusterObjectSet is sent
+with refs in their place: first the Secrets, then the ClusterObjectSet; the reconciler then makes the
+ClusterObjectSet the Secrets' owner. A run stopped between the two is completed by running it again;
+otherwise the orphan sweep deletes its Secrets after its grace period. It works with the webhook
+installed (which passes refs through) and without it.
+
+Applying the same file again writes nothing. A ClusterObjectSet that exists is compared by content:
+when its objects are the same, only its mutable fields (lifecycleState, progressDeadlineMinutes,
+progressionProbes, labels, annotations) are applied; changed objects are refused, as the API refuses
+them (a new revision is a new ClusterObjectSet).
+
+Which ClusterObjectSets are externalized follows the webhook's policy: --externalize (default
+oversized: a spec over --externalize-threshold bytes) and the cos-externalizer.io/externalize
+annotation; use --externalize=always to externalize every inline object.`,
+		Example: `  # Apply a 10 MB bundle that kubectl apply cannot send
+  kubectl cos build ./manifests --name my-operator-1 --revision 1 -n my-operator > cos.yaml
+  kubectl cos apply -f cos.yaml --server-side`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+	}
+	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "The file holding the ClusterObjectSet(s) (- for standard input).")
+	cmd.Flags().BoolVar(&o.serverSide, "server-side", false, "Send the ClusterObjectSet with server-side apply (otherwise: create, or a three-way merge patch as client-side kubectl apply sends).")
+	cmd.Flags().BoolVar(&o.force, "force-conflicts", false, "With --server-side: take over fields other managers own.")
+	cmd.Flags().StringVar(&o.fieldManager, "field-manager", "kubectl-cos", "The field manager of the ClusterObjectSet's fields.")
+	cmd.Flags().StringVar(&o.dryRun, "dry-run", dryRunNone, `"none", "server" (check existing Secrets and send the ClusterObjectSet as a server-side dry run; nothing is written) or "client" (only print what would be sent).`)
+	cmd.Flags().StringVar(&o.mode, "externalize", string(externalize.ModeOversized), "Which ClusterObjectSets to externalize, as the webhook's --externalize: oversized, always or never (the annotation cos-externalizer.io/externalize overrides it).")
+	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "With --externalize=oversized: the serialized spec size above which objects are externalized (the webhook's --externalize-threshold).")
+	cmd.Flags().Int64Var(&o.maxResolved, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content read back to compare with a stored ClusterObjectSet (the manager's --max-resolved-bytes).")
+	cmd.Flags().StringVar(&o.progress, "progress", "auto", `Show a progress bar of the Secrets on stderr: "auto" (when stderr is a terminal), "always" or "never".`)
+	o.printFlags.AddFlags(cmd)
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	return cmd
+}
+
+func (o *applyOptions) run(ctx context.Context) error {
+	mode, err := externalize.ParseMode(o.mode)
+	if err != nil {
+		return fmt.Errorf("--externalize: %w", err)
+	}
+	switch o.dryRun {
+	case dryRunNone, dryRunClient, dryRunServer:
+	default:
+		return fmt.Errorf(`--dry-run: %q is not one of "none", "server", "client"`, o.dryRun)
+	}
+	if o.force && !o.serverSide {
+		return errors.New("--force-conflicts needs --server-side")
+	}
+	var printer func(obj *unstructured.Unstructured) error
+	if o.printFlags.OutputFormat != nil && *o.printFlags.OutputFormat != "" {
+		p, err := o.printFlags.ToPrinter()
+		if err != nil {
+			return err
+		}
+		printer = func(obj *unstructured.Unstructured) error { return p.PrintObj(obj, o.Out) }
+	}
+	objs, err := o.clusterObjectSets(o.file)
+	if err != nil {
+		return err
+	}
+	cl, err := o.clients()
+	if err != nil {
+		return err
+	}
+	limits := servedLimits(ctx, cl.client)
+	for _, src := range objs {
+		res, err := o.applyOne(ctx, cl, src, mode, limits)
+		if err != nil {
+			return err
+		}
+		if printer != nil {
+			if err := printer(res.obj); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(o.Out, "clusterobjectset.%s/%s %s%s\n", olmv1.GroupVersion.Group, res.obj.GetName(), res.op, dryRunSuffix(o.dryRun))
+		}
+	}
+	return nil
+}
+
+func dryRunSuffix(dryRun string) string {
+	if dryRun == dryRunNone {
+		return ""
+	}
+	return " (" + dryRun + " dry run)"
+}
+
+// servedLimits are the bounds of the CRD the cluster serves, as the webhook validates with; the
+// generated ones when it cannot be read.
+func servedLimits(ctx context.Context, c client.Client) validation.Limits {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "clusterobjectsets." + olmv1.GroupVersion.Group}, crd); err != nil {
+		return validation.Limits{}
+	}
+	return validation.LimitsFromCRD(crd)
+}
+
+// applyResult is what applying one ClusterObjectSet did.
+type applyResult struct {
+	obj *unstructured.Unstructured
+	op  string // created, configured, unchanged
+}
+
+// applyOne applies one ClusterObjectSet of the file: validate, compare with the stored one, plan and
+// write the Secrets (step 1), send the ClusterObjectSet of refs (step 2).
+func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Object, mode externalize.Mode, limits validation.Limits) (*applyResult, error) {
+	raw, err := json.Marshal(src.Object.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Source, err)
+	}
+	// The ClusterObjectSet as the webhook would receive it from kubectl, and the size it decides by.
+	obj, specSize, err := externalize.DecodeCOS(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a valid ClusterObjectSet: %w", src.Source, err)
+	}
+	where := fmt.Sprintf("%s (ClusterObjectSet %s)", src.Source, obj.Name)
+	if obj.Name == "" {
+		return nil, fmt.Errorf("%s: metadata.name: Required value: kubectl cos apply needs a name (generateName is not supported)", src.Source)
+	}
+	if errs := limits.ValidateCreate(obj); len(errs) > 0 {
+		return nil, invalid(where, obj.Name, errs)
+	}
+	live, liveU, err := o.live(ctx, cl, obj.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if live != nil && !live.DeletionTimestamp.IsZero() {
+		return nil, fmt.Errorf("%s: the stored ClusterObjectSet is being deleted; wait until it is gone", where)
+	}
+	decision, ferr := externalize.Decide(mode, o.threshold, obj.Annotations, specSize, externalize.CountInline(obj.Spec.Phases))
+	if ferr != nil {
+		return nil, invalid(where, obj.Name, field.ErrorList{ferr})
+	}
+	var plan *content.Plan
+	target := obj.Spec.Phases
+	if decision.Externalize {
+		if plan, err = content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{}); err != nil {
+			var tooLarge *content.TooLargeError
+			if errors.As(err, &tooLarge) {
+				return nil, invalid(where, obj.Name, field.ErrorList{externalize.TooLargeFieldError(tooLarge)})
+			}
+			return nil, fmt.Errorf("%s: planning the Secrets: %w", where, err)
+		}
+		target = externalize.WithRefs(obj.Spec.Phases, plan, o.systemNamespace)
+	}
+
+	if live != nil && len(live.Spec.Phases) > 0 {
+		// An update: the stored content stands when the objects are the same, and nothing is written
+		// to Secrets; other objects are refused, as phases are immutable.
+		if !apiequality.Semantic.DeepEqual(live.Spec.Phases, target) {
+			same, err := externalize.SameContent(live.Spec.Phases, obj.Spec.Phases, o.systemNamespace,
+				objectdata.Resolver(ctx, cl.client, o.systemNamespace, o.maxResolved))
+			if err != nil {
+				return nil, fmt.Errorf("%s: comparing with the stored ClusterObjectSet: %w", where, err)
+			}
+			if !same {
+				errs := externalize.UpdateErrors(limits, live, obj)
+				if len(errs) == 0 {
+					errs = field.ErrorList{field.Invalid(field.NewPath("spec", "phases"), "", "phases is immutable"+externalize.ImmutablePhasesHint)}
+				}
+				return nil, invalid(where, obj.Name, errs)
+			}
+		}
+		obj.Spec.Phases = live.Spec.Phases
+		if errs := externalize.UpdateErrors(limits, live, obj); len(errs) > 0 {
+			return nil, invalid(where, obj.Name, errs)
+		}
+		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: the stored ClusterObjectSet holds the same objects: no Secret written\n", obj.Name)
+	} else {
+		created := 0
+		if plan != nil && o.dryRun != dryRunClient {
+			if created, err = o.writeSecrets(ctx, cl, obj.Name, plan); err != nil {
+				return nil, fmt.Errorf("%s: step 1 of 2, the Secrets: %w", where, err)
+			}
+		}
+		if plan != nil {
+			obj.Spec.Phases = target
+			written := fmt.Sprintf("%d created, %d already there", created, len(plan.Secrets)-created)
+			if o.dryRun != dryRunNone {
+				written = "nothing written"
+			}
+			fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: externalized %s into %s in %s (%d bytes inline, %d bytes stored; %s; %s)\n",
+				obj.Name, plural(plan.Stats.Objects, "object"), plural(len(plan.Secrets), "Secret"), o.systemNamespace,
+				plan.Stats.InlineBytes, plan.Stats.StoredBytes, decision.Reason, written)
+		} else if externalize.CountInline(obj.Spec.Phases) > 0 {
+			fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: sent inline: %s\n", obj.Name, decision.Reason)
+		}
+	}
+	if o.hooks.AfterSecrets != nil {
+		if err := o.hooks.AfterSecrets(ctx, obj.Name); err != nil {
+			return nil, err
+		}
+	}
+	res, err := o.send(ctx, cl, obj, live != nil, liveU)
+	if err != nil {
+		return nil, fmt.Errorf("%s: step 2 of 2, the ClusterObjectSet: %w", where, err)
+	}
+	return res, nil
+}
+
+// live reads the stored ClusterObjectSet (nil when there is none), as sent by the API server and
+// decoded as the webhook decodes it.
+func (o *applyOptions) live(ctx context.Context, cl *clients, name string) (*olmv1.ClusterObjectSet, *unstructured.Unstructured, error) {
+	u, err := cl.dynamic.Resource(cosGVR).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the stored ClusterObjectSet: %w", err)
+	}
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, nil, err
+	}
+	live, _, err := externalize.DecodeCOS(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)
+	}
+	return live, u, nil
+}
+
+// writeSecrets writes (or, on a server dry run, checks) the planned Secrets through the webhook's
+// writer, with a progress bar on a terminal.
+func (o *applyOptions) writeSecrets(ctx context.Context, cl *clients, cosName string, plan *content.Plan) (int, error) {
+	bar := newProgress(o.ErrOut, o.progress, plan, "writing Secrets")
+	w := &objectdata.Writer{Client: cl.client, Reader: cl.client, Namespace: o.systemNamespace, Written: bar.written}
+	n, err := w.Write(ctx, cosName, plan, o.dryRun == dryRunServer)
+	bar.done()
+	return n, err
+}
+
+// send sends the ClusterObjectSet (step 2): by server-side apply, or as client-side kubectl apply
+// does (create, or a three-way JSON merge patch against the last-applied annotation; no request when
+// there is nothing to change).
+func (o *applyOptions) send(ctx context.Context, cl *clients, obj *olmv1.ClusterObjectSet, exists bool, liveU *unstructured.Unstructured) (*applyResult, error) {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u.SetAPIVersion(olmv1.GroupVersion.String())
+	u.SetKind(olmv1.ClusterObjectSetKind)
+	// A file saved from the cluster (kubectl get -o yaml, kubectl cos inspect -o yaml) holds fields
+	// the API server sets: they are not the user's to apply.
+	u.SetUID("")
+	u.SetResourceVersion("")
+	u.SetGeneration(0)
+	u.SetSelfLink("")
+	u.SetManagedFields(nil)
+	u.SetDeletionTimestamp(nil)
+	u.SetDeletionGracePeriodSeconds(nil)
+	var dryRun []string
+	if o.dryRun == dryRunServer {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	res := &applyResult{op: "created"}
+	if exists {
+		res.op = "configured"
+	}
+	rc := cl.dynamic.Resource(cosGVR)
+	switch {
+	case o.serverSide:
+		if o.dryRun == dryRunClient {
+			res.obj = u
+			return res, nil
+		}
+		out, err := rc.Apply(ctx, obj.Name, u, metav1.ApplyOptions{FieldManager: o.fieldManager, Force: o.force, DryRun: dryRun})
+		if err != nil {
+			return nil, err
+		}
+		res.obj = out
+	default:
+		modified, err := withLastApplied(u)
+		if err != nil {
+			return nil, err
+		}
+		if o.dryRun == dryRunClient {
+			res.obj = u
+			return res, nil
+		}
+		if !exists {
+			out, err := rc.Create(ctx, u, metav1.CreateOptions{FieldManager: o.fieldManager, DryRun: dryRun})
+			if err != nil {
+				return nil, err
+			}
+			res.obj = out
+			break
+		}
+		current, err := json.Marshal(liveU.Object)
+		if err != nil {
+			return nil, err
+		}
+		original := []byte(liveU.GetAnnotations()[externalize.LastAppliedAnnotation])
+		patch, err := jsonmergepatch.CreateThreeWayJSONMergePatch(original, modified, current,
+			mergepatch.RequireKeyUnchanged("apiVersion"), mergepatch.RequireKeyUnchanged("kind"), mergepatch.RequireMetadataKeyUnchanged("name"))
+		if err != nil {
+			return nil, fmt.Errorf("computing the patch: %w", err)
+		}
+		if string(patch) == "{}" {
+			res.obj, res.op = liveU, "unchanged"
+			return res, nil
+		}
+		out, err := rc.Patch(ctx, obj.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: o.fieldManager, DryRun: dryRun})
+		if err != nil {
+			return nil, err
+		}
+		res.obj = out
+	}
+	if exists && liveU != nil && unchanged(liveU, res.obj) {
+		res.op = "unchanged"
+	}
+	return res, nil
+}
+
+// unchanged reports whether an apply left the ClusterObjectSet as it was: the same resourceVersion,
+// or (the reconciler may write its status meanwhile) the same generation, labels and annotations.
+func unchanged(before, after *unstructured.Unstructured) bool {
+	if before.GetResourceVersion() == after.GetResourceVersion() {
+		return true
+	}
+	return before.GetGeneration() == after.GetGeneration() &&
+		apiequality.Semantic.DeepEqual(before.GetLabels(), after.GetLabels()) &&
+		apiequality.Semantic.DeepEqual(before.GetAnnotations(), after.GetAnnotations())
+}
+
+// withLastApplied sets kubectl's last-applied annotation on u to u itself (without the annotation),
+// as client-side kubectl apply does, and returns u's JSON.
+func withLastApplied(u *unstructured.Unstructured) ([]byte, error) {
+	annotations := u.GetAnnotations()
+	delete(annotations, externalize.LastAppliedAnnotation)
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	u.SetAnnotations(annotations)
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[externalize.LastAppliedAnnotation] = string(b) + "\n"
+	u.SetAnnotations(annotations)
+	return json.Marshal(u.Object)
+}
+
+// invalid is the API server's Invalid error for a ClusterObjectSet, after where it was read.
+func invalid(where, name string, errs field.ErrorList) error {
+	return fmt.Errorf("%s: %w", where, apierrors.NewInvalid(olmv1.GroupVersion.WithKind(olmv1.ClusterObjectSetKind).GroupKind(), name, errs))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

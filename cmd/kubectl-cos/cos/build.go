@@ -1,0 +1,110 @@
+package cos
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
+)
+
+type buildOptions struct {
+	*root
+	name        string
+	revision    int64
+	protection  string
+	deadline    int32
+	probes      []string
+	labels      map[string]string
+	annotations map[string]string
+	recursive   bool
+	printFlags  *genericclioptions.PrintFlags
+}
+
+func (r *root) buildCommand() *cobra.Command {
+	o := &buildOptions{root: r, printFlags: genericclioptions.NewPrintFlags("").WithDefaultOutput("yaml")}
+	cmd := &cobra.Command{
+		Use:   "build DIR|FILE... --name NAME --revision N [--namespace NS]",
+		Short: "Turn plain manifests into an inline ClusterObjectSet",
+		Long: `Turn a folder of manifests (its .yaml, .yml and .json files, in name order) or multi-document YAML
+files into an inline ClusterObjectSet, printed on stdout.
+
+The objects are sorted into the phase order producers use (namespaces, policies, identity,
+configuration, storage, crds, roles, bindings, infrastructure, deploy, scaling, publish, admission;
+unknown kinds go to deploy), keeping their order within a phase; a phase of more than 50 objects is
+split (deploy, deploy-2, ...). Namespaced objects without a namespace get --namespace; whether a kind
+is namespaced is known for built-in kinds and read from the CustomResourceDefinitions among the
+objects. The result is validated as the API server validates it before it is printed; bad input is
+refused with its file, line, document number and field.
+
+Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
+		Example: `  kubectl cos build ./manifests --name my-operator-3 --revision 3 -n my-operator > cos.yaml
+  kubectl cos build install.yaml --name argocd-1 --revision 1 -n argocd \
+      --progression-probe 'kind=apps/Deployment;condition=Available=True'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error { return o.run(args) },
+	}
+	cmd.Flags().StringVar(&o.name, "name", "", "The name of the ClusterObjectSet (required).")
+	cmd.Flags().Int64Var(&o.revision, "revision", 0, "spec.revision: the revision's number among those of the same owner, from 1 (required).")
+	cmd.Flags().StringVar(&o.protection, "collision-protection", string(olmv1.CollisionProtectionPrevent), "spec.collisionProtection: Prevent, IfNoController or None.")
+	cmd.Flags().Int32Var(&o.deadline, "progress-deadline-minutes", 0, "spec.progressDeadlineMinutes (10-720); 0 leaves it unset.")
+	cmd.Flags().StringArrayVar(&o.probes, "progression-probe", nil, `A progression probe (repeatable): a selector (kind=GROUP/KIND or selector=LABELS) and assertions (condition=TYPE=True|False, fields=PATH==PATH, value=PATH=VALUE) separated by ";", or JSON.`)
+	cmd.Flags().StringToStringVar(&o.labels, "labels", nil, "Labels of the ClusterObjectSet, e.g. olm.operatorframework.io/owner-name=my-operator.")
+	cmd.Flags().StringToStringVar(&o.annotations, "annotations", nil, "Annotations of the ClusterObjectSet.")
+	cmd.Flags().BoolVarP(&o.recursive, "recursive", "R", false, "Read the manifest files of subfolders too.")
+	o.printFlags.AddFlags(cmd)
+	_ = cmd.MarkFlagRequired("name")
+	_ = cmd.MarkFlagRequired("revision")
+	return cmd
+}
+
+func (o *buildOptions) run(paths []string) error {
+	printer, err := o.printFlags.ToPrinter()
+	if err != nil {
+		return err
+	}
+	opts := bundle.Options{
+		Name: o.name, Revision: o.revision, CollisionProtection: olmv1.CollisionProtection(o.protection),
+		ProgressDeadlineMinutes: o.deadline, Labels: o.labels, Annotations: o.annotations,
+	}
+	// The namespace is the --namespace flag as given: build is offline, and its output must not depend
+	// on the kubeconfig's current context.
+	if o.flags.Namespace != nil {
+		opts.Namespace = *o.flags.Namespace
+	}
+	var errs bundle.Errors
+	for i, p := range o.probes {
+		probe, err := bundle.ParseProbe(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--progression-probe[%d]: %w", i, err))
+			continue
+		}
+		opts.Probes = append(opts.Probes, probe)
+	}
+	inputs, err := o.readInputs(paths, o.recursive)
+	if err != nil {
+		return err
+	}
+	objs, err := parseAll(inputs)
+	var parseErrs bundle.Errors
+	if errors.As(err, &parseErrs) {
+		errs = append(parseErrs, errs...)
+	} else if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	cos, err := bundle.Build(objs, opts)
+	if err != nil {
+		return err
+	}
+	u, err := toUnstructured(cos)
+	if err != nil {
+		return err
+	}
+	return printer.PrintObj(u, o.Out)
+}

@@ -1,0 +1,364 @@
+package cos
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+)
+
+// webhookSuffix ends the names of cos-externalizer's webhooks.
+const webhookSuffix = ".cos-externalizer.io"
+
+// injectCAAnnotation is cert-manager's CA injector's annotation.
+const injectCAAnnotation = "cert-manager.io/inject-ca-from"
+
+type checkOptions struct {
+	*root
+	timeout time.Duration
+}
+
+func (r *root) checkCommand() *cobra.Command {
+	o := &checkOptions{root: r}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check that the webhook is installed, trusted and reachable",
+		Long: `Check, in plain sentences, that the cluster can externalize ClusterObjectSets:
+
+  the ClusterObjectSet API is served;
+  cos-externalizer's webhook configurations are installed and their CA bundle is injected (present,
+  a certificate, not expired);
+  the webhook's Service has ready endpoints;
+  a server-side dry run of a small inline ClusterObjectSet comes back externalized (nothing is
+  written), which proves the API server trusts and reaches the webhook.
+
+Exit status 1 when a check fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
+	}
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "How long to wait for the dry run.")
+	return cmd
+}
+
+// checker prints findings and counts failures.
+type checker struct {
+	o     *checkOptions
+	fails int
+}
+
+func (c *checker) ok(format string, args ...any) {
+	fmt.Fprintf(c.o.Out, "[ok]   "+format+"\n", args...)
+}
+func (c *checker) warn(format string, args ...any) {
+	fmt.Fprintf(c.o.Out, "[warn] "+format+"\n", args...)
+}
+func (c *checker) fail(format string, args ...any) {
+	c.fails++
+	fmt.Fprintf(c.o.Out, "[FAIL] "+format+"\n", args...)
+}
+
+func (o *checkOptions) run(ctx context.Context) error {
+	cl, err := o.clients()
+	if err != nil {
+		return err
+	}
+	c := &checker{o: o}
+	if !c.api(cl) {
+		return &ExitError{Code: 1}
+	}
+	c.webhooks(ctx, cl)
+	c.dryRun(ctx, cl)
+	if c.fails > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+// api checks that the ClusterObjectSet API is served; the other checks need it.
+func (c *checker) api(cl *clients) bool {
+	res, err := cl.kube.Discovery().ServerResourcesForGroupVersion(olmv1.GroupVersion.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		c.fail("The ClusterObjectSet API (%s) is not served: install its CustomResourceDefinition (make deploy, or OLM) first.", olmv1.GroupVersion)
+		return false
+	case err != nil:
+		c.fail("Cannot ask the API server at %s which APIs it serves: %v", cl.config.Host, err)
+		return false
+	}
+	for _, r := range res.APIResources {
+		if r.Name == "clusterobjectsets" {
+			c.ok("The ClusterObjectSet API (%s) is served.", olmv1.GroupVersion)
+			return true
+		}
+	}
+	c.fail("The API group %s is served, but without clusterobjectsets: install the ClusterObjectSet CustomResourceDefinition.", olmv1.GroupVersion)
+	return false
+}
+
+// webhook is one of our webhooks as configured.
+type webhook struct {
+	config, kind, name string
+	annotations        map[string]string
+	client             admissionregistrationv1.WebhookClientConfig
+}
+
+// webhooks checks the webhook configurations' CA bundles and the Services' endpoints.
+func (c *checker) webhooks(ctx context.Context, cl *clients) {
+	var hooks []webhook
+	mutating, err := cl.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.warn("Cannot list the mutating webhook configurations (%s); the CA bundles are not checked, the dry run below still is.", reason(err))
+		return
+	}
+	for _, cfg := range mutating.Items {
+		for _, w := range cfg.Webhooks {
+			if strings.HasSuffix(w.Name, webhookSuffix) {
+				hooks = append(hooks, webhook{config: cfg.Name, kind: "MutatingWebhookConfiguration", name: w.Name, annotations: cfg.Annotations, client: w.ClientConfig})
+			}
+		}
+	}
+	validating, err := cl.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.warn("Cannot list the validating webhook configurations (%s); their CA bundles are not checked.", reason(err))
+	} else {
+		for _, cfg := range validating.Items {
+			for _, w := range cfg.Webhooks {
+				if strings.HasSuffix(w.Name, webhookSuffix) {
+					hooks = append(hooks, webhook{config: cfg.Name, kind: "ValidatingWebhookConfiguration", name: w.Name, annotations: cfg.Annotations, client: w.ClientConfig})
+				}
+			}
+		}
+	}
+	if len(hooks) == 0 {
+		c.fail("No cos-externalizer webhook is installed (no webhook named *%s): inline ClusterObjectSets are stored as written, and large ones are refused. kubectl cos apply still works without it.", webhookSuffix)
+		return
+	}
+	services := map[string]bool{}
+	for _, h := range hooks {
+		c.caBundle(h)
+		if s := h.client.Service; s != nil && !services[s.Namespace+"/"+s.Name] {
+			services[s.Namespace+"/"+s.Name] = true
+			c.endpoints(ctx, cl, h)
+		}
+	}
+}
+
+// caBundle checks one webhook's CA bundle.
+func (c *checker) caBundle(h webhook) {
+	where := fmt.Sprintf("webhook %s (%s %s)", h.name, h.kind, h.config)
+	if len(h.client.CABundle) == 0 {
+		if from := h.annotations[injectCAAnnotation]; from != "" {
+			c.fail("The CA bundle of %s is empty: cert-manager's CA injector has not injected the CA of Certificate %s. Check that cert-manager's cainjector is running and that the Certificate is Ready.", where, from)
+		} else {
+			c.fail("The CA bundle of %s is empty and nothing injects it (no %s annotation): the API server cannot verify the webhook. Install with the certmanager overlay, or set clientConfig.caBundle.", where, injectCAAnnotation)
+		}
+		return
+	}
+	var certs []*x509.Certificate
+	rest := h.client.CABundle
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
+			certs = append(certs, cert)
+		}
+	}
+	if len(certs) == 0 {
+		c.fail("The CA bundle of %s holds no PEM certificate: the API server cannot verify the webhook.", where)
+		return
+	}
+	now := time.Now()
+	valid := 0
+	for _, cert := range certs {
+		if now.Before(cert.NotAfter) && now.After(cert.NotBefore) {
+			valid++
+		}
+	}
+	if valid == 0 {
+		c.fail("Every CA certificate in the bundle of %s has expired or is not valid yet (the first expired %s): the webhook's certificate cannot be verified.", where, certs[0].NotAfter.UTC().Format(time.RFC3339))
+		return
+	}
+	target := "its URL"
+	if s := h.client.Service; s != nil {
+		target = fmt.Sprintf("Service %s/%s", s.Namespace, s.Name)
+	}
+	c.ok("The CA of %s is injected (%s, valid until %s); the API server calls %s.", where, certs[0].Subject.CommonName, certs[0].NotAfter.UTC().Format("2006-01-02"), target)
+}
+
+// endpoints checks that the webhook's Service has ready endpoints.
+func (c *checker) endpoints(ctx context.Context, cl *clients, h webhook) {
+	s := h.client.Service
+	slices, err := cl.kube.DiscoveryV1().EndpointSlices(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + s.Name})
+	if err != nil {
+		c.warn("Cannot list the endpoints of Service %s/%s (%s); the dry run below checks that the webhook answers.", s.Namespace, s.Name, reason(err))
+		return
+	}
+	ready := 0
+	for _, sl := range slices.Items {
+		for _, e := range sl.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				ready++
+			}
+		}
+	}
+	if ready == 0 {
+		c.fail("Service %s/%s has no ready endpoints: the manager is not running or not ready, so the API server cannot reach the webhook.", s.Namespace, s.Name)
+		return
+	}
+	c.ok("Service %s/%s has %d ready endpoint(s).", s.Namespace, s.Name, ready)
+}
+
+// warningCollector keeps the API server's warnings of one request.
+type warningCollector struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningCollector) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+// dryRun sends a small inline ClusterObjectSet as a server-side dry run and expects it back
+// externalized.
+func (c *checker) dryRun(ctx context.Context, cl *clients) {
+	cfg := rest.CopyConfig(cl.config)
+	collector := &warningCollector{}
+	cfg.WarningHandler = collector
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		c.fail("Cannot make a client: %v", err)
+		return
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	name := "kubectl-cos-check-" + hex.EncodeToString(suffix)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": olmv1.GroupVersion.String(), "kind": olmv1.ClusterObjectSetKind,
+		"metadata": map[string]any{"name": name, "annotations": map[string]any{externalize.Annotation: string(externalize.ModeAlways)}},
+		"spec": map[string]any{
+			"lifecycleState": string(olmv1.LifecycleStateActive), "revision": int64(1), "collisionProtection": string(olmv1.CollisionProtectionPrevent),
+			"phases": []any{map[string]any{"name": "configuration", "objects": []any{map[string]any{"object": map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "default"},
+				"data": map[string]any{"check": "kubectl cos check"},
+			}}}}},
+		},
+	}}
+	ctx, cancel := context.WithTimeout(ctx, c.o.timeout)
+	defer cancel()
+	out, err := dyn.Resource(cosGVR).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		c.fail("%s", explain(err))
+		return
+	}
+	objects, _, _ := unstructured.NestedSlice(out.Object, "spec", "phases")
+	externalized := false
+	if len(objects) == 1 {
+		members, _, _ := unstructured.NestedSlice(objects[0].(map[string]any), "objects")
+		if len(members) == 1 {
+			_, externalized = members[0].(map[string]any)["ref"]
+		}
+	}
+	if !externalized {
+		c.fail("A server-side dry run of an inline ClusterObjectSet with %s=always came back unchanged: the mutating webhook did not run. Is its MutatingWebhookConfiguration installed and does it match ClusterObjectSets?", externalize.Annotation)
+		return
+	}
+	c.ok("A server-side dry run of an inline ClusterObjectSet came back externalized: the API server trusts and reaches the webhooks (nothing was written).")
+	for _, w := range collector.warnings {
+		if !strings.HasPrefix(w, "cos-externalizer: externalized") {
+			c.warn("The dry run warned: %s", w)
+		}
+	}
+}
+
+var calledWebhook = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+
+// explain turns a failed dry run into a sentence.
+func explain(err error) string {
+	msg := err.Error()
+	if m := calledWebhook.FindStringSubmatch(msg); m != nil {
+		name, cause := m[1], cause(msg)
+		switch {
+		case containsAny(cause, "x509:", "certificate signed by unknown authority", "failed to verify certificate", "tls: "):
+			return fmt.Sprintf("The API server does not trust the serving certificate of webhook %s: the CA bundle in its configuration is not the CA that signed the manager's certificate. With cert-manager, check that cainjector is running and that the Certificate is Ready. (%s)", name, lastPart(msg))
+		case containsAny(cause, "connection refused", "no endpoints available", "no such host", "not found", "dial tcp", "connection reset", "EOF"):
+			return fmt.Sprintf("The API server cannot reach webhook %s: the manager is not running or not ready, or its Service has no endpoints. (%s)", name, lastPart(msg))
+		case containsAny(cause, "context deadline exceeded", "timeout", "Timeout"):
+			return fmt.Sprintf("Webhook %s did not answer in time: the manager may be overloaded, or the network between the API server and it blocks the call. (%s)", name, lastPart(msg))
+		}
+		return fmt.Sprintf("The API server could not call webhook %s: %s", name, lastPart(msg))
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		return "You may not create ClusterObjectSets, not even as a dry run: this check needs that permission. (" + msg + ")"
+	case apierrors.IsNotFound(err):
+		return "The ClusterObjectSet API is not served: install its CustomResourceDefinition first."
+	case strings.Contains(msg, "denied the request"):
+		return "A webhook refused the test ClusterObjectSet: " + msg
+	case apierrors.IsInvalid(err):
+		return "The test ClusterObjectSet was refused as invalid (does the served CRD differ from this plugin's?): " + msg
+	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || strings.Contains(msg, "context deadline exceeded"):
+		return "The server-side dry run did not finish in time: " + msg
+	}
+	return "The server-side dry run failed: " + msg
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastPart is the innermost cause of an error message (after the last ": " that follows the webhook
+// call), which is what says why.
+func lastPart(msg string) string {
+	if i := strings.Index(msg, "failed to call webhook: "); i >= 0 {
+		msg = msg[i+len("failed to call webhook: "):]
+	}
+	return msg
+}
+
+// cause is what follows the webhook's URL in a failed call (`Post "<url>": <cause>`), so that the URL
+// (which holds "?timeout=") is not taken for the cause.
+func cause(msg string) string {
+	rest := lastPart(msg)
+	if strings.HasPrefix(rest, `Post "`) {
+		if i := strings.Index(rest, `": `); i >= 0 {
+			return rest[i+3:]
+		}
+	}
+	return rest
+}
+
+// reason is an API error's reason, for sentences.
+func reason(err error) string {
+	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
+		return strings.ToLower(string(r))
+	}
+	return err.Error()
+}

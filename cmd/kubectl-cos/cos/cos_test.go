@@ -1,0 +1,139 @@
+package cos
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+)
+
+func TestExplain(t *testing.T) {
+	const call = `Internal error occurred: failed calling webhook "externalize.cos-externalizer.io": failed to call webhook: Post "https://127.0.0.1:4000/mutate?timeout=15s": `
+	cos := schema.GroupResource{Group: "olm.operatorframework.io", Resource: "clusterobjectsets"}
+	tests := map[string]struct {
+		err  error
+		want string
+	}{
+		"unknown authority": {errors.New(call + "tls: failed to verify certificate: x509: certificate signed by unknown authority"),
+			"The API server does not trust the serving certificate of webhook externalize.cos-externalizer.io"},
+		"connection refused": {errors.New(call + "dial tcp 127.0.0.1:4000: connect: connection refused"),
+			"The API server cannot reach webhook externalize.cos-externalizer.io: the manager is not running or not ready"},
+		"no endpoints": {errors.New(`Internal error occurred: failed calling webhook "validate.cos-externalizer.io": failed to call webhook: Post "https://svc.ns.svc:443/validate": no endpoints available for service "svc"`),
+			"The API server cannot reach webhook validate.cos-externalizer.io"},
+		"timeout": {errors.New(call + "context deadline exceeded"),
+			"Webhook externalize.cos-externalizer.io did not answer in time"},
+		"other webhook failure": {errors.New(call + "something else"),
+			"The API server could not call webhook externalize.cos-externalizer.io: Post "},
+		"forbidden":  {apierrors.NewForbidden(cos, "x", errors.New("no")), "You may not create ClusterObjectSets, not even as a dry run"},
+		"not served": {apierrors.NewNotFound(cos, "x"), "The ClusterObjectSet API is not served"},
+		"denied":     {errors.New(`admission webhook "other.example.com" denied the request: no`), "A webhook refused the test ClusterObjectSet: "},
+		"other":      {errors.New("boom"), "The server-side dry run failed: boom"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := explain(tc.err); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("explain = %q, want it to start with %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProgress(t *testing.T) {
+	plan := &content.Plan{Secrets: []content.SecretOut{
+		{Name: "a", Data: map[string][]byte{"k": make([]byte, 999)}},
+		{Name: "b", Data: map[string][]byte{"k": make([]byte, 2999)}},
+	}}
+	for mode, want := range map[string][]string{
+		"always": {"\rwriting [                              ] 0/2, 0.0 of 0.0 MB", "\rwriting [=======                       ] 1/2", "\rwriting [==============================] 2/2", "\r\033[K"},
+		"never":  nil,
+		"auto":   nil, // a buffer is not a terminal
+	} {
+		t.Run(mode, func(t *testing.T) {
+			var out bytes.Buffer
+			p := newProgress(&out, mode, plan, "writing")
+			p.written(0, true)
+			p.written(1, false)
+			p.done()
+			if want == nil && out.Len() > 0 {
+				t.Errorf("printed %q", out.String())
+			}
+			for _, w := range want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("lacks %q in %q", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestReadInputs(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"b.yaml", "a.json", "c.yml", "notes.txt", "sub/z.yaml", "sub/deeper/y.yaml"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &root{IOStreams: genericiooptions.IOStreams{In: strings.NewReader("from stdin")}}
+	names := func(recursive bool, paths ...string) []string {
+		in, err := r.readInputs(paths, recursive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, i := range in {
+			rel, _ := filepath.Rel(dir, i.name)
+			if i.name == "-" {
+				rel = "-=" + string(i.data)
+			}
+			out = append(out, rel)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"a.json", "b.yaml", "c.yml"}, names(false, dir)); diff != "" {
+		t.Errorf("folder (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a.json", "b.yaml", "c.yml", "sub/z.yaml", "sub/deeper/y.yaml"}, names(true, dir)); diff != "" {
+		t.Errorf("folder, recursive (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"sub/z.yaml", "-=from stdin"}, names(false, filepath.Join(dir, "sub", "z.yaml"), "-")); diff != "" {
+		t.Errorf("file and stdin (-want +got):\n%s", diff)
+	}
+	if _, err := r.readInputs([]string{filepath.Join(dir, "sub", "deeper", "..", "..", "missing")}, false); err == nil {
+		t.Error("a missing path was read")
+	}
+	empty := t.TempDir()
+	if _, err := r.readInputs([]string{empty}, false); err == nil || !strings.Contains(err.Error(), "no .yaml, .yml or .json files") {
+		t.Errorf("an empty folder: %v", err)
+	}
+}
+
+func TestWithLastApplied(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{
+		"name": "x", "annotations": map[string]any{"a": "b", externalize.LastAppliedAnnotation: "old"}}}}
+	modified, err := withLastApplied(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"v1","kind":"X","metadata":{"annotations":{"a":"b"},"name":"x"}}` + "\n"
+	if got := u.GetAnnotations()[externalize.LastAppliedAnnotation]; got != want {
+		t.Errorf("annotation %q, want %q", got, want)
+	}
+	if !bytes.Contains(modified, []byte(`"a":"b"`)) || !bytes.Contains(modified, []byte("last-applied-configuration")) {
+		t.Errorf("modified: %s", modified)
+	}
+}

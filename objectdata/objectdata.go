@@ -1,0 +1,245 @@
+// Package objectdata writes and reads the object-data Secrets of ClusterObjectSets with a client: the
+// first of the three crash-safe steps (Secrets, then the ClusterObjectSet, then the reconciler's
+// ownership), and the resolution of refs for comparing content. The mutating webhook and kubectl cos
+// apply both write through Writer, so that the same plan (content.PlanFor) gives the same Secrets,
+// created or reused the same way, whoever writes them. The decisions are pure functions of
+// internal/externalize and internal/content; this package reads, calls them and writes.
+package objectdata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+)
+
+// DefaultConcurrency is how many Secrets a Writer writes at once unless told otherwise.
+const DefaultConcurrency = 4
+
+const (
+	// reuseAttempts bounds how often a Secret that vanishes or changes between reading and touching
+	// it (the sweep deleted it, another request touched it) is created or checked again.
+	reuseAttempts = 5
+	// recentUse is how old a last-used time may be and still spare a touch: concurrent requests
+	// reusing one Secret touch it once.
+	recentUse = 10 * time.Second
+)
+
+// Writer creates the Secrets of a plan in Namespace.
+type Writer struct {
+	// Client writes Secrets.
+	Client client.Client
+	// Reader reads Secrets and ClusterObjectSets uncached, so that a Secret written a moment ago is
+	// seen.
+	Reader client.Reader
+	// Namespace is the system namespace that holds the object-data Secrets.
+	Namespace string
+	// Concurrency bounds the Secrets written at once; 0 or less means DefaultConcurrency.
+	Concurrency int
+	// Written, when set, is called once per Secret of the plan as soon as it is written, reused or
+	// (on a dry run) checked, with its index in plan.Secrets and whether it was created. It may be
+	// called from several goroutines at once.
+	Written func(i int, created bool)
+}
+
+// Write creates the planned Secrets of the ClusterObjectSet cosName, at most Concurrency at once. An
+// existing Secret of the same name is accepted only when it is ours and holds exactly the planned
+// content (externalize.Unusable); a reused one is touched (content.LastUsedAnnotation) and loses owner
+// references to ClusterObjectSets that are gone or being deleted. A dry run checks existing Secrets
+// the same way and writes nothing. It returns how many Secrets it created. A Secret that is not ours
+// is a *ConflictError; a failed read or write a *WriteError.
+func (w *Writer) Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	limit := w.Concurrency
+	if limit <= 0 {
+		limit = DefaultConcurrency
+	}
+	g.SetLimit(limit)
+	created := make([]bool, len(plan.Secrets))
+	for i, s := range plan.Secrets {
+		want := externalize.ObjectDataSecret(cosName, w.Namespace, s)
+		g.Go(func() error {
+			var err error
+			if dryRun {
+				_, err = w.checkExisting(gctx, want, true)
+			} else {
+				created[i], err = w.createOrReuse(gctx, want)
+			}
+			if err == nil && w.Written != nil {
+				w.Written(i, created[i])
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range created {
+		if c {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// createOrReuse creates the Secret, or reuses an existing one that holds exactly the wanted content.
+// A reused Secret gets the time of this request in its last-used annotation, guarded by the
+// resourceVersion it was checked at: the orphan sweep deletes only the version it judged, so either
+// the sweep deleted it first and it is created again here, or the touch came first and the sweep
+// leaves it. It reports whether it created the Secret.
+func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, error) {
+	key := client.ObjectKeyFromObject(want)
+	var err error
+	for range reuseAttempts {
+		err = w.Client.Create(ctx, want.DeepCopy())
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return false, &WriteError{Secret: key, Err: err}
+		}
+		var got *corev1.Secret
+		if got, err = w.checkExisting(ctx, want, false); err != nil {
+			var conflict *ConflictError
+			if errors.As(err, &conflict) || !apierrors.IsNotFound(err) {
+				return false, err
+			}
+			continue // deleted since the create: create it again
+		}
+		live, err := w.liveOwners(ctx, got.OwnerReferences)
+		if err != nil {
+			return false, &WriteError{Secret: key, Err: err}
+		}
+		now := time.Now()
+		if used, ok := content.LastUsed(got.Annotations); ok && now.Sub(used) < recentUse && len(live) == len(got.OwnerReferences) {
+			return false, nil // touched a moment ago (by a concurrent request): its grace has just begun
+		}
+		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if got.Annotations == nil {
+			got.Annotations = map[string]string{}
+		}
+		got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(now)
+		// An owner that is gone or being deleted (a ClusterObjectSet deleted and now re-created, or
+		// restored) would have the garbage collector delete the Secret this request is about to
+		// reference: drop it. The new ClusterObjectSet's reconciler takes ownership; if it never
+		// appears, the orphan sweep deletes the Secret after its grace period.
+		got.OwnerReferences = live
+		if err = w.Client.Patch(ctx, got, patch); err == nil {
+			return false, nil
+		}
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return false, &WriteError{Secret: key, Err: err}
+		}
+	}
+	return false, &WriteError{Secret: key, Err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
+}
+
+// liveOwners returns the owner references that point at something other than a ClusterObjectSet, or
+// at a ClusterObjectSet that exists with that uid and is not being deleted (read uncached).
+func (w *Writer) liveOwners(ctx context.Context, refs []metav1.OwnerReference) ([]metav1.OwnerReference, error) {
+	var live []metav1.OwnerReference
+	for _, ref := range refs {
+		if !collision.IsClusterObjectSetRef(ref) {
+			live = append(live, ref)
+			continue
+		}
+		owner := &olmv1.ClusterObjectSet{}
+		err := w.Reader.Get(ctx, client.ObjectKey{Name: ref.Name}, owner)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading its owner ClusterObjectSet %s: %w", ref.Name, err)
+		case owner.UID == ref.UID && owner.DeletionTimestamp.IsZero():
+			live = append(live, ref)
+		}
+	}
+	return live, nil
+}
+
+// checkExisting accepts an existing Secret only when it is one of ours with exactly the wanted
+// content, and returns it. On a dry run a missing Secret is fine: the real request would create it.
+func (w *Writer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun bool) (*corev1.Secret, error) {
+	got := &corev1.Secret{}
+	key := client.ObjectKeyFromObject(want)
+	if err := w.Reader.Get(ctx, key, got); err != nil {
+		if dryRun && apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, &WriteError{Secret: key, Err: err}
+	}
+	if why := externalize.Unusable(got, want); len(why) > 0 {
+		return nil, &ConflictError{Secret: key, Why: strings.Join(why, ", ")}
+	}
+	return got, nil
+}
+
+// WriteError is a failed Secret read or write.
+type WriteError struct {
+	Secret client.ObjectKey
+	Err    error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("writing object-data Secret %s: %v", e.Secret, e.Err)
+}
+
+// Unwrap returns the client's error.
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// ConflictError is an existing Secret under a name the plan needs that is not exactly ours.
+type ConflictError struct {
+	Secret client.ObjectKey
+	// Why lists the reasons (externalize.Unusable), joined with ", ".
+	Why string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("secret %s already exists and cannot be used: %s; delete it or rename the ClusterObjectSet", e.Secret, e.Why)
+}
+
+// Resolver returns a function that reads a ref's Secret (ref.namespace empty meaning systemNamespace)
+// with reader and returns the object it holds, verifying content keys. The refs resolved through one
+// Resolver share a budget of maxResolvedBytes (content.Budget; 0 means
+// content.DefaultMaxResolvedBytes): each Secret is read once and each key decoded once, and every ref
+// to it gets the same object, which callers must not change. Past the budget, an error wrapping
+// content.ErrBudgetExceeded. Errors name Secrets and keys, never content.
+func Resolver(ctx context.Context, reader client.Reader, systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
+	cache := map[client.ObjectKey]*corev1.Secret{}
+	budget := content.NewBudget(maxResolvedBytes)
+	return func(ref olmv1.ObjectSourceRef) (map[string]any, error) {
+		key := client.ObjectKey{Namespace: ref.NamespaceOr(systemNamespace), Name: ref.Name}
+		sec, ok := cache[key]
+		if !ok {
+			sec = &corev1.Secret{}
+			if err := reader.Get(ctx, key, sec); err != nil {
+				return nil, fmt.Errorf("reading Secret %s: %w", key, err)
+			}
+			cache[key] = sec
+		}
+		data, ok := sec.Data[ref.Key]
+		if !ok {
+			return nil, fmt.Errorf("secret %s has no key %q", key, ref.Key)
+		}
+		obj, err := budget.Resolve(key.String()+"/"+ref.Key, data, ref.Key)
+		if errors.Is(err, content.ErrBudgetExceeded) {
+			return nil, fmt.Errorf("%w (the limit is --max-resolved-bytes)", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("secret %s key %q: %w", key, ref.Key, err)
+		}
+		return obj, nil
+	}
+}

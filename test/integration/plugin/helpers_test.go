@@ -1,0 +1,319 @@
+// Package plugin_test drives kubectl cos against a real API server with the manager (webhooks and
+// reconciler) running in this process: the plugin's commands run in the process too (cos.NewCommand),
+// except where kubectl itself must find the plugin's binaries.
+package plugin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+var ctx = context.Background()
+
+func c() client.Client { return testenv.Env.Client }
+
+// result is what one run of kubectl cos printed and returned.
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+// plugin runs kubectl cos in the process against the test cluster, with hooks.
+func pluginWith(t testing.TB, hooks cos.Hooks, stdin []byte, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: bytes.NewReader(stdin), Out: &out, ErrOut: &errOut}
+	cmd := cos.NewCommandWithHooks(streams, hooks)
+	cmd.SetArgs(append([]string{"--kubeconfig=" + testenv.Env.Kubeconfig}, args...))
+	err := cmd.ExecuteContext(ctx)
+	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+}
+
+func plugin(t testing.TB, args ...string) result {
+	t.Helper()
+	return pluginWith(t, cos.Hooks{}, nil, args...)
+}
+
+// mustPlugin runs kubectl cos and fails the test on error.
+func mustPlugin(t testing.TB, args ...string) result {
+	t.Helper()
+	r := plugin(t, args...)
+	if r.err != nil {
+		t.Fatalf("kubectl cos %s: %v\nstdout: %.3000s\nstderr: %.3000s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
+	}
+	return r
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// pluginBinaries builds kubectl-cos and kubectl_complete-cos once per test binary, into a folder to
+// put on PATH.
+func pluginBinaries(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		root, err := controlplane.RepoRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir, binErr = os.MkdirTemp("", "kubectl-cos-bin-")
+		if binErr != nil {
+			return
+		}
+		for _, pkg := range []string{"kubectl-cos", "kubectl_complete-cos"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, pkg), "./cmd/"+pkg)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				binErr = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+// kubectlWithPlugin runs the control plane's kubectl with the plugin's binaries on PATH.
+func kubectlWithPlugin(t testing.TB, args ...string) (string, string, error) {
+	t.Helper()
+	dir := pluginBinaries(t)
+	bin, err := controlplane.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.Env.Kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// writeFile writes obj as JSON (what people and tools send; kubectl parses it as JSON) without the
+// zero creationTimestamp and empty status a Go struct serializes.
+func writeFile(t testing.TB, obj any) string {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "cos.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeText writes a file of the given name and content into dir.
+func writeText(t testing.TB, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// decodeCOS reads a ClusterObjectSet printed as YAML or JSON, integers as int64.
+func decodeCOS(t testing.TB, text string) *olmv1.ClusterObjectSet {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(j, &m); err != nil {
+		t.Fatal(err)
+	}
+	out := &olmv1.ClusterObjectSet{}
+	b, _ := json.Marshal(m)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+	// encoding/json gives the inline objects float64 numbers: take them from the int64 map instead.
+	phases, _ := m["spec"].(map[string]any)["phases"].([]any)
+	for i, p := range phases {
+		objs, _ := p.(map[string]any)["objects"].([]any)
+		for j, o := range objs {
+			if obj, ok := o.(map[string]any)["object"].(map[string]any); ok {
+				out.Spec.Phases[i].Objects[j].Object.Object = obj
+			}
+		}
+	}
+	return out
+}
+
+func getCOS(t testing.TB, name string) *olmv1.ClusterObjectSet {
+	t.Helper()
+	got := &olmv1.ClusterObjectSet{}
+	if err := c().Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+		t.Fatalf("getting ClusterObjectSet %s: %v", name, err)
+	}
+	return got
+}
+
+func cosExists(t testing.TB, name string) bool {
+	t.Helper()
+	err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// eventually polls cond every 100 ms for up to three minutes.
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		ok, msg := cond()
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
+	}
+}
+
+// waitSucceeded waits for Succeeded=True, observed at the current generation.
+func waitSucceeded(t testing.TB, name string) *olmv1.ClusterObjectSet {
+	t.Helper()
+	var got *olmv1.ClusterObjectSet
+	eventually(t, name+" Succeeded", func() (bool, string) {
+		got = &olmv1.ClusterObjectSet{}
+		if err := c().Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			return false, err.Error()
+		}
+		cond := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionSucceeded)
+		var msgs []string
+		for _, c := range got.Status.Conditions {
+			msgs = append(msgs, fmt.Sprintf("%s=%s/%s(%s)", c.Type, c.Status, c.Reason, c.Message))
+		}
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == got.Generation, strings.Join(msgs, " ")
+	})
+	return got
+}
+
+// objectDataSecrets lists the object-data Secrets labelled for a ClusterObjectSet, by name.
+func objectDataSecrets(t testing.TB, cosName string) []corev1.Secret {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := c().List(ctx, list, client.InNamespace(testenv.SystemNamespace),
+		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+// resourceVersions maps Secret names to their resourceVersions.
+func resourceVersions(secrets []corev1.Secret) map[string]string {
+	out := map[string]string{}
+	for _, s := range secrets {
+		out[s.Name] = s.ResourceVersion
+	}
+	return out
+}
+
+// waitOwned waits until every object-data Secret of cos is controlled by it (the reconciler's
+// ownership, step 3) and returns them.
+func waitOwned(t testing.TB, name string) []corev1.Secret {
+	t.Helper()
+	var secrets []corev1.Secret
+	eventually(t, "the Secrets of "+name+" owned by it", func() (bool, string) {
+		cos := &olmv1.ClusterObjectSet{}
+		if err := c().Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
+			return false, err.Error()
+		}
+		secrets = objectDataSecrets(t, name)
+		if len(secrets) == 0 {
+			return false, "no Secrets"
+		}
+		for _, s := range secrets {
+			if ref := metav1.GetControllerOf(&s); ref == nil || ref.UID != cos.UID {
+				return false, "Secret " + s.Name + " not owned yet"
+			}
+		}
+		return true, ""
+	})
+	return secrets
+}
+
+// deleteAndWait deletes a ClusterObjectSet and waits until it and its object-data Secrets are gone
+// (teardown by the reconciler, then the garbage collector).
+func deleteAndWait(t testing.TB, name string) {
+	t.Helper()
+	err := c().Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	eventually(t, name+" and its Secrets gone", func() (bool, string) {
+		if cosExists(t, name) {
+			return false, "the ClusterObjectSet exists"
+		}
+		if n := len(objectDataSecrets(t, name)); n > 0 {
+			return false, fmt.Sprintf("%d Secrets left", n)
+		}
+		return true, ""
+	})
+}
+
+// removeAfter deletes ClusterObjectSets when the test ends and waits until they and their Secrets
+// are gone, so that the test can run again (-count) with the same names and objects.
+func removeAfter(t testing.TB, names ...string) {
+	t.Cleanup(func() {
+		for _, n := range names {
+			deleteAndWait(t, n)
+		}
+	})
+}
+
+func ensureNamespace(t testing.TB, name string) {
+	t.Helper()
+	if err := controlplane.EnsureNamespace(ctx, testenv.Env.Config, name); err != nil {
+		t.Fatal(err)
+	}
+}

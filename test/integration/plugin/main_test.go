@@ -1,0 +1,41 @@
+package plugin_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+var manager *testenv.Manager
+
+// startManager starts the manager (webhooks and reconciler) in the process; it may run again after
+// a test stopped it.
+func startManager(ctx context.Context) (*testenv.Manager, error) {
+	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true })
+}
+
+func TestMain(m *testing.M) {
+	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
+		testenv.Env = env
+		mgr, err := startManager(ctx)
+		if err != nil {
+			return nil, err
+		}
+		manager = mgr
+		return func() { _ = manager.Stop() }, nil
+	})
+}
+
+// restartManagerAfter starts a manager again when the test ends, for the tests after it.
+func restartManagerAfter(t *testing.T) {
+	t.Cleanup(func() {
+		m, err := startManager(context.Background())
+		if err != nil {
+			t.Errorf("starting the manager again: %v", err)
+			return
+		}
+		manager = m
+	})
+}
