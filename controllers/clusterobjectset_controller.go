@@ -61,10 +61,6 @@ const (
 	FieldOwner = "cos-externalizer"
 	// Finalizer holds an Active ClusterObjectSet until its objects are torn down.
 	Finalizer = "olm.operatorframework.io/teardown"
-	// LabelOwningRevision marks a managed object with the revision that controls it (the value is
-	// content.RevisionLabelValue of the ClusterObjectSet's name). The manager caches only objects
-	// carrying it.
-	LabelOwningRevision = "olm.operatorframework.io/owning-revision"
 
 	// Event reasons.
 	EventPhaseComplete = "PhaseComplete"
@@ -358,7 +354,7 @@ func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSe
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelOwningRevision] = content.RevisionLabelValue(cos.Name)
+	labels[olmv1.LabelOwningRevision] = content.RevisionLabelValue(cos.Name)
 	desired.SetLabels(labels)
 	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
 	desired.SetResourceVersion("")
@@ -437,7 +433,7 @@ func (r *Reconciler) dropOtherControllers(ctx context.Context, obj *unstructured
 // waits for it to sync, which never happens if the kind stops being served meanwhile.
 const cacheReadTimeout = 30 * time.Second
 
-// getLive returns the object from the cache if it is there (objects carrying LabelOwningRevision),
+// getLive returns the object from the cache if it is there (objects carrying olmv1.LabelOwningRevision),
 // else as the API server has it (fresh), or nil if it does not exist. A cached object may be behind.
 func (r *Reconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (live *unstructured.Unstructured, fresh bool, err error) {
 	live = &unstructured.Unstructured{}

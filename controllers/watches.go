@@ -19,7 +19,7 @@ import (
 
 // kindWatches starts a watch for each kind of managed object the first time one is applied, so that
 // readiness changes and deletions wake the controlling ClusterObjectSet. The cache behind them holds
-// only objects carrying LabelOwningRevision.
+// only objects carrying olmv1.LabelOwningRevision.
 type kindWatches struct {
 	ctrl   controller.Controller
 	cache  cache.Cache

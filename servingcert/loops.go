@@ -205,39 +205,23 @@ func (s *Server) syncAuthority(ctx context.Context) (time.Time, error) {
 // inject sets every webhook's caBundle of the two configurations to bundle; it reports whether it
 // changed anything. Patches carry the read resourceVersion, so a concurrent change is retried.
 func (s *Server) inject(ctx context.Context, bundle []byte) (bool, error) {
-	key := types.NamespacedName{Name: s.opts.WebhookConfiguration}
 	changed := false
-	var mwc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := s.api.Get(ctx, key, &mwc); err != nil {
-		return false, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", key.Name, err)
-	}
-	orig := mwc.DeepCopy()
-	dirty := false
-	for i := range mwc.Webhooks {
-		if !bytes.Equal(mwc.Webhooks[i].ClientConfig.CABundle, bundle) {
-			mwc.Webhooks[i].ClientConfig.CABundle, dirty = bundle, true
+	for _, wc := range s.configurations() {
+		if err := s.api.Get(ctx, types.NamespacedName{Name: s.opts.WebhookConfiguration}, wc.obj); err != nil {
+			return changed, fmt.Errorf("reading %s %s: %w", wc.kind, s.opts.WebhookConfiguration, err)
 		}
-	}
-	if dirty {
-		if err := s.cl.Patch(ctx, &mwc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return false, fmt.Errorf("injecting the CA bundle into MutatingWebhookConfiguration %s: %w", key.Name, err)
+		orig := wc.obj.DeepCopyObject().(client.Object)
+		dirty := false
+		for _, h := range wc.webhooks() {
+			if !bytes.Equal(h.config.CABundle, bundle) {
+				h.config.CABundle, dirty = bundle, true
+			}
 		}
-		changed = true
-	}
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := s.api.Get(ctx, key, &vwc); err != nil {
-		return changed, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", key.Name, err)
-	}
-	vorig := vwc.DeepCopy()
-	dirty = false
-	for i := range vwc.Webhooks {
-		if !bytes.Equal(vwc.Webhooks[i].ClientConfig.CABundle, bundle) {
-			vwc.Webhooks[i].ClientConfig.CABundle, dirty = bundle, true
+		if !dirty {
+			continue
 		}
-	}
-	if dirty {
-		if err := s.cl.Patch(ctx, &vwc, client.MergeFromWithOptions(vorig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return changed, fmt.Errorf("injecting the CA bundle into ValidatingWebhookConfiguration %s: %w", key.Name, err)
+		if err := s.cl.Patch(ctx, wc.obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return changed, fmt.Errorf("injecting the CA bundle into %s %s: %w", wc.kind, s.opts.WebhookConfiguration, err)
 		}
 		changed = true
 	}

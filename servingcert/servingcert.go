@@ -308,23 +308,49 @@ type webhookBundle struct {
 
 // bundles lists the caBundle of every webhook of the two configurations, read through r.
 func (s *Server) bundles(ctx context.Context, r client.Reader) ([]webhookBundle, error) {
-	key := types.NamespacedName{Name: s.opts.WebhookConfiguration}
 	var out []webhookBundle
-	var mwc admissionregistrationv1.MutatingWebhookConfiguration
-	if err := r.Get(ctx, key, &mwc); err != nil {
-		return nil, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", key.Name, err)
-	}
-	for _, w := range mwc.Webhooks {
-		out = append(out, webhookBundle{"MutatingWebhookConfiguration", w.Name, w.ClientConfig.CABundle})
-	}
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := r.Get(ctx, key, &vwc); err != nil {
-		return nil, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", key.Name, err)
-	}
-	for _, w := range vwc.Webhooks {
-		out = append(out, webhookBundle{"ValidatingWebhookConfiguration", w.Name, w.ClientConfig.CABundle})
+	for _, wc := range s.configurations() {
+		if err := r.Get(ctx, types.NamespacedName{Name: s.opts.WebhookConfiguration}, wc.obj); err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", wc.kind, s.opts.WebhookConfiguration, err)
+		}
+		for _, h := range wc.webhooks() {
+			out = append(out, webhookBundle{wc.kind, h.name, h.config.CABundle})
+		}
 	}
 	return out, nil
+}
+
+// configuration is one of the two webhook configurations, empty until read into obj.
+type configuration struct {
+	kind string
+	obj  client.Object
+	// webhooks are obj's webhooks, pointing into obj.
+	webhooks func() []webhookConfig
+}
+
+type webhookConfig struct {
+	name   string
+	config *admissionregistrationv1.WebhookClientConfig
+}
+
+// configurations are the mutating and the validating configuration, to be read.
+func (s *Server) configurations() []configuration {
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	return []configuration{
+		{"MutatingWebhookConfiguration", mwc, func() (out []webhookConfig) {
+			for i := range mwc.Webhooks {
+				out = append(out, webhookConfig{mwc.Webhooks[i].Name, &mwc.Webhooks[i].ClientConfig})
+			}
+			return out
+		}},
+		{"ValidatingWebhookConfiguration", vwc, func() (out []webhookConfig) {
+			for i := range vwc.Webhooks {
+				out = append(out, webhookConfig{vwc.Webhooks[i].Name, &vwc.Webhooks[i].ClientConfig})
+			}
+			return out
+		}},
+	}
 }
 
 var (

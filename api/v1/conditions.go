@@ -57,6 +57,10 @@ const (
 	// LabelRevisionName is set on object-data Secrets (and managed objects) to the name of the
 	// ClusterObjectSet they belong to.
 	LabelRevisionName = "olm.operatorframework.io/revision-name"
+	// LabelOwningRevision marks a managed object with the revision that controls it (the value is
+	// the revision-name label value of the ClusterObjectSet's name). The manager caches only objects
+	// carrying it.
+	LabelOwningRevision = "olm.operatorframework.io/owning-revision"
 
 	// SecretTypeObjectData is the type of Secrets holding externalized object manifests.
 	SecretTypeObjectData = "olm.operatorframework.io/object-data"

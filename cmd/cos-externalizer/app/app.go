@@ -213,7 +213,7 @@ func NewLogger(o *Options) (*zap.Logger, error) {
 // the system namespace carrying the revision-name label; managed objects only when they carry the
 // owning-revision label; ClusterObjectSets all.
 func cacheOptions(systemNamespace string) cache.Options {
-	owning, _ := labels.NewRequirement(controllers.LabelOwningRevision, selection.Exists, nil)
+	owning, _ := labels.NewRequirement(olmv1.LabelOwningRevision, selection.Exists, nil)
 	revision, _ := labels.NewRequirement(olmv1.LabelRevisionName, selection.Exists, nil)
 	return cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*owning),

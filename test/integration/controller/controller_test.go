@@ -195,7 +195,7 @@ func TestArgoCDRollsOutPhaseByPhase(t *testing.T) {
 	if ref := metav1.GetControllerOf(server); ref == nil || ref.UID != got.UID {
 		t.Errorf("argocd-server controller reference %v, want %s", ref, got.UID)
 	}
-	if server.Labels[controllers.LabelOwningRevision] != content.RevisionLabelValue(got.Name) {
+	if server.Labels[olmv1.LabelOwningRevision] != content.RevisionLabelValue(got.Name) {
 		t.Errorf("argocd-server labels %v", server.Labels)
 	}
 }

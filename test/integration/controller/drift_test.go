@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -51,8 +50,8 @@ func TestDriftIsRestored(t *testing.T) {
 		"a label removed": {configMap, "settings", `{"metadata":{"labels":{"team":null}}}`, func(o client.Object) (bool, string) {
 			return o.GetLabels()["team"] == "platform", fmt.Sprint(o.GetLabels())
 		}},
-		"the owning-revision label removed": {deploy, "web", `{"metadata":{"labels":{"` + controllers.LabelOwningRevision + `":null}}}`, func(o client.Object) (bool, string) {
-			return o.GetLabels()[controllers.LabelOwningRevision] != "", fmt.Sprint(o.GetLabels())
+		"the owning-revision label removed": {deploy, "web", `{"metadata":{"labels":{"` + olmv1.LabelOwningRevision + `":null}}}`, func(o client.Object) (bool, string) {
+			return o.GetLabels()[olmv1.LabelOwningRevision] != "", fmt.Sprint(o.GetLabels())
 		}},
 		"an annotation changed": {configMap, "settings", `{"metadata":{"annotations":{"owner":"intruder"}}}`, func(o client.Object) (bool, string) {
 			return o.GetAnnotations()["owner"] == "team-a", fmt.Sprint(o.GetAnnotations())
