@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,7 +293,17 @@ func deleteAndWait(t testing.TB, name string) {
 	}
 	eventually(t, name+" and its Secrets gone", func() (bool, string) {
 		if cosExists(t, name) {
-			return false, "the ClusterObjectSet exists"
+			// Name what teardown waits for: CRDs being deleted, with their finalizers and conditions.
+			crds := &apiextensionsv1.CustomResourceDefinitionList{}
+			var stuck []string
+			if err := c().List(ctx, crds); err == nil {
+				for _, crd := range crds.Items {
+					if crd.DeletionTimestamp != nil {
+						stuck = append(stuck, fmt.Sprintf("%s (finalizers %v, conditions %v)", crd.Name, crd.Finalizers, crd.Status.Conditions))
+					}
+				}
+			}
+			return false, fmt.Sprintf("the ClusterObjectSet exists; CRDs being deleted: %v", stuck)
 		}
 		if n := len(objectDataSecrets(t, name)); n > 0 {
 			return false, fmt.Sprintf("%d Secrets left", n)
