@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/servingcert"
@@ -156,7 +156,7 @@ func CertManagerTLS(t *testing.T, c Cluster) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := verify(cert, bundle); err != nil {
+		if err := certs.VerifyBundle(cert, bundle, time.Now()); err != nil {
 			t.Errorf("replica %d: %v", i, err)
 		}
 	}
@@ -259,7 +259,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 		t.Fatalf("the CA Secret after deploying: %v", err)
 	}
 	bundle := injectedBundle(t, cl)
-	if err := verify(first, bundle); err != nil {
+	if err := certs.VerifyBundle(first, bundle, time.Now()); err != nil {
 		t.Fatalf("the CA is not injected: %v", err)
 	}
 	load, err := StartLoad(c.Config(), loadClients)
@@ -488,33 +488,14 @@ func injectedBundle(t testing.TB, cl client.Client) []byte {
 	return pemBytes
 }
 
-func verify(cert *x509.Certificate, bundle []byte) error {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(bundle) {
-		return fmt.Errorf("the CA bundle holds no certificate")
-	}
-	if cert.IsCA && cert.CheckSignatureFrom(cert) == nil {
-		// A CA itself: trusted if it is in the bundle.
-		for rest := bundle; ; {
-			var b *pem.Block
-			if b, rest = pem.Decode(rest); b == nil {
-				return fmt.Errorf("the CA is not in the bundle")
-			}
-			if string(b.Bytes) == string(cert.Raw) {
-				return nil
-			}
-		}
-	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
-		return fmt.Errorf("the injected CA bundle does not trust the served certificate: %w", err)
-	}
-	return nil
-}
-
+// parseCert reads the first certificate of a PEM bundle.
 func parseCert(pemBytes []byte) (*x509.Certificate, error) {
-	b, _ := pem.Decode(pemBytes)
-	if b == nil {
+	cs, err := certs.ParseCerts(pemBytes)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
 		return nil, fmt.Errorf("no PEM certificate")
 	}
-	return x509.ParseCertificate(b.Bytes)
+	return cs[0], nil
 }

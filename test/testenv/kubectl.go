@@ -2,8 +2,10 @@ package testenv
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,4 +39,31 @@ func MustKubectl(t testing.TB, stdin []byte, args ...string) (string, string) {
 		t.Fatalf("kubectl %s: %v\nstdout: %.3000s\nstderr: %.3000s", strings.Join(args, " "), err, out, errOut)
 	}
 	return out, errOut
+}
+
+// WriteJSON writes obj as JSON into file name of a temporary folder, for kubectl -f, as a person
+// would write it: without the zero creationTimestamp and empty status a Go struct serializes. It
+// returns the file's path.
+func WriteJSON(t testing.TB, obj any, name string) string {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -4,7 +4,6 @@ package plugin_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -139,24 +138,7 @@ func writeCOS(b *testing.B, name, bundle, namespace string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	raw, err := json.Marshal(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		b.Fatal(err)
-	}
-	delete(m, "status")
-	delete(m["metadata"].(map[string]any), "creationTimestamp")
-	if raw, err = json.Marshal(m); err != nil {
-		b.Fatal(err)
-	}
-	p := filepath.Join(b.TempDir(), name+".json")
-	if err := os.WriteFile(p, raw, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return p
+	return testenv.WriteJSON(b, c, name+".json")
 }
 
 func cosNameOf(b *testing.B, file string) string {

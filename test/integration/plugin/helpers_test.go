@@ -122,31 +122,8 @@ func kubectlWithPlugin(t testing.TB, args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
-// writeFile writes obj as JSON (what people and tools send; kubectl parses it as JSON) without the
-// zero creationTimestamp and empty status a Go struct serializes.
-func writeFile(t testing.TB, obj any) string {
-	t.Helper()
-	b, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	delete(m, "status")
-	if meta, ok := m["metadata"].(map[string]any); ok {
-		delete(meta, "creationTimestamp")
-	}
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "cos.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// writeFile writes obj as a JSON file for kubectl -f (testenv.WriteJSON).
+func writeFile(t testing.TB, obj any) string { return testenv.WriteJSON(t, obj, "cos.json") }
 
 // writeText writes a file of the given name and content into dir.
 func writeText(t testing.TB, dir, name, text string) string {

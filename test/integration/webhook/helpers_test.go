@@ -2,9 +2,6 @@ package webhook_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -24,31 +21,8 @@ import (
 // kubectl and mustKubectl run the control plane's kubectl against the test cluster.
 var kubectl, mustKubectl = testenv.Kubectl, testenv.MustKubectl
 
-// writeJSON writes obj as a JSON file for kubectl -f, as a person would write it: without the
-// zero creationTimestamp and empty status a Go struct serializes.
-func writeJSON(t *testing.T, obj any) string {
-	t.Helper()
-	b, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	delete(m, "status")
-	if meta, ok := m["metadata"].(map[string]any); ok {
-		delete(meta, "creationTimestamp")
-	}
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "cos.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// writeJSON writes obj as a JSON file for kubectl -f (testenv.WriteJSON).
+func writeJSON(t *testing.T, obj any) string { return testenv.WriteJSON(t, obj, "cos.json") }
 
 // secretState is what the tests compare of the object-data Secrets: name to resourceVersion.
 type secretState map[string]string
