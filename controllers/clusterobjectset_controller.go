@@ -69,6 +69,8 @@ const (
 	EventRetrying      = "Retrying"
 	EventArchived      = "Archived"
 	EventAdopted       = "Adopted"
+	// EventCRDCleanupRetriggered: teardown re-triggered the API server's stalled cleanup of a deleted CRD.
+	EventCRDCleanupRetriggered = "CRDCleanupRetriggered"
 
 	// fallbackRequeue bounds how long a rollout waits without an event; watches do the real work.
 	fallbackRequeue = 2 * time.Minute

@@ -5,18 +5,28 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
 )
+
+var crdCleanupRetriggers = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "cos_externalizer_crd_cleanup_retriggers_total",
+	Help: "Deleted CustomResourceDefinitions whose stalled cleanup by the API server the teardown re-triggered.",
+})
+
+func init() { ctrlmetrics.Registry.MustRegister(crdCleanupRetriggers) }
 
 // teardownPoll paces waiting for deleted objects to go, besides their watch events.
 const teardownPoll = 2 * time.Second
@@ -57,6 +67,8 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 							// A conflict (changed since read, perhaps adopted) is retried by Reconcile.
 							return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describe(live), err)
 						}
+					} else if err := r.retriggerCRDCleanup(ctx, cos, live); err != nil {
+						return reconcile.Result{}, err
 					}
 					continue
 				}
@@ -93,6 +105,33 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventArchived, "Archive", "archived: objects handed over or torn down")
 	}
 	return reconcile.Result{}, r.patchStatus(ctx, before, cos)
+}
+
+// retriggerCRDCleanup writes rollout.CRDCleanupNudgeAnnotation on live, a CustomResourceDefinition
+// this revision deleted, when the API server's cleanup of it failed and stalled
+// (rollout.CRDCleanupStalled): the write makes the API server try again at once instead of minutes
+// later. Anything else is left alone.
+func (r *Reconciler) retriggerCRDCleanup(ctx context.Context, cos *olmv1.ClusterObjectSet, live *unstructured.Unstructured) error {
+	now := r.Clock.Now()
+	reason, stalled := rollout.CRDCleanupStalled(live, now)
+	if !stalled {
+		return nil
+	}
+	patch := client.MergeFrom(live.DeepCopy())
+	annotations := live.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[rollout.CRDCleanupNudgeAnnotation] = rollout.CRDCleanupNudge(now)
+	live.SetAnnotations(annotations)
+	if err := r.Client.Patch(ctx, live, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("re-triggering the cleanup of %s: %w", describe(live), err)
+	}
+	crdCleanupRetriggers.Inc()
+	ctrl.LoggerFrom(ctx).Info("re-triggered the API server's cleanup of a deleted CustomResourceDefinition", "crd", live.GetName(), "reason", reason)
+	r.Recorder.Eventf(cos, live, corev1.EventTypeWarning, EventCRDCleanupRetriggered, "Teardown",
+		"the API server's cleanup of CustomResourceDefinition %s stalled (%s); re-triggered it", live.GetName(), reason)
+	return nil
 }
 
 func apimetaHasArchived(c *olmv1.ClusterObjectSet) bool {

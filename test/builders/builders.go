@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -119,6 +120,27 @@ func ConfigMap(namespace, name string, data map[string]string) *unstructured.Uns
 		}
 		u.Object["data"] = d
 	}
+	return u
+}
+
+// CRD returns a namespaced CustomResourceDefinition of kind Kind in group, served and stored as v1,
+// with a schema that keeps any field. The plural is the lower-cased kind followed by "s".
+func CRD(group, kind string) *unstructured.Unstructured {
+	plural := strings.ToLower(kind) + "s"
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"group": group,
+			"scope": "Namespaced",
+			"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			}},
+		},
+	}}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	u.SetName(plural + "." + group)
 	return u
 }
 

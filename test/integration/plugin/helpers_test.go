@@ -261,9 +261,14 @@ func waitOwned(t testing.TB, name string) []corev1.Secret {
 }
 
 // deleteAndWait deletes a ClusterObjectSet and waits until it and its object-data Secrets are gone
-// (teardown by the reconciler, then the garbage collector).
+// (teardown by the reconciler, then the garbage collector). It first waits until the reconciler owns
+// the Secrets, as an admin who deletes a ClusterObjectSet minutes after applying it finds them: a
+// ClusterObjectSet deleted before that leaves its Secrets to the orphan sweep, by design.
 func deleteAndWait(t testing.TB, name string) {
 	t.Helper()
+	if cosExists(t, name) && len(objectDataSecrets(t, name)) > 0 {
+		waitOwned(t, name)
+	}
 	err := c().Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
@@ -282,8 +287,12 @@ func deleteAndWait(t testing.TB, name string) {
 			}
 			return false, fmt.Sprintf("the ClusterObjectSet exists; CRDs being deleted: %v", stuck)
 		}
-		if n := len(objectDataSecrets(t, name)); n > 0 {
-			return false, fmt.Sprintf("%d Secrets left", n)
+		if left := objectDataSecrets(t, name); len(left) > 0 {
+			var names []string
+			for _, s := range left {
+				names = append(names, fmt.Sprintf("%s (owners %v, deleting %v)", s.Name, s.OwnerReferences, s.DeletionTimestamp != nil))
+			}
+			return false, fmt.Sprintf("%d Secrets left: %v", len(left), names)
 		}
 		return true, ""
 	})
