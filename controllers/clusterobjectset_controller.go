@@ -39,9 +39,10 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 	"github.com/cos-externalizer/cos-externalizer/internal/probes"
-	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
 )
 
 // Every write to a ClusterObjectSet is a patch; update on finalizers lets the owner references of
@@ -74,17 +75,17 @@ const (
 
 	// fallbackRequeue bounds how long a rollout waits without an event; watches do the real work.
 	fallbackRequeue = 2 * time.Minute
-	// DefaultDriftCheckInterval is the default Reconciler.DriftCheck (--drift-check-interval).
+	// DefaultDriftCheckInterval is the default ClusterObjectSetReconciler.DriftCheck (--drift-check-interval).
 	DefaultDriftCheckInterval = 10 * time.Minute
-	// DefaultExternalRefCheckInterval is the default Reconciler.ExternalRefCheck
+	// DefaultExternalRefCheckInterval is the default ClusterObjectSetReconciler.ExternalRefCheck
 	// (--external-ref-check-interval).
 	DefaultExternalRefCheckInterval = time.Minute
 	// conflictRetry is how soon a reconcile that lost a write race runs again.
 	conflictRetry = 200 * time.Millisecond
 )
 
-// Reconciler reconciles ClusterObjectSets.
-type Reconciler struct {
+// ClusterObjectSetReconciler reconciles ClusterObjectSets.
+type ClusterObjectSetReconciler struct {
 	// Client reads from the manager's cache: ClusterObjectSets, managed objects (by label) and
 	// object-data Secrets of the system namespace.
 	Client client.Client
@@ -119,7 +120,7 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler: ClusterObjectSets, the object-data Secrets behind their
 // refs, and every kind of managed object (watched as it first appears), each mapped back to the
 // ClusterObjectSet concerned.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *ClusterObjectSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -144,7 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile brings one ClusterObjectSet closer to its desired state and reports it in its status.
 // Writes to the ClusterObjectSet are guarded by its resourceVersion: a conflict means the cache was
 // behind, and the request is simply retried on the newer object.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *ClusterObjectSetReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
 		ctrl.LoggerFrom(ctx).V(1).Info("the ClusterObjectSet changed meanwhile; retrying", "error", err.Error())
@@ -153,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *ClusterObjectSetReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cos); err != nil {
@@ -173,7 +174,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // reconcileObject rolls out, tears down or, in webhook-only mode, releases our finalizer.
-func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObjectSet) (reconcile.Result, error) {
+func (r *ClusterObjectSetReconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObjectSet) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if !r.Rollout {
 		// Webhook-only mode: nothing here tears down, so a finalizer this manager added while it
@@ -204,28 +205,28 @@ func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObje
 	before := cos.DeepCopy()
 	outcome, requeue, err := r.rollOut(ctx, cos)
 	if err != nil {
-		outcome = rollout.Outcome{Retrying: err.Error()}
+		outcome = conditions.Outcome{Kind: conditions.Retrying, Message: err.Error()}
 	}
-	outcome.Blocked, outcome.Retrying, outcome.WaitingOn = truncate(outcome.Blocked), truncate(outcome.Retrying), truncate(outcome.WaitingOn)
+	outcome.Message = truncate(outcome.Message)
 	r.recordTransitions(cos, before, outcome)
 	now := r.Clock.Now()
-	rollout.SetConditions(cos, outcome, now)
+	conditions.Set(cos, outcome, now)
 	if err := r.patchStatus(ctx, before, cos); err != nil {
 		return reconcile.Result{}, err
 	}
-	if outcome.Complete {
+	if outcome.Kind == conditions.Complete {
 		if err := r.archivePredecessors(ctx, cos); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: r.recheckAfter(cos, r.DriftCheck)}, nil
 	}
-	if outcome.Blocked != "" || outcome.Empty {
+	if outcome.Kind == conditions.Blocked || outcome.Kind == conditions.Empty {
 		// Blocked needs a person; an empty revision waits for its phases (a spec change). Secrets
 		// outside the system namespace are not watched: a Blocked COS with refs there looks again,
 		// so that restoring the Secret unblocks it.
 		return reconcile.Result{RequeueAfter: r.recheckAfter(cos, 0)}, nil
 	}
-	if deadline, ok := rollout.Deadline(cos); ok && now.Before(deadline) && deadline.Sub(now) < requeue {
+	if deadline, ok := conditions.Deadline(cos); ok && now.Before(deadline) && deadline.Sub(now) < requeue {
 		requeue = deadline.Sub(now) + time.Second
 	}
 	if err != nil {
@@ -238,7 +239,7 @@ func (r *Reconciler) reconcileObject(ctx context.Context, cos *olmv1.ClusterObje
 // recheckAfter is when to reconcile a ClusterObjectSet again without an event (±10%), given how
 // often it should be at the latest (0: never): Secrets outside the system namespace are not watched,
 // so a COS with refs there is re-verified every ExternalRefCheck; 0 means no requeue.
-func (r *Reconciler) recheckAfter(cos *olmv1.ClusterObjectSet, every time.Duration) time.Duration {
+func (r *ClusterObjectSetReconciler) recheckAfter(cos *olmv1.ClusterObjectSet, every time.Duration) time.Duration {
 	if r.ExternalRefCheck > 0 && (every == 0 || r.ExternalRefCheck < every) && cos.RefsOutside(r.SystemNamespace) {
 		every = r.ExternalRefCheck
 	}
@@ -250,27 +251,22 @@ func (r *Reconciler) recheckAfter(cos *olmv1.ClusterObjectSet, every time.Durati
 
 // rollOut resolves the phases and applies them in order until one is not ready. It returns the
 // outcome, when to look again without an event, and an error for API failures.
-func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (rollout.Outcome, time.Duration, error) {
-	var out rollout.Outcome
+func (r *ClusterObjectSetReconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (conditions.Outcome, time.Duration, error) {
 	if len(cos.Spec.Phases) == 0 {
 		// Not complete: a revision without phases must never archive its predecessor.
-		out.Empty = true
-		return out, 0, nil
+		return conditions.Outcome{Kind: conditions.Empty}, 0, nil
 	}
-	resolved, problem := r.resolve(ctx, cos)
+	resolved, unres := r.resolve(ctx, cos)
 	switch {
-	case problem.blocked != "":
-		out.Blocked = problem.blocked
-		return out, 0, nil
-	case problem.missing != "":
-		out.Retrying = problem.missing
-		return out, fallbackRequeue, nil
+	case unres.blocking != "":
+		return conditions.Outcome{Kind: conditions.Blocked, Message: unres.blocking}, 0, nil
+	case unres.retryable != "":
+		return conditions.Outcome{Kind: conditions.Retrying, Message: unres.retryable}, fallbackRequeue, nil
 	}
 	if msg, err := r.latchDigests(cos, resolved); err != nil {
-		return out, 0, err
+		return conditions.Outcome{}, 0, err
 	} else if msg != "" {
-		out.Blocked = msg
-		return out, 0, nil
+		return conditions.Outcome{Kind: conditions.Blocked, Message: msg}, 0, nil
 	}
 	self := revisionOf(cos)
 	for i, phase := range cos.Spec.Phases {
@@ -293,20 +289,18 @@ func (r *Reconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 			}
 		}
 		if len(failed) > 0 {
-			return out, 0, fmt.Errorf("reconciling object: %w", errors.Join(failed...))
+			return conditions.Outcome{}, 0, fmt.Errorf("reconciling object: %w", errors.Join(failed...))
 		}
 		if len(collisions) > 0 {
-			out.Retrying = fmt.Sprintf("revision object collisions in phase %d\n%s", i, strings.Join(collisions, "\n\n"))
-			return out, fallbackRequeue, nil
+			msg := fmt.Sprintf("revision object collisions in phase %d\n%s", i, strings.Join(collisions, "\n\n"))
+			return conditions.Outcome{Kind: conditions.Retrying, Message: msg}, fallbackRequeue, nil
 		}
 		if waiting != "" {
-			out.WaitingOn = waiting
-			return out, fallbackRequeue, nil
+			return conditions.Outcome{Kind: conditions.RollingOut, Message: waiting}, fallbackRequeue, nil
 		}
 		r.markPhaseComplete(cos, phase.Name)
 	}
-	out.Complete = true
-	return out, 0, nil
+	return conditions.Outcome{Kind: conditions.Complete}, 0, nil
 }
 
 // objectRef names an object as upstream's reconcile errors do: "<group>/<version>, Kind=<Kind>
@@ -327,7 +321,7 @@ type applyResult struct {
 const applyConcurrency = 8
 
 // applyPhase applies the objects of phase i concurrently and returns their results in order.
-func (r *Reconciler) applyPhase(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, i int, objs []*unstructured.Unstructured) []applyResult {
+func (r *ClusterObjectSetReconciler) applyPhase(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, i int, objs []*unstructured.Unstructured) []applyResult {
 	phase := cos.Spec.Phases[i]
 	results := make([]applyResult, len(objs))
 	var wg sync.WaitGroup
@@ -350,7 +344,7 @@ func (r *Reconciler) applyPhase(ctx context.Context, cos *olmv1.ClusterObjectSet
 // server-side apply as the controller of it. A collision is returned as a message. An object that
 // still holds what our last apply gave it is not applied again; it is read from the cache, so a
 // settled reconcile makes no API request for it. Every decision to write is taken on a fresh read.
-func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, obj *unstructured.Unstructured, protection olmv1.CollisionProtection) (*unstructured.Unstructured, string, error) {
+func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, obj *unstructured.Unstructured, protection olmv1.CollisionProtection) (*unstructured.Unstructured, string, error) {
 	desired := obj.DeepCopy()
 	labels := desired.GetLabels()
 	if labels == nil {
@@ -414,7 +408,7 @@ func (r *Reconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSe
 
 // dropOtherControllers removes controller ownerReferences other than ours, guarded by the
 // resourceVersion it was read at.
-func (r *Reconciler) dropOtherControllers(ctx context.Context, obj *unstructured.Unstructured, self types.UID) error {
+func (r *ClusterObjectSetReconciler) dropOtherControllers(ctx context.Context, obj *unstructured.Unstructured, self types.UID) error {
 	refs := obj.GetOwnerReferences()
 	kept := refs[:0:0]
 	for _, ref := range refs {
@@ -437,7 +431,7 @@ const cacheReadTimeout = 30 * time.Second
 
 // getLive returns the object from the cache if it is there (objects carrying olmv1.LabelOwningRevision),
 // else as the API server has it (fresh), or nil if it does not exist. A cached object may be behind.
-func (r *Reconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (live *unstructured.Unstructured, fresh bool, err error) {
+func (r *ClusterObjectSetReconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (live *unstructured.Unstructured, fresh bool, err error) {
 	live = &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
 	cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
@@ -451,7 +445,7 @@ func (r *Reconciler) getLive(ctx context.Context, obj *unstructured.Unstructured
 }
 
 // readLive reads the object from the API server, uncached; nil if it does not exist.
-func (r *Reconciler) readLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (r *ClusterObjectSetReconciler) readLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live)
@@ -465,7 +459,7 @@ func (r *Reconciler) readLive(ctx context.Context, obj *unstructured.Unstructure
 }
 
 // controllingRevision returns the ClusterObjectSet that controls obj, if any and if it exists.
-func (r *Reconciler) controllingRevision(ctx context.Context, obj *unstructured.Unstructured) (*collision.Revision, error) {
+func (r *ClusterObjectSetReconciler) controllingRevision(ctx context.Context, obj *unstructured.Unstructured) (*collision.Revision, error) {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	if ref == nil || ref.Kind != olmv1.ClusterObjectSetKind || ref.APIVersion != olmv1.GroupVersion.String() {
 		return nil, nil
@@ -514,10 +508,10 @@ func describe(o *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
 }
 
-// latchDigests records each phase's content digest (upstream's form, rollout.PhaseDigest) the first
+// latchDigests records each phase's content digest (upstream's form, phasedigest.Of) the first
 // time every phase resolves, and reports a phase whose content no longer matches its latched digest.
 // Digests latched by earlier releases, in their own form, are verified as they are and kept.
-func (r *Reconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*unstructured.Unstructured) (string, error) {
+func (r *ClusterObjectSetReconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*unstructured.Unstructured) (string, error) {
 	phaseObjects := func(i int) []map[string]any {
 		maps := make([]map[string]any, len(resolved[i]))
 		for j, o := range resolved[i] {
@@ -527,7 +521,7 @@ func (r *Reconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*uns
 	}
 	if len(cos.Status.ObservedPhases) == 0 {
 		for i, p := range cos.Spec.Phases {
-			d, err := rollout.PhaseDigest(p.Name, phaseObjects(i))
+			d, err := phasedigest.Of(p.Name, phaseObjects(i))
 			if err != nil {
 				return "", err
 			}
@@ -542,12 +536,12 @@ func (r *Reconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*uns
 				continue
 			}
 			objs := phaseObjects(i)
-			ok, err := rollout.DigestMatches(o.Digest, p.Name, objs)
+			ok, err := phasedigest.Matches(o.Digest, p.Name, objs)
 			if err != nil {
 				return "", err
 			}
 			if !ok {
-				got, err := rollout.PhaseDigest(p.Name, objs)
+				got, err := phasedigest.Of(p.Name, objs)
 				if err != nil {
 					return "", err
 				}
@@ -563,7 +557,7 @@ func (r *Reconciler) latchDigests(cos *olmv1.ClusterObjectSet, resolved [][]*uns
 	return "", nil
 }
 
-func (r *Reconciler) markPhaseComplete(cos *olmv1.ClusterObjectSet, name string) {
+func (r *ClusterObjectSetReconciler) markPhaseComplete(cos *olmv1.ClusterObjectSet, name string) {
 	for i := range cos.Status.ObservedPhases {
 		o := &cos.Status.ObservedPhases[i]
 		if o.Name == name && o.CompletedAt.IsZero() {
@@ -574,21 +568,21 @@ func (r *Reconciler) markPhaseComplete(cos *olmv1.ClusterObjectSet, name string)
 }
 
 // recordTransitions emits an Event for every Blocked or Retrying cause and for success.
-func (r *Reconciler) recordTransitions(cos, before *olmv1.ClusterObjectSet, o rollout.Outcome) {
+func (r *ClusterObjectSetReconciler) recordTransitions(cos, before *olmv1.ClusterObjectSet, o conditions.Outcome) {
 	prev := apimeta.FindStatusCondition(before.Status.Conditions, olmv1.ConditionProgressing)
 	same := func(reason, msg string) bool { return prev != nil && prev.Reason == reason && prev.Message == msg }
 	switch {
-	case o.Blocked != "" && !same(olmv1.ReasonBlocked, o.Blocked):
-		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventBlocked, "RollOut", "%s", o.Blocked)
-	case o.Retrying != "" && !same(olmv1.ReasonRetrying, o.Retrying):
-		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventRetrying, "RollOut", "%s", o.Retrying)
-	case o.Complete && !apimeta.IsStatusConditionTrue(before.Status.Conditions, olmv1.ConditionSucceeded):
+	case o.Kind == conditions.Blocked && !same(olmv1.ReasonBlocked, o.Message):
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventBlocked, "RollOut", "%s", o.Message)
+	case o.Kind == conditions.Retrying && !same(olmv1.ReasonRetrying, o.Message):
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventRetrying, "RollOut", "%s", o.Message)
+	case o.Kind == conditions.Complete && !apimeta.IsStatusConditionTrue(before.Status.Conditions, olmv1.ConditionSucceeded):
 		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventSucceeded, "RollOut", "every phase is rolled out and ready")
 	}
 }
 
 // patchStatus writes the status once, if it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, before, cos *olmv1.ClusterObjectSet) error {
+func (r *ClusterObjectSetReconciler) patchStatus(ctx context.Context, before, cos *olmv1.ClusterObjectSet) error {
 	if apiequality.Semantic.DeepEqual(before.Status, cos.Status) {
 		return nil
 	}
@@ -600,7 +594,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, cos *olmv1.Cluster
 
 // archivePredecessors archives the older Active revisions of the same owner once this one has
 // succeeded, and deletes archived revisions beyond KeepArchived.
-func (r *Reconciler) archivePredecessors(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
+func (r *ClusterObjectSetReconciler) archivePredecessors(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
 	owner := cos.Labels[olmv1.LabelOwnerName]
 	if owner == "" {
 		return nil

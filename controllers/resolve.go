@@ -45,7 +45,7 @@ func indexRefs(systemNamespace string) client.IndexerFunc {
 }
 
 // cosForSecret maps a Secret event to the ClusterObjectSets that reference it.
-func (r *Reconciler) cosForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *ClusterObjectSetReconciler) cosForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &olmv1.ClusterObjectSetList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{refIndex: obj.GetNamespace() + "/" + obj.GetName()}); err != nil {
 		return nil
@@ -57,25 +57,25 @@ func (r *Reconciler) cosForSecret(ctx context.Context, obj client.Object) []reco
 	return reqs
 }
 
-// problem is why resolution did not give every object: blocked needs a person, missing may resolve
-// itself. Messages read like upstream's (OLM v1 operator-controller) and name Secrets, keys and
-// phases, never content.
-type problem struct {
-	blocked, missing string
+// unresolvedRefs says why resolution did not give every object, in the first message of each kind:
+// blocking needs a person (Blocked), retryable may resolve itself (Retrying). Messages read like
+// upstream's (OLM v1 operator-controller) and name Secrets, keys and phases, never content.
+type unresolvedRefs struct {
+	blocking, retryable string
 }
 
 // resolve returns the objects of every phase: inline ones as given, refs read from their Secrets.
-// Unresolvable objects are nil in the result, with the first problem reported. As upstream does,
+// Unresolvable objects are nil in the result, with the first failures reported. As upstream does,
 // every referenced Secret must be immutable before anything is resolved: the mutable ones are listed
 // together. The refs of one ClusterObjectSet share a budget of MaxResolvedBytes of resolved content
 // (content.Budget): every ref is charged, but each Secret key is read and decoded once, and refs to
 // it share the decoded object. Callers must not change resolved objects in place (applyObject copies
 // first).
-func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) ([][]*unstructured.Unstructured, problem) {
-	var prob problem
+func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) ([][]*unstructured.Unstructured, unresolvedRefs) {
+	var unres unresolvedRefs
 	secrets := map[client.ObjectKey]*corev1.Secret{}
-	if prob.blocked = r.checkImmutable(ctx, cos, secrets); prob.blocked != "" {
-		return make([][]*unstructured.Unstructured, len(cos.Spec.Phases)), prob
+	if unres.blocking = r.checkImmutable(ctx, cos, secrets); unres.blocking != "" {
+		return make([][]*unstructured.Unstructured, len(cos.Spec.Phases)), unres
 	}
 	budget := content.NewBudget(r.MaxResolvedBytes)
 	out := make([][]*unstructured.Unstructured, len(cos.Spec.Phases))
@@ -89,21 +89,21 @@ func (r *Reconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (
 			where := fmt.Sprintf("resolving ref in phase %q: ", p.Name)
 			obj, blocked, missing := r.resolveRef(ctx, o.Ref, secrets, budget)
 			switch {
-			case blocked != "" && prob.blocked == "":
-				prob.blocked = where + blocked
-			case missing != "" && prob.missing == "" && prob.blocked == "":
-				prob.missing = where + missing
+			case blocked != "" && unres.blocking == "":
+				unres.blocking = where + blocked
+			case missing != "" && unres.retryable == "" && unres.blocking == "":
+				unres.retryable = where + missing
 			}
 			out[i][j] = obj
 		}
 	}
-	return out, prob
+	return out, unres
 }
 
 // checkImmutable reads every referenced Secret (into secrets) and returns upstream's Blocked message
 // listing those that are not immutable, deduplicated and in spec order; Secrets that cannot be read
 // are left to resolution, which reports them.
-func (r *Reconciler) checkImmutable(ctx context.Context, cos *olmv1.ClusterObjectSet, secrets map[client.ObjectKey]*corev1.Secret) string {
+func (r *ClusterObjectSetReconciler) checkImmutable(ctx context.Context, cos *olmv1.ClusterObjectSet, secrets map[client.ObjectKey]*corev1.Secret) string {
 	var mutable []string
 	seen := map[client.ObjectKey]bool{}
 	for _, p := range cos.Spec.Phases {
@@ -140,7 +140,7 @@ func mutableSecretsMessage(keys ...string) string {
 // resolveRef reads one ref. A missing Secret or key is "missing"; content that does not match its
 // content key, cannot be decoded, or is past the ClusterObjectSet's budget is "blocked". Messages
 // follow upstream's resolveObjectRef where it has one.
-func (r *Reconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
+func (r *ClusterObjectSetReconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
 	key := client.ObjectKey{Namespace: ref.NamespaceOr(r.SystemNamespace), Name: ref.Name}
 	sec, ok := secrets[key]
 	if !ok {
@@ -189,7 +189,7 @@ func resolveReason(err error, dataKey string, key client.ObjectKey) string {
 
 // getSecret reads a Secret: object-data Secrets of the system namespace from the cache, any other
 // uncached (the cache holds only labelled Secrets of the system namespace).
-func (r *Reconciler) getSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+func (r *ClusterObjectSetReconciler) getSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
 	sec := &corev1.Secret{}
 	if key.Namespace == r.SystemNamespace {
 		err := r.Client.Get(ctx, key, sec)

@@ -38,7 +38,7 @@ func init() { ctrlmetrics.Registry.MustRegister(secretsSwept, ownerRefsPatched) 
 // name (deleted and re-created, or restored from a backup) is handed to this one: its stale owner
 // reference is replaced, so the garbage collector never deletes content a live ClusterObjectSet
 // uses. A Secret controlled by anything else is left alone. It is idempotent.
-func (r *Reconciler) ensureSecretOwnership(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
+func (r *ClusterObjectSetReconciler) ensureSecretOwnership(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
 	if !cos.DeletionTimestamp.IsZero() {
 		// Never adopt into a ClusterObjectSet being deleted: deleted with orphan propagation, the
 		// Secrets it left behind would be owned again, and collected, once it is gone.

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
+	"github.com/cos-externalizer/cos-externalizer/internal/crdcleanup"
 )
 
 var crdCleanupRetriggers = prometheus.NewCounter(prometheus.CounterOpts{
@@ -34,14 +34,14 @@ const teardownPoll = 2 * time.Second
 // reconcileTeardown archives or deletes: in reverse phase order, it deletes the objects this revision
 // still controls (no successor adopted them) and waits until they are gone, and removes itself from
 // the owners of objects others control. Then it lets go of the finalizer.
-func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterObjectSet) (reconcile.Result, error) {
+func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterObjectSet) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if controllerutil.ContainsFinalizer(cos, Finalizer) {
-		resolved, prob := r.resolve(ctx, cos)
-		if prob.blocked != "" || prob.missing != "" {
+		resolved, unres := r.resolve(ctx, cos)
+		if unres.blocking != "" || unres.retryable != "" {
 			// Objects behind unresolvable refs cannot be identified: they are left to the garbage
 			// collector (their controller reference points at this ClusterObjectSet).
-			log.Info("tearing down without some objects", "blocked", prob.blocked, "missing", prob.missing)
+			log.Info("tearing down without some objects", "blocked", unres.blocking, "missing", unres.retryable)
 		}
 		for i := len(resolved) - 1; i >= 0; i-- {
 			pending := 0
@@ -63,7 +63,7 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 					pending++
 					if live.GetDeletionTimestamp() == nil {
 						if err := r.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
-							client.Preconditions{UID: ptrUID(live), ResourceVersion: ptr.To(live.GetResourceVersion())}); client.IgnoreNotFound(err) != nil {
+							client.Preconditions{UID: ptr.To(live.GetUID()), ResourceVersion: ptr.To(live.GetResourceVersion())}); client.IgnoreNotFound(err) != nil {
 							// A conflict (changed since read, perhaps adopted) is retried by Reconcile.
 							return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describe(live), err)
 						}
@@ -81,7 +81,7 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 				if cos.DeletionTimestamp.IsZero() {
 					// Archiving: say so, as upstream does.
 					before := cos.DeepCopy()
-					rollout.SetConditions(cos, rollout.Outcome{Retrying: rollout.MessageTeardownInProgress}, r.Clock.Now())
+					conditions.Set(cos, conditions.Outcome{Kind: conditions.Retrying, Message: conditions.MessageTeardownInProgress}, r.Clock.Now())
 					if err := r.patchStatus(ctx, before, cos); err != nil {
 						return reconcile.Result{}, err
 					}
@@ -100,20 +100,20 @@ func (r *Reconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterOb
 		return reconcile.Result{}, nil
 	}
 	before := cos.DeepCopy()
-	rollout.SetConditions(cos, rollout.Outcome{Archived: true}, r.Clock.Now())
-	if !apimetaHasArchived(before) {
+	conditions.Set(cos, conditions.Outcome{Kind: conditions.Archived}, r.Clock.Now())
+	if !hasArchivedCondition(before) {
 		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventArchived, "Archive", "archived: objects handed over or torn down")
 	}
 	return reconcile.Result{}, r.patchStatus(ctx, before, cos)
 }
 
-// retriggerCRDCleanup writes rollout.CRDCleanupNudgeAnnotation on live, a CustomResourceDefinition
+// retriggerCRDCleanup writes crdcleanup.Annotation on live, a CustomResourceDefinition
 // this revision deleted, when the API server's cleanup of it failed and stalled
-// (rollout.CRDCleanupStalled): the write makes the API server try again at once instead of minutes
+// (crdcleanup.Stalled): the write makes the API server try again at once instead of minutes
 // later. Anything else is left alone.
-func (r *Reconciler) retriggerCRDCleanup(ctx context.Context, cos *olmv1.ClusterObjectSet, live *unstructured.Unstructured) error {
+func (r *ClusterObjectSetReconciler) retriggerCRDCleanup(ctx context.Context, cos *olmv1.ClusterObjectSet, live *unstructured.Unstructured) error {
 	now := r.Clock.Now()
-	reason, stalled := rollout.CRDCleanupStalled(live, now)
+	reason, stalled := crdcleanup.Stalled(live, now)
 	if !stalled {
 		return nil
 	}
@@ -122,7 +122,7 @@ func (r *Reconciler) retriggerCRDCleanup(ctx context.Context, cos *olmv1.Cluster
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[rollout.CRDCleanupNudgeAnnotation] = rollout.CRDCleanupNudge(now)
+	annotations[crdcleanup.Annotation] = crdcleanup.AnnotationValue(now)
 	live.SetAnnotations(annotations)
 	if err := r.Client.Patch(ctx, live, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("re-triggering the cleanup of %s: %w", describe(live), err)
@@ -134,7 +134,7 @@ func (r *Reconciler) retriggerCRDCleanup(ctx context.Context, cos *olmv1.Cluster
 	return nil
 }
 
-func apimetaHasArchived(c *olmv1.ClusterObjectSet) bool {
+func hasArchivedCondition(c *olmv1.ClusterObjectSet) bool {
 	for _, cond := range c.Status.Conditions {
 		if cond.Type == olmv1.ConditionProgressing && cond.Reason == olmv1.ReasonArchived {
 			return true
@@ -144,7 +144,7 @@ func apimetaHasArchived(c *olmv1.ClusterObjectSet) bool {
 }
 
 // dropOwner removes cos from the ownerReferences of an object it does not control.
-func (r *Reconciler) dropOwner(ctx context.Context, live client.Object, cos *olmv1.ClusterObjectSet) error {
+func (r *ClusterObjectSetReconciler) dropOwner(ctx context.Context, live client.Object, cos *olmv1.ClusterObjectSet) error {
 	refs := live.GetOwnerReferences()
 	kept := refs[:0:0]
 	for _, ref := range refs {
@@ -159,5 +159,3 @@ func (r *Reconciler) dropOwner(ctx context.Context, live client.Object, cos *olm
 	live.SetOwnerReferences(kept)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, live, patch))
 }
-
-func ptrUID(o client.Object) *types.UID { u := o.GetUID(); return &u }

@@ -26,7 +26,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 )
 
 // Event is one Event about the ClusterObjectSet.
@@ -319,7 +319,7 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 		case !complete:
 			ph.DigestCheck = "not checked: not every object resolved"
 		default:
-			ok, err := rollout.DigestMatches(ph.Digest, p.Name, resolved)
+			ok, err := phasedigest.Matches(ph.Digest, p.Name, resolved)
 			switch {
 			case err != nil:
 				ph.DigestCheck = "not checked: " + err.Error()

@@ -19,7 +19,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 )
 
 const sys = "olmv1-system"
@@ -47,7 +47,7 @@ func fixture(t *testing.T) (*olmv1.ClusterObjectSet, map[string]SecretRead) {
 				{Name: "deploy", Objects: []olmv1.ClusterObjectSetObject{cm("inline", 1)}},
 			}},
 	}
-	digest, err := rollout.PhaseDigest("configuration", []map[string]any{c.Spec.Phases[0].Objects[0].Object.Object, c.Spec.Phases[0].Objects[1].Object.Object})
+	digest, err := phasedigest.Of("configuration", []map[string]any{c.Spec.Phases[0].Objects[0].Object.Object, c.Spec.Phases[0].Objects[1].Object.Object})
 	if err != nil {
 		t.Fatal(err)
 	}

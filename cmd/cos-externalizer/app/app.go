@@ -308,7 +308,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			return fmt.Errorf("setting up the serving certificate: %w", err)
 		}
 	}
-	reconciler := &controllers.Reconciler{
+	reconciler := &controllers.ClusterObjectSetReconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Recorder:         mgr.GetEventRecorder("cos-externalizer"),

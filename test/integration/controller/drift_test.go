@@ -17,7 +17,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -136,7 +136,7 @@ func TestDigestsOfEarlierReleasesAreKept(t *testing.T) {
 	if err := json.Unmarshal(data, &resolved); err != nil {
 		t.Fatal(err)
 	}
-	legacy, err := rollout.LegacyPhaseDigest([]map[string]any{resolved})
+	legacy, err := phasedigest.Legacy([]map[string]any{resolved})
 	if err != nil {
 		t.Fatal(err)
 	}

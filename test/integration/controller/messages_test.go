@@ -16,7 +16,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -204,7 +204,7 @@ func TestArchivedAndContentChangedMessages(t *testing.T) {
 	if err := json.Unmarshal(data(after), &resolved); err != nil {
 		t.Fatal(err)
 	}
-	now, err := rollout.PhaseDigest("resources", []map[string]any{resolved})
+	now, err := phasedigest.Of("resources", []map[string]any{resolved})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package rollout
+package crdcleanup
 
 import (
 	"testing"
@@ -32,11 +32,13 @@ func crd(deleted *time.Time, status, reason string, annotations map[string]strin
 	return u
 }
 
-func TestCRDCleanupStalled(t *testing.T) {
+var created = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func TestStalled(t *testing.T) {
 	deleted := created
 	failed := "InstanceDeletionFailed"
 	at := func(d time.Duration) map[string]string {
-		return map[string]string{CRDCleanupNudgeAnnotation: CRDCleanupNudge(created.Add(d))}
+		return map[string]string{Annotation: AnnotationValue(created.Add(d))}
 	}
 	configMap := crd(&deleted, "True", failed, nil, false)
 	configMap.SetAPIVersion("v1")
@@ -52,7 +54,7 @@ func TestCRDCleanupStalled(t *testing.T) {
 		"the one-minute check timed out":       {obj: crd(&deleted, "True", "InstanceDeletionCheck", nil, false), after: time.Minute, want: true, wantReason: "InstanceDeletionCheck"},
 		"re-triggered 5 s ago":                 {obj: crd(&deleted, "True", failed, at(55*time.Second), false), after: time.Minute, wantReason: failed},
 		"re-triggered 10 s ago":                {obj: crd(&deleted, "True", failed, at(50*time.Second), false), after: time.Minute, want: true, wantReason: failed},
-		"an annotation that does not parse":    {obj: crd(&deleted, "True", failed, map[string]string{CRDCleanupNudgeAnnotation: "soon"}, false), after: time.Minute, want: true, wantReason: failed},
+		"an annotation that does not parse":    {obj: crd(&deleted, "True", failed, map[string]string{Annotation: "soon"}, false), after: time.Minute, want: true, wantReason: failed},
 		"in progress: the API server is on it": {obj: crd(&deleted, "True", "InstanceDeletionInProgress", nil, false), after: time.Hour},
 		"completed, finalizer about to go":     {obj: crd(&deleted, "False", "InstanceDeletionCompleted", nil, false), after: time.Hour},
 		"no Terminating condition yet":         {obj: crd(&deleted, "", "", nil, false), after: time.Hour},
@@ -65,9 +67,9 @@ func TestCRDCleanupStalled(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			reason, got := CRDCleanupStalled(tc.obj, created.Add(tc.after))
+			reason, got := Stalled(tc.obj, created.Add(tc.after))
 			if got != tc.want || reason != tc.wantReason {
-				t.Errorf("CRDCleanupStalled = %q, %v; want %q, %v", reason, got, tc.wantReason, tc.want)
+				t.Errorf("Stalled = %q, %v; want %q, %v", reason, got, tc.wantReason, tc.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package rollout
+package phasedigest
 
 import (
 	"crypto/sha256"
@@ -16,7 +16,7 @@ import (
 // escaped, numbers as encoding/json prints them. Objects are the resolved objects before any
 // mutation of ours (labels, owner references), in phase order, as an inline object or a ref's decoded
 // value gives them. Either reconciler can therefore verify status.observedPhases the other wrote.
-func PhaseDigest(name string, objects []map[string]any) (string, error) {
+func Of(name string, objects []map[string]any) (string, error) {
 	if objects == nil {
 		objects = []map[string]any{} // upstream marshals a non-nil slice: "objects":[]
 	}
@@ -28,10 +28,10 @@ func PhaseDigest(name string, objects []map[string]any) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// LegacyPhaseDigest is the digest releases before 2026-11 wrote: "sha256:" and the hex SHA-256 over
+// Legacy is the digest releases before 2026-11 wrote: "sha256:" and the hex SHA-256 over
 // the canonical JSON (content.Canonical) of each object, length-prefixed, without the phase name.
 // It is only ever compared against (and written by tests that play an earlier release).
-func LegacyPhaseDigest(objects []map[string]any) (string, error) {
+func Legacy(objects []map[string]any) (string, error) {
 	h := sha256.New()
 	var n [8]byte
 	for _, o := range objects {
@@ -50,12 +50,12 @@ func LegacyPhaseDigest(objects []map[string]any) (string, error) {
 // phase's resolved content: in upstream's form (PhaseDigest), or in the form earlier releases of
 // this project wrote. Stored digests are accepted as they are and never rewritten: a ClusterObjectSet
 // latched by an earlier release keeps its digests, which stay verifiable.
-func DigestMatches(stored, name string, objects []map[string]any) (bool, error) {
-	d, err := PhaseDigest(name, objects)
+func Matches(stored, name string, objects []map[string]any) (bool, error) {
+	d, err := Of(name, objects)
 	if err != nil || d == stored {
 		return err == nil, err
 	}
-	legacy, err := LegacyPhaseDigest(objects)
+	legacy, err := Legacy(objects)
 	if err != nil {
 		return false, err
 	}

@@ -1,4 +1,4 @@
-package rollout
+package phasedigest
 
 import (
 	"crypto/sha256"
@@ -41,7 +41,7 @@ func TestPhaseDigestGolden(t *testing.T) {
 	if got := "sha256:" + hex.EncodeToString(sum[:]); got != goldenDigest {
 		t.Fatalf("the golden JSON hashes to %s, not the golden digest", got)
 	}
-	got, err := PhaseDigest("deploy", fixturePhase())
+	got, err := Of("deploy", fixturePhase())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPhaseDigestMatchesUpstream(t *testing.T) {
 	}
 	for name, objs := range phases {
 		t.Run(name, func(t *testing.T) {
-			got, err := PhaseDigest("p", objs)
+			got, err := Of("p", objs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestDigestMatches(t *testing.T) {
 	phase := fixturePhase()
 	changed := fixturePhase()
 	changed[0]["data"] = map[string]any{"page": "other"}
-	legacy, err := LegacyPhaseDigest(phase)
+	legacy, err := Legacy(phase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestDigestMatches(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := DigestMatches(tc.stored, tc.name, tc.objects)
+			got, err := Matches(tc.stored, tc.name, tc.objects)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
-// Package rollout holds the reconciler's bookkeeping as pure functions: the digest of a phase's
-// resolved content, and the status conditions that follow from what a reconcile observed.
-package rollout
+// Package conditions computes, as a pure function, the status conditions of a ClusterObjectSet
+// (Progressing, Available, Succeeded) that follow from what one reconcile observed, with upstream's
+// reasons and messages. The reconciler calls it once per reconcile, before its one status patch.
+package conditions
 
 import (
 	"fmt"
@@ -12,23 +13,32 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 )
 
-// Outcome is what one reconcile of an Active or Archived ClusterObjectSet found. At most one of
-// Archived, Blocked, Retrying, Complete and Empty is set; none means rolling out. Messages are
-// upstream's (OLM v1 operator-controller) where upstream reports the same situation, and never hold
-// a value read from a Secret or a managed object.
-type Outcome struct {
-	Archived bool
+// Kind is what one reconcile of an Active or Archived ClusterObjectSet found.
+type Kind int
+
+const (
+	// RollingOut: phases are being applied or waited on (the zero value).
+	RollingOut Kind = iota
+	// Archived: the revision is archived and torn down.
+	Archived
 	// Blocked needs a person (content behind a ref changed, a Secret is not immutable).
-	Blocked string
+	Blocked
 	// Retrying may resolve itself (a Secret missing, a collision, an API error, teardown pending).
-	Retrying string
-	// WaitingOn, while rolling out, is the probe failure of the first object not ready yet (the
-	// Available message, probes.Result.Message).
-	WaitingOn string
+	Retrying
 	// Complete: every phase applied and every object ready.
-	Complete bool
+	Complete
 	// Empty: the revision has no phases yet. It is not complete, and never archives a predecessor.
-	Empty bool
+	Empty
+)
+
+// Outcome is what one reconcile found, and why. Message is the cause for Blocked and Retrying, and,
+// while RollingOut, the probe failure of the first object not ready yet (the Available message,
+// probes.Result.Message; empty when none failed); other kinds carry none. Messages are upstream's
+// (OLM v1 operator-controller) where upstream reports the same situation, and never hold a value
+// read from a Secret or a managed object.
+type Outcome struct {
+	Kind    Kind
+	Message string
 }
 
 // Messages that hold no value, exactly as upstream writes them.
@@ -59,7 +69,7 @@ func Deadline(c *olmv1.ClusterObjectSet) (time.Time, bool) {
 	return c.CreationTimestamp.Add(time.Duration(c.Spec.ProgressDeadlineMinutes) * time.Minute), true
 }
 
-// SetConditions updates the conditions of c for the outcome at now, as upstream's reconciler does:
+// Set updates the conditions of c for the outcome at now, as upstream's reconciler does:
 //   - Archived: Progressing False and Available Unknown, both Archived.
 //   - Blocked: Progressing False/Blocked; Available and Succeeded are left as they are.
 //   - Retrying: Progressing True/Retrying; Available Unknown/Reconciling with the same message, but
@@ -71,7 +81,7 @@ func Deadline(c *olmv1.ClusterObjectSet) (time.Time, bool) {
 // While rolling out or retrying, a passed progress deadline turns Progressing False/
 // ProgressDeadlineExceeded ("... Last status: <message>"), unless the revision has succeeded once.
 // Succeeded, once True, is never cleared.
-func SetConditions(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
+func Set(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation,
@@ -86,29 +96,29 @@ func SetConditions(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
 		}
 		set(olmv1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
 	}
-	switch {
-	case o.Archived:
+	switch o.Kind {
+	case Archived:
 		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived, MessageArchived)
 		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonArchived, MessageArchived)
-	case o.Blocked != "":
-		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked, o.Blocked)
-	case o.Retrying != "":
-		progressing(olmv1.ReasonRetrying, o.Retrying)
+	case Blocked:
+		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked, o.Message)
+	case Retrying:
+		progressing(olmv1.ReasonRetrying, o.Message)
 		if apimeta.FindStatusCondition(c.Status.Conditions, olmv1.ConditionAvailable) != nil {
-			set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, o.Retrying)
+			set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, o.Message)
 		}
-	case o.Complete:
+	case Complete:
 		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, RolledOutMessage(c))
 		set(olmv1.ConditionAvailable, metav1.ConditionTrue, olmv1.ReasonProbesSucceeded, MessageProbesSucceeded)
 		set(olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded, MessageSucceeded)
-	case o.Empty:
+	case Empty:
 		msg := RollingOutMessage(c) + " The revision has no phases yet: waiting for spec.phases to be filled."
 		progressing(olmv1.ReasonRollingOut, msg)
 		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, msg)
 	default:
 		progressing(olmv1.ReasonRollingOut, RollingOutMessage(c))
-		if o.WaitingOn != "" {
-			set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, o.WaitingOn)
+		if o.Message != "" {
+			set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, o.Message)
 		} else {
 			set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonRollingOut, RollingOutMessage(c))
 		}

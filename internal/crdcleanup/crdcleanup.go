@@ -1,4 +1,4 @@
-package rollout
+package crdcleanup
 
 import (
 	"time"
@@ -14,11 +14,11 @@ import (
 // drops the item and waits for the next change to the CRD; but it ignores changes to the Terminating
 // condition alone, so nothing comes until its informer resyncs, minutes later. A deleted ClusterObjectSet
 // waits on that CRD all that time. Any other change to the CRD re-triggers the cleanup at once: the
-// reconciler writes CRDCleanupNudgeAnnotation on a CRD it deleted whose cleanup failed and has not
-// moved for CRDCleanupNudgeInterval.
+// reconciler writes Annotation on a CRD it deleted whose cleanup failed and has not
+// moved for Interval.
 const (
-	CRDCleanupNudgeAnnotation = "cos-externalizer.io/cleanup-retriggered-at"
-	CRDCleanupNudgeInterval   = 10 * time.Second
+	Annotation = "cos-externalizer.io/cleanup-retriggered-at"
+	Interval   = 10 * time.Second
 
 	crdGroup           = "apiextensions.k8s.io"
 	crdKind            = "CustomResourceDefinition"
@@ -29,11 +29,11 @@ const (
 // cleanup leaves an attempt that failed (and is retried, or, after a lost wake-up, not).
 var crdCleanupFailed = map[string]bool{"InstanceDeletionFailed": true, "InstanceDeletionCheck": true}
 
-// CRDCleanupStalled reports whether obj is a CustomResourceDefinition being deleted whose cleanup by
-// the API server failed and has not been re-triggered for CRDCleanupNudgeInterval: neither since
-// its deletion nor since the time in its CRDCleanupNudgeAnnotation (ignored when it does not parse).
+// Stalled reports whether obj is a CustomResourceDefinition being deleted whose cleanup by
+// the API server failed and has not been re-triggered for Interval: neither since
+// its deletion nor since the time in its Annotation (ignored when it does not parse).
 // It also returns the reason of the failure (empty when the cleanup did not fail), to report.
-func CRDCleanupStalled(obj *unstructured.Unstructured, now time.Time) (string, bool) {
+func Stalled(obj *unstructured.Unstructured, now time.Time) (string, bool) {
 	gvk := obj.GroupVersionKind()
 	deleted := obj.GetDeletionTimestamp()
 	if gvk.Group != crdGroup || gvk.Kind != crdKind || deleted == nil || !hasFinalizer(obj, crdCleanupFinalize) {
@@ -44,16 +44,16 @@ func CRDCleanupStalled(obj *unstructured.Unstructured, now time.Time) (string, b
 		return "", false
 	}
 	last := deleted.Time
-	if s, ok := obj.GetAnnotations()[CRDCleanupNudgeAnnotation]; ok {
+	if s, ok := obj.GetAnnotations()[Annotation]; ok {
 		if t, err := time.Parse(time.RFC3339, s); err == nil && t.After(last) {
 			last = t
 		}
 	}
-	return reason, now.Sub(last) >= CRDCleanupNudgeInterval
+	return reason, now.Sub(last) >= Interval
 }
 
-// CRDCleanupNudge is the value of CRDCleanupNudgeAnnotation written at now.
-func CRDCleanupNudge(now time.Time) string { return now.UTC().Format(time.RFC3339) }
+// AnnotationValue is the value of Annotation written at now.
+func AnnotationValue(now time.Time) string { return now.UTC().Format(time.RFC3339) }
 
 func hasFinalizer(obj *unstructured.Unstructured, name string) bool {
 	for _, f := range obj.GetFinalizers() {

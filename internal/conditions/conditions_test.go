@@ -1,4 +1,4 @@
-package rollout
+package conditions
 
 import (
 	"testing"
@@ -49,48 +49,48 @@ func TestSetConditions(t *testing.T) {
 		now  time.Time
 		want []string
 	}{
-		"rolling out, version annotated": {cos: versioned(cos(0), "1.0.2"), o: Outcome{WaitingOn: probe}, now: created,
+		"rolling out, version annotated": {cos: versioned(cos(0), "1.0.2"), o: Outcome{Message: probe}, now: created,
 			want: []string{"Progressing=True/RollingOut: Revision 1.0.2 is rolling out.", "Available=False/ProbeFailure: " + probe}},
-		"rolling out, no version (two spaces, as upstream)": {cos: cos(0), o: Outcome{WaitingOn: probe}, now: created,
+		"rolling out, no version (two spaces, as upstream)": {cos: cos(0), o: Outcome{Message: probe}, now: created,
 			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe}},
 		"rolling out, no probe failing": {cos: cos(0), o: Outcome{}, now: created,
 			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/RollingOut: Revision  is rolling out."}},
-		"retrying, first time: Available not set": {cos: cos(0), o: Outcome{Retrying: missing}, now: created,
+		"retrying, first time: Available not set": {cos: cos(0), o: Outcome{Kind: Retrying, Message: missing}, now: created,
 			want: []string{"Progressing=True/Retrying: " + missing}},
-		"retrying after Available was set": {cos: cos(0, available), o: Outcome{Retrying: missing}, now: created,
+		"retrying after Available was set": {cos: cos(0, available), o: Outcome{Kind: Retrying, Message: missing}, now: created,
 			want: []string{"Progressing=True/Retrying: " + missing, "Available=Unknown/Reconciling: " + missing}},
-		"blocked leaves Available alone": {cos: cos(0, available, succeeded), o: Outcome{Blocked: mutable}, now: created,
+		"blocked leaves Available alone": {cos: cos(0, available, succeeded), o: Outcome{Kind: Blocked, Message: mutable}, now: created,
 			want: []string{"Progressing=False/Blocked: " + mutable, "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
-		"complete": {cos: versioned(cos(0), "1.0.0"), o: Outcome{Complete: true}, now: created,
+		"complete": {cos: versioned(cos(0), "1.0.0"), o: Outcome{Kind: Complete}, now: created,
 			want: []string{"Progressing=True/Succeeded: Revision 1.0.0 has rolled out.", "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
-		"empty revision": {cos: cos(0), o: Outcome{Empty: true}, now: created,
+		"empty revision": {cos: cos(0), o: Outcome{Kind: Empty}, now: created,
 			want: []string{"Progressing=True/RollingOut: " + emptyMsg, "Available=Unknown/Reconciling: " + emptyMsg}},
-		"empty revision past its deadline": {cos: cos(10), o: Outcome{Empty: true}, now: created.Add(time.Hour),
+		"empty revision past its deadline": {cos: cos(10), o: Outcome{Kind: Empty}, now: created.Add(time.Hour),
 			want: []string{"Progressing=False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: " + emptyMsg, "Available=Unknown/Reconciling: " + emptyMsg}},
-		"archived keeps Succeeded": {cos: cos(0, succeeded), o: Outcome{Archived: true}, now: created,
+		"archived keeps Succeeded": {cos: cos(0, succeeded), o: Outcome{Kind: Archived}, now: created,
 			want: []string{"Progressing=False/Archived: revision is archived", "Available=Unknown/Archived: revision is archived", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
-		"Succeeded is never cleared": {cos: cos(0, succeeded), o: Outcome{WaitingOn: probe}, now: created,
+		"Succeeded is never cleared": {cos: cos(0, succeeded), o: Outcome{Message: probe}, now: created,
 			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
-		"before the deadline": {cos: cos(10), o: Outcome{WaitingOn: probe}, now: created.Add(9 * time.Minute),
+		"before the deadline": {cos: cos(10), o: Outcome{Message: probe}, now: created.Add(9 * time.Minute),
 			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe}},
-		"deadline exceeded (upstream's e2e wording)": {cos: versioned(cos(1), "1.0.2"), o: Outcome{WaitingOn: probe}, now: created.Add(time.Minute),
+		"deadline exceeded (upstream's e2e wording)": {cos: versioned(cos(1), "1.0.2"), o: Outcome{Message: probe}, now: created.Add(time.Minute),
 			want: []string{"Progressing=False/ProgressDeadlineExceeded: Revision has not rolled out for 1 minute(s). Last status: Revision 1.0.2 is rolling out.", "Available=False/ProbeFailure: " + probe}},
-		"deadline exceeded while retrying": {cos: cos(10, available), o: Outcome{Retrying: missing}, now: created.Add(time.Hour),
+		"deadline exceeded while retrying": {cos: cos(10, available), o: Outcome{Kind: Retrying, Message: missing}, now: created.Add(time.Hour),
 			want: []string{"Progressing=False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: " + missing, "Available=Unknown/Reconciling: " + missing}},
-		"deadline does not hide Blocked": {cos: cos(10), o: Outcome{Blocked: mutable}, now: created.Add(time.Hour),
+		"deadline does not hide Blocked": {cos: cos(10), o: Outcome{Kind: Blocked, Message: mutable}, now: created.Add(time.Hour),
 			want: []string{"Progressing=False/Blocked: " + mutable}},
-		"deadline after success does not count": {cos: cos(10, succeeded), o: Outcome{WaitingOn: probe}, now: created.Add(time.Hour),
+		"deadline after success does not count": {cos: cos(10, succeeded), o: Outcome{Message: probe}, now: created.Add(time.Hour),
 			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
-		"recovery after the deadline": {cos: cos(10), o: Outcome{Complete: true}, now: created.Add(time.Hour),
+		"recovery after the deadline": {cos: cos(10), o: Outcome{Kind: Complete}, now: created.Add(time.Hour),
 			want: []string{"Progressing=True/Succeeded: Revision  has rolled out.", "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
-		"teardown of an archived revision ignores the deadline": {cos: archived(cos(10)), o: Outcome{Retrying: MessageTeardownInProgress}, now: created.Add(time.Hour),
+		"teardown of an archived revision ignores the deadline": {cos: archived(cos(10)), o: Outcome{Kind: Retrying, Message: MessageTeardownInProgress}, now: created.Add(time.Hour),
 			want: []string{"Progressing=True/Retrying: removing revision resources that are not owned by another revision"}},
-		"teardown in progress": {cos: cos(0, available), o: Outcome{Retrying: MessageTeardownInProgress}, now: created,
+		"teardown in progress": {cos: cos(0, available), o: Outcome{Kind: Retrying, Message: MessageTeardownInProgress}, now: created,
 			want: []string{"Progressing=True/Retrying: removing revision resources that are not owned by another revision", "Available=Unknown/Reconciling: removing revision resources that are not owned by another revision"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			SetConditions(tc.cos, tc.o, tc.now)
+			Set(tc.cos, tc.o, tc.now)
 			if diff := cmp.Diff(tc.want, summary(tc.cos)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
