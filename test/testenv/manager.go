@@ -56,10 +56,18 @@ func (e *Environment) StartManager(ctx context.Context, args ...string) (*Manage
 // StartManagerWith is StartManager with a hook that adjusts the options after the flags are parsed
 // (e.g. a shifted clock).
 func (e *Environment) StartManagerWith(ctx context.Context, adjust func(*app.Options), args ...string) (*Manager, error) {
-	dir, err := os.MkdirTemp("", "cos-manager-")
+	// Inside the control plane's directory when it has one: removed with it, and, should this process
+	// be killed, by the next control plane's sweep of stale directories.
+	dir, err := os.MkdirTemp(e.Dir, "cos-manager-")
 	if err != nil {
 		return nil, err
 	}
+	running := false // from then on, the manager's goroutine removes dir
+	defer func() {
+		if !running {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	bundle, err := certs.Generate([]string{"127.0.0.1"}, 24*time.Hour, time.Now())
 	if err != nil {
 		return nil, err
@@ -99,6 +107,7 @@ func (e *Environment) StartManagerWith(ctx context.Context, adjust func(*app.Opt
 		cancel:     cancel,
 		done:       make(chan error, 1),
 	}
+	running = true
 	go func() {
 		defer os.RemoveAll(dir)
 		m.done <- app.Run(runCtx, e.Config, &o)

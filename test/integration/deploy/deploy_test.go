@@ -570,19 +570,12 @@ func containerPort(c corev1.Container, name string) int32 {
 	return 0
 }
 
-// certManagerCRDs is the folder of cert-manager's CRDs that `make certmanager-crds` fetches.
+// certManagerCRDs is the folder of cert-manager's CRDs (controlplane.CertManagerCRDDir).
 func certManagerCRDs(t *testing.T) []string {
 	t.Helper()
-	dir := os.Getenv("COS_CERTMANAGER_CRDS_DIR")
-	if dir == "" {
-		root, err := controlplane.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "bin", "testdata", "certmanager-crds")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("cert-manager's CRDs: %v (run `make certmanager-crds`)", err)
+	dir, err := controlplane.CertManagerCRDDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return []string{dir}
 }
