@@ -41,3 +41,50 @@ func BenchmarkValidate(b_ *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateLibrary is BenchmarkValidate with the library validator (library.go), built once
+// from the generated CRD.
+func BenchmarkValidateLibrary(b_ *testing.B) {
+	lib := generatedLibrary(b_)
+	for _, bundle := range []struct{ name, dir, namespace string }{
+		{"argocd", "argocd-install", "argocd"},
+		{"prometheus", "prometheus-operator-crds", "monitoring"},
+	} {
+		b_.Run(bundle.name, func(b_ *testing.B) {
+			obj, err := b.Bundle("bench", bundle.dir, bundle.namespace)
+			if err != nil {
+				b_.Skip(err)
+			}
+			archived := obj.DeepCopy()
+			archived.Spec.LifecycleState = olmv1.LifecycleStateArchived
+			b_.Run("create", func(b_ *testing.B) {
+				b_.ReportAllocs()
+				for b_.Loop() {
+					if errs := lib.ValidateCreate(obj); len(errs) > 0 {
+						b_.Fatal(errs)
+					}
+				}
+			})
+			b_.Run("update", func(b_ *testing.B) {
+				b_.ReportAllocs()
+				for b_.Loop() {
+					if errs := lib.ValidateUpdate(obj, archived); len(errs) > 0 {
+						b_.Fatal(errs)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkNewLibrary is the one-time cost of the library validator: converting the CRD and
+// compiling its CEL rules (once per served CRD version).
+func BenchmarkNewLibrary(b_ *testing.B) {
+	crd := generatedCRD(b_)
+	b_.ReportAllocs()
+	for b_.Loop() {
+		if _, err := NewLibrary(crd); err != nil {
+			b_.Fatal(err)
+		}
+	}
+}
