@@ -14,7 +14,7 @@ import (
 )
 
 // generatedCRD reads the CRD this package was written from (make manifests).
-func generatedCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+func generatedCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	raw, err := os.ReadFile("../../config/crd/bases/olm.operatorframework.io_clusterobjectsets.yaml")
 	if err != nil {
