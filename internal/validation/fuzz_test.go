@@ -24,40 +24,14 @@ import (
 // The first byte chooses how the bytes become objects: built field by field from small sets of
 // valid and invalid values (even), or decoded as JSON (odd; "<old>\x00<new>").
 func FuzzValidate(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
-	f.Add([]byte("\x02\x01\x01\x01\x02\x03\x01\x02\x00\x00\x05\x01\x03\x04\x02\x01\x00\x07\x03"))
-	f.Add([]byte("\x04\xff\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0\x0f\x1f\x2f\x3f"))
-	for _, tc := range corpus.Cases() {
-		old := []byte("{}")
-		if tc.Old != nil {
-			old, _ = json.Marshal(tc.Old)
-		}
-		obj, _ := json.Marshal(tc.New)
-		f.Add(append(append(append([]byte{1}, old...), 0), obj...))
+	for _, seed := range fuzzSeeds() {
+		f.Add(seed)
 	}
-	f.Add([]byte("\x01{}\x00" + `{"spec":{"phases":[{"name":"a","objects":[{"object":{"apiVersion":5,"kind":"X","metadata":{"labels":{"a":1}}}}]}]}}`))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var old, obj *olmv1.ClusterObjectSet
-		if len(data) > 0 && data[0]%2 == 1 {
-			parts := strings.SplitN(string(data[1:]), "\x00", 2)
-			if len(parts) != 2 {
-				return
-			}
-			old, obj = &olmv1.ClusterObjectSet{}, &olmv1.ClusterObjectSet{}
-			if json.Unmarshal([]byte(parts[0]), old) != nil || json.Unmarshal([]byte(parts[1]), obj) != nil {
-				return
-			}
-		} else {
-			s := &source{data: data}
-			obj = s.cos()
-			if s.pick(3) == 0 {
-				old = obj.DeepCopy()
-				s.mutate(old)
-			} else {
-				old = s.cos()
-			}
+		old, obj, ok := fuzzObjects(data)
+		if !ok {
+			return
 		}
 		oldBefore, objBefore := old.DeepCopy(), obj.DeepCopy()
 
@@ -89,6 +63,50 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzSeeds are the seeds of FuzzValidate.
+func fuzzSeeds() [][]byte {
+	var seeds [][]byte
+	seeds = append(seeds, []byte{})
+	seeds = append(seeds, []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+	seeds = append(seeds, []byte("\x02\x01\x01\x01\x02\x03\x01\x02\x00\x00\x05\x01\x03\x04\x02\x01\x00\x07\x03"))
+	seeds = append(seeds, []byte("\x04\xff\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0\x0f\x1f\x2f\x3f"))
+	for _, tc := range corpus.Cases() {
+		old := []byte("{}")
+		if tc.Old != nil {
+			old, _ = json.Marshal(tc.Old)
+		}
+		obj, _ := json.Marshal(tc.New)
+		seeds = append(seeds, append(append(append([]byte{1}, old...), 0), obj...))
+	}
+	seeds = append(seeds, []byte("\x01{}\x00"+`{"spec":{"phases":[{"name":"a","objects":[{"object":{"apiVersion":5,"kind":"X","metadata":{"labels":{"a":1}}}}]}]}}`))
+	return seeds
+}
+
+// fuzzObjects makes the old and new ClusterObjectSets of FuzzValidate from the fuzz bytes; ok is
+// false when the bytes are not used.
+func fuzzObjects(data []byte) (old, obj *olmv1.ClusterObjectSet, ok bool) {
+	if len(data) > 0 && data[0]%2 == 1 {
+		parts := strings.SplitN(string(data[1:]), "\x00", 2)
+		if len(parts) != 2 {
+			return nil, nil, false
+		}
+		old, obj = &olmv1.ClusterObjectSet{}, &olmv1.ClusterObjectSet{}
+		if json.Unmarshal([]byte(parts[0]), old) != nil || json.Unmarshal([]byte(parts[1]), obj) != nil {
+			return nil, nil, false
+		}
+	} else {
+		s := &source{data: data}
+		obj = s.cos()
+		if s.pick(3) == 0 {
+			old = obj.DeepCopy()
+			s.mutate(old)
+		} else {
+			old = s.cos()
+		}
+	}
+	return old, obj, true
 }
 
 // rendered keeps the whole of each error, in order.
