@@ -36,6 +36,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
@@ -280,6 +281,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	// One index on the shared cache serves both of its users: the Secret guard and the reconciler's
+	// Secret watch.
+	if err := objectdata.IndexRefs(ctx, mgr.GetFieldIndexer(), o.systemNamespace); err != nil {
 		return err
 	}
 	if o.enableWebhooks {
