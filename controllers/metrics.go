@@ -1,10 +1,9 @@
 package controllers
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
+// The controllers' counters; the manager registers them (Collectors). The gauges read from the cache
+// at scrape time are the StatusCollector's.
 var (
 	secretsSwept = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "cos_externalizer_secrets_swept_total",
@@ -14,6 +13,13 @@ var (
 		Name: "cos_externalizer_secret_owner_references_patched_total",
 		Help: "ownerReferences to their ClusterObjectSet added to object-data Secrets.",
 	})
+	crdCleanupRetriggers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "cos_externalizer_crd_cleanup_retriggers_total",
+		Help: "Deleted CustomResourceDefinitions whose stalled cleanup by the API server the teardown re-triggered.",
+	})
 )
 
-func init() { ctrlmetrics.Registry.MustRegister(secretsSwept, ownerRefsPatched) }
+// Collectors are the controllers' counters, for the manager to register.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{secretsSwept, ownerRefsPatched, crdCleanupRetriggers}
+}
