@@ -2,7 +2,8 @@
 // phases out in order with server-side apply, waits for readiness probes, enforces collision
 // protection, hands objects over between revisions, archives, owns the object-data Secrets and sweeps
 // the orphaned ones. Decisions are pure functions of internal/probes, internal/collision,
-// internal/rollout and internal/content; this package reads, calls them and writes.
+// internal/conditions, internal/phasedigest, internal/crdcleanup, internal/drift and internal/content;
+// this package reads, calls them and writes.
 package controllers
 
 import (
@@ -119,13 +120,11 @@ type ClusterObjectSetReconciler struct {
 
 // SetupWithManager registers the reconciler: ClusterObjectSets, the object-data Secrets behind their
 // refs, and every kind of managed object (watched as it first appears), each mapped back to the
-// ClusterObjectSet concerned.
+// ClusterObjectSet concerned. The manager's cache must have objectdata.RefIndex (objectdata.IndexRefs),
+// which maps a Secret to the ClusterObjectSets that reference it.
 func (r *ClusterObjectSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &olmv1.ClusterObjectSet{}, refIndex, indexRefs(r.SystemNamespace)); err != nil {
-		return err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		// Any change but our own status writes: metadata-only updates (a label, an annotation) re-verify

@@ -11,51 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 )
-
-// refIndex indexes ClusterObjectSets by the "namespace/name" of every Secret they reference.
-const refIndex = "spec.phases.objects.ref"
-
-func indexRefs(systemNamespace string) client.IndexerFunc {
-	return func(obj client.Object) []string {
-		cos, ok := obj.(*olmv1.ClusterObjectSet)
-		if !ok {
-			return nil
-		}
-		seen := map[string]bool{}
-		var out []string
-		for _, p := range cos.Spec.Phases {
-			for _, o := range p.Objects {
-				if o.Ref.Name == "" {
-					continue
-				}
-				k := o.Ref.NamespaceOr(systemNamespace) + "/" + o.Ref.Name
-				if !seen[k] {
-					seen[k] = true
-					out = append(out, k)
-				}
-			}
-		}
-		return out
-	}
-}
-
-// cosForSecret maps a Secret event to the ClusterObjectSets that reference it.
-func (r *ClusterObjectSetReconciler) cosForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &olmv1.ClusterObjectSetList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{refIndex: obj.GetNamespace() + "/" + obj.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-	}
-	return reqs
-}
 
 // unresolvedRefs says why resolution did not give every object, in the first message of each kind:
 // blocking needs a person (Blocked), retryable may resolve itself (Retrying). Messages read like
@@ -82,7 +41,7 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 	for i, p := range cos.Spec.Phases {
 		out[i] = make([]*unstructured.Unstructured, len(p.Objects))
 		for j, o := range p.Objects {
-			if o.Object.Object != nil {
+			if !o.IsRef() {
 				out[i][j] = o.Object.DeepCopy()
 				continue
 			}
@@ -105,25 +64,14 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 // are left to resolution, which reports them.
 func (r *ClusterObjectSetReconciler) checkImmutable(ctx context.Context, cos *olmv1.ClusterObjectSet, secrets map[client.ObjectKey]*corev1.Secret) string {
 	var mutable []string
-	seen := map[client.ObjectKey]bool{}
-	for _, p := range cos.Spec.Phases {
-		for _, o := range p.Objects {
-			if o.Object.Object != nil || o.Ref.Name == "" {
-				continue
-			}
-			key := client.ObjectKey{Namespace: o.Ref.NamespaceOr(r.SystemNamespace), Name: o.Ref.Name}
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			sec, err := r.getSecret(ctx, key)
-			if err != nil {
-				continue
-			}
-			secrets[key] = sec
-			if !ptr.Deref(sec.Immutable, false) {
-				mutable = append(mutable, key.String())
-			}
+	for _, key := range cos.ReferencedSecrets(r.SystemNamespace) {
+		sec, err := r.getSecret(ctx, key)
+		if err != nil {
+			continue
+		}
+		secrets[key] = sec
+		if !ptr.Deref(sec.Immutable, false) {
+			mutable = append(mutable, key.String())
 		}
 	}
 	if len(mutable) == 0 {

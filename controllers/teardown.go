@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,20 +12,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/crdcleanup"
 )
-
-var crdCleanupRetriggers = prometheus.NewCounter(prometheus.CounterOpts{
-	Name: "cos_externalizer_crd_cleanup_retriggers_total",
-	Help: "Deleted CustomResourceDefinitions whose stalled cleanup by the API server the teardown re-triggered.",
-})
-
-func init() { ctrlmetrics.Registry.MustRegister(crdCleanupRetriggers) }
 
 // teardownPoll paces waiting for deleted objects to go, besides their watch events.
 const teardownPoll = 2 * time.Second

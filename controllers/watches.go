@@ -12,9 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // kindWatches starts a watch for each kind of managed object the first time one is applied, so that
@@ -48,4 +50,17 @@ func (w *kindWatches) ensure(_ context.Context, gvk schema.GroupVersionKind) err
 	}
 	w.seen[gvk] = true
 	return nil
+}
+
+// cosForSecret maps a Secret event to the ClusterObjectSets that reference it (objectdata.RefIndex).
+func (r *ClusterObjectSetReconciler) cosForSecret(ctx context.Context, obj client.Object) []reconcile.Request {
+	referrers, err := objectdata.Referrers(ctx, r.Client, client.ObjectKeyFromObject(obj))
+	if err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(referrers))
+	for i := range referrers {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&referrers[i])}
+	}
+	return reqs
 }

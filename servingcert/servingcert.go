@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
 )
@@ -353,6 +352,7 @@ func (s *Server) configurations() []configuration {
 	}
 }
 
+// The serving certificate's metrics; the manager registers them (Collectors).
 var (
 	certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "cos_externalizer_webhook_certificate_expiry_timestamp_seconds",
@@ -364,6 +364,7 @@ var (
 	}, []string{"source"})
 )
 
-func init() {
-	ctrlmetrics.Registry.MustRegister(certNotAfter, certChanges)
+// Collectors are the serving certificate's metrics, for the manager to register.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{certNotAfter, certChanges}
 }

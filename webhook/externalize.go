@@ -1,8 +1,3 @@
-// Package webhook serves the admission webhooks of cos-externalizer: the mutating webhook that moves
-// the inline objects of ClusterObjectSets into immutable, content-addressed Secrets, the validating
-// webhook that checks the final object, and the guard that keeps referenced Secrets from being
-// deleted. The decisions are pure functions of internal/externalize, internal/content and
-// internal/validation; this package reads, calls them and writes.
 package webhook
 
 import (
@@ -10,15 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
-	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -32,15 +22,6 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
-// Paths the webhooks are served on.
-const (
-	MutatePath        = "/mutate-olm-operatorframework-io-v1-clusterobjectset"
-	ValidatePath      = "/validate-olm-operatorframework-io-v1-clusterobjectset"
-	SecretGuardPath   = "/validate-v1-secret-object-data"
-	warningPrefix     = "cos-externalizer: "
-	defaultConcurrent = objectdata.DefaultConcurrency
-)
-
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
 // The API server calls it only for ClusterObjectSets with inline objects and for updates that change
 // stored phases (matchConditions), so that refs-only ones (what OLM writes, and its later updates)
@@ -52,27 +33,6 @@ const (
 
 // +kubebuilder:rbac:groups="",namespace=olmv1-system,resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=get;list;watch
-
-var cosGroupKind = schema.GroupKind{Group: olmv1.GroupVersion.Group, Kind: olmv1.ClusterObjectSetKind}
-
-// Options configure the webhooks.
-type Options struct {
-	// SystemNamespace holds the object-data Secrets.
-	SystemNamespace string
-	// Mode and Threshold are the externalization policy.
-	Mode      externalize.Mode
-	Threshold int
-	// MaxStoredBytes is the largest stored ClusterObjectSet the validating webhook lets through.
-	MaxStoredBytes int
-	// WriteConcurrency bounds the Secrets written at once.
-	WriteConcurrency int
-	// ExemptUsers may delete, or change the label and owners of, referenced object-data Secrets (by
-	// default the namespace controller; Setup adds the manager itself).
-	ExemptUsers []string
-	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet that an
-	// update is compared with (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
-	MaxResolvedBytes int64
-}
 
 // Externalizer is the mutating webhook.
 type Externalizer struct {
@@ -204,67 +164,6 @@ func (e *Externalizer) exists(ctx context.Context, name string) (bool, error) {
 	}
 }
 
-// restoreStoredPhases handles an update whose phases differ from the stored ones: when they carry
-// the same content (typically the inline form of stored refs, re-applied by kubectl or a GitOps
-// tool), the stored phases are put back, so nothing changes. It reports whether it restored them,
-// and a warning when the stored content could not be read to compare (validation then refuses the
-// update as a change of immutable phases).
-func (e *Externalizer) restoreStoredPhases(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (bool, string) {
-	if len(old.Spec.Phases) == 0 || apiequality.Semantic.DeepEqual(old.Spec.Phases, obj.Spec.Phases) {
-		return false, ""
-	}
-	same, err := externalize.SameContent(old.Spec.Phases, obj.Spec.Phases, e.Options.SystemNamespace, e.resolver(ctx))
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("could not compare the update with the stored objects", "error", err.Error())
-		return false, warningPrefix + "could not compare the submitted phases with the stored ones: " + err.Error()
-	}
-	if !same {
-		return false, ""
-	}
-	obj.Spec.Phases = old.Spec.Phases
-	return true, ""
-}
-
-// resolver reads a ref's Secret and returns the object it holds, verifying content keys. The refs of
-// one request share a budget of Options.MaxResolvedBytes (objectdata.Resolver).
-func (e *Externalizer) resolver(ctx context.Context) externalize.ResolveFunc {
-	return objectdata.Resolver(ctx, e.Reader, e.Options.SystemNamespace, e.Options.MaxResolvedBytes)
-}
-
-// checkUserRefs warns about refs given by the user that name a Secret or key that does not exist.
-func (e *Externalizer) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSet) []string {
-	var warnings []string
-	secrets := map[client.ObjectKey]*corev1.Secret{}
-	for i, p := range obj.Spec.Phases {
-		for j, o := range p.Objects {
-			if o.Object.Object != nil {
-				continue
-			}
-			key := client.ObjectKey{Namespace: o.Ref.NamespaceOr(e.Options.SystemNamespace), Name: o.Ref.Name}
-			sec, seen := secrets[key]
-			if !seen {
-				sec = &corev1.Secret{}
-				if err := e.Reader.Get(ctx, key, sec); err != nil {
-					sec = nil
-					if !apierrors.IsNotFound(err) {
-						ctrl.LoggerFrom(ctx).Info("could not check a ref", "secret", key.String(), "error", err.Error())
-						continue
-					}
-				}
-				secrets[key] = sec
-			}
-			path := field.NewPath("spec", "phases").Index(i).Child("objects").Index(j).Child("ref")
-			switch {
-			case sec == nil:
-				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s does not exist (yet)", warningPrefix, path, key))
-			case sec.Data[o.Ref.Key] == nil:
-				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s has no key %q", warningPrefix, path, key, o.Ref.Key))
-			}
-		}
-	}
-	return warnings
-}
-
 // writeSecrets creates the planned Secrets through the shared writer (objectdata.Writer), at most
 // WriteConcurrency at once: an existing Secret of the same name is accepted only when it is ours and
 // holds exactly the planned content. A dry run checks existing Secrets the same way and writes
@@ -282,61 +181,9 @@ func (e *Externalizer) writeSecrets(ctx context.Context, cosName string, plan *c
 	return n, admission.Response{}, ""
 }
 
-// respond allows the request, replacing spec.phases when they changed, and kubectl's last-applied
-// annotation when it is too large to keep inline.
-func (e *Externalizer) respond(obj *olmv1.ClusterObjectSet, phasesChanged bool, warnings []string) admission.Response {
-	var ops []jsonpatch.JsonPatchOperation
-	if phasesChanged {
-		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/spec/phases", Value: obj.Spec.Phases})
-	}
-	if v, ok := obj.Annotations[externalize.LastAppliedAnnotation]; ok && len(v) > e.Options.Threshold && hasRefs(obj.Spec.Phases) {
-		if rewritten, err := externalize.RewriteLastApplied(v, obj.Spec.Phases); err == nil && rewritten != v {
-			ops = append(ops, jsonpatch.JsonPatchOperation{
-				Operation: "add",
-				Path:      "/metadata/annotations/" + strings.ReplaceAll(externalize.LastAppliedAnnotation, "/", "~1"),
-				Value:     rewritten,
-			})
-		}
-	}
-	resp := admission.Allowed("")
-	if len(ops) > 0 {
-		resp = admission.Patched("", ops...)
-	}
-	return resp.WithWarnings(warnings...)
-}
-
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func hasRefs(phases []olmv1.ClusterObjectSetPhase) bool {
-	for _, p := range phases {
-		for _, o := range p.Objects {
-			if o.Object.Object == nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// invalid refuses with the API server's own Invalid status, field paths in its causes.
-func invalid(name string, errs field.ErrorList) admission.Response {
-	status := invalidError(name, errs).Status()
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
-}
-
-// invalidError is the API server's Invalid error for a ClusterObjectSet.
-func invalidError(name string, errs field.ErrorList) *apierrors.StatusError {
-	return apierrors.NewInvalid(cosGroupKind, name, errs)
-}
-
-func responseMessage(r admission.Response) string {
-	if r.Result != nil {
-		return r.Result.Message
-	}
-	return ""
 }

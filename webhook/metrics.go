@@ -1,9 +1,6 @@
 package webhook
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // Refusal reasons, the values of the reason label of cos_externalizer_admission_refusals_total.
 const (
@@ -27,9 +24,9 @@ type Metrics struct {
 	Latency             *prometheus.HistogramVec
 }
 
-// NewMetrics creates the metrics and registers them with reg (nil: not registered).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+// NewMetrics creates the metrics, unregistered (tests use their own; the manager's are DefaultMetrics).
+func NewMetrics() *Metrics {
+	return &Metrics{
 		ObjectsExternalized: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cos_externalizer_objects_externalized_total",
 			Help: "Inline objects moved into Secrets by the mutating webhook (dry runs included).",
@@ -60,12 +57,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10},
 		}, []string{"webhook", "operation"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency)
-	}
-	return m
 }
 
-// DefaultMetrics are registered with controller-runtime's registry, served on the manager's
-// metrics endpoint.
-var DefaultMetrics = NewMetrics(ctrlmetrics.Registry)
+// DefaultMetrics are the metrics of the manager's webhooks; the manager registers them (Collectors).
+var DefaultMetrics = NewMetrics()
+
+// Collectors are DefaultMetrics, for the manager to register.
+func Collectors() []prometheus.Collector {
+	m := DefaultMetrics
+	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency}
+}

@@ -19,6 +19,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // The Secret guard. Its object selector limits it to Secrets carrying the revision-name label, so no
@@ -42,7 +43,8 @@ const NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-con
 // ClusterObjectSet of the same name references again is refused to the collector until the
 // reconciler has made the new ClusterObjectSet its owner.
 type SecretGuard struct {
-	// Cache lists ClusterObjectSets (the manager's cache) to find candidates.
+	// Cache lists the ClusterObjectSets that reference a Secret, to find candidates: the manager's
+	// cache, which has objectdata.RefIndex.
 	Cache client.Reader
 	// APIReader reads ClusterObjectSets uncached, to confirm a refusal.
 	APIReader client.Reader
@@ -116,14 +118,12 @@ func (g *SecretGuard) liveReferrer(ctx context.Context, sec *guardedSecret) (str
 			candidates = append(candidates, name)
 		}
 	}
-	list := &olmv1.ClusterObjectSetList{}
-	if err := g.Cache.List(ctx, list); err != nil {
-		return "", "", fmt.Errorf("listing ClusterObjectSets: %w", err)
+	referrers, err := objectdata.Referrers(ctx, g.Cache, client.ObjectKey{Namespace: sec.Namespace, Name: sec.Name})
+	if err != nil {
+		return "", "", err
 	}
-	for i := range list.Items {
-		if _, ok := list.Items[i].RefTo(sec.Namespace, sec.Name, g.Options.SystemNamespace); ok {
-			add(list.Items[i].Name)
-		}
+	for i := range referrers {
+		add(referrers[i].Name)
 	}
 	// The label holds the ClusterObjectSet's name unless the name is too long for a label value.
 	if v := sec.Labels[olmv1.LabelRevisionName]; content.RevisionLabelValue(v) == v {

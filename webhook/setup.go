@@ -1,3 +1,8 @@
+// Package webhook serves the admission webhooks of cos-externalizer: the mutating webhook that moves
+// the inline objects of ClusterObjectSets into immutable, content-addressed Secrets, the validating
+// webhook that checks the final object, and the guard that keeps referenced Secrets from being
+// deleted. The decisions are pure functions of internal/externalize, internal/content and
+// internal/validation; this package reads, calls them and writes.
 package webhook
 
 import (
@@ -11,7 +16,38 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
+
+// Paths the webhooks are served on.
+const (
+	MutatePath      = "/mutate-olm-operatorframework-io-v1-clusterobjectset"
+	ValidatePath    = "/validate-olm-operatorframework-io-v1-clusterobjectset"
+	SecretGuardPath = "/validate-v1-secret-object-data"
+)
+
+// defaultConcurrent is Options.WriteConcurrency when it is not set.
+const defaultConcurrent = objectdata.DefaultConcurrency
+
+// Options configure the webhooks.
+type Options struct {
+	// SystemNamespace holds the object-data Secrets.
+	SystemNamespace string
+	// Mode and Threshold are the externalization policy.
+	Mode      externalize.Mode
+	Threshold int
+	// MaxStoredBytes is the largest stored ClusterObjectSet the validating webhook lets through.
+	MaxStoredBytes int
+	// WriteConcurrency bounds the Secrets written at once.
+	WriteConcurrency int
+	// ExemptUsers may delete, or change the label and owners of, referenced object-data Secrets (by
+	// default the namespace controller; Setup adds the manager itself).
+	ExemptUsers []string
+	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet that an
+	// update is compared with (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
+	MaxResolvedBytes int64
+}
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
 

@@ -146,7 +146,7 @@ func filesOf(c *olmv1.ClusterObjectSet) (map[string]*file, error) {
 	out[SpecFile] = &file{describe: "ClusterObjectSet " + c.Name, obj: ownFields(c)}
 	for i, p := range c.Spec.Phases {
 		for j, o := range p.Objects {
-			if o.Object.Object == nil {
+			if o.IsRef() {
 				return nil, fmt.Errorf("phase %q object %d is a ref: resolve it first", p.Name, j)
 			}
 			u := &o.Object

@@ -46,7 +46,7 @@ func sameObject(a, b olmv1.ClusterObjectSetObject, systemNamespace string, resol
 	if a.CollisionProtection != b.CollisionProtection {
 		return false, nil
 	}
-	if isRef(a) && isRef(b) && a.Ref.Name == b.Ref.Name && a.Ref.Key == b.Ref.Key &&
+	if a.IsRef() && b.IsRef() && a.Ref.Name == b.Ref.Name && a.Ref.Key == b.Ref.Key &&
 		a.Ref.NamespaceOr(systemNamespace) == b.Ref.NamespaceOr(systemNamespace) {
 		return true, nil
 	}
@@ -61,11 +61,9 @@ func sameObject(a, b olmv1.ClusterObjectSetObject, systemNamespace string, resol
 	return bytes.Equal(ca, cb), nil
 }
 
-func isRef(o olmv1.ClusterObjectSetObject) bool { return o.Object.Object == nil }
-
 func canonicalOf(o olmv1.ClusterObjectSetObject, resolve ResolveFunc) ([]byte, error) {
 	obj := o.Object.Object
-	if isRef(o) {
+	if o.IsRef() {
 		var err error
 		if obj, err = resolve(o.Ref); err != nil {
 			return nil, err
@@ -113,7 +111,7 @@ func Inline(phases []olmv1.ClusterObjectSetPhase, resolve ResolveFunc) ([]olmv1.
 	for i, p := range phases {
 		objs := make([]olmv1.ClusterObjectSetObject, len(p.Objects))
 		for j, o := range p.Objects {
-			if isRef(o) {
+			if o.IsRef() {
 				obj, err := resolve(o.Ref)
 				if err != nil {
 					return nil, fmt.Errorf("phase %q object %d: %w", p.Name, j, err)

@@ -82,7 +82,7 @@ func CountInline(phases []olmv1.ClusterObjectSetPhase) int {
 	n := 0
 	for _, p := range phases {
 		for _, o := range p.Objects {
-			if o.Object.Object != nil {
+			if !o.IsRef() {
 				n++
 			}
 		}

@@ -26,7 +26,7 @@ func PlanInput(obj *olmv1.ClusterObjectSet) content.Input {
 	for i, p := range obj.Spec.Phases {
 		pi := content.PhaseInput{Name: p.Name, Objects: make([]content.ObjectInput, len(p.Objects))}
 		for j, o := range p.Objects {
-			if o.Object.Object != nil {
+			if !o.IsRef() {
 				pi.Objects[j] = content.ObjectInput{Object: o.Object.Object}
 			} else {
 				pi.Objects[j] = content.ObjectInput{Keep: &content.RefOut{SecretName: o.Ref.Name, Key: o.Ref.Key}}
@@ -44,7 +44,7 @@ func WithRefs(phases []olmv1.ClusterObjectSetPhase, plan *content.Plan, systemNa
 	for i, p := range phases {
 		objs := make([]olmv1.ClusterObjectSetObject, len(p.Objects))
 		for j, o := range p.Objects {
-			if o.Object.Object != nil {
+			if !o.IsRef() {
 				r := plan.Refs[i][j]
 				o = olmv1.ClusterObjectSetObject{
 					Ref:                 olmv1.ObjectSourceRef{Name: r.SecretName, Namespace: systemNamespace, Key: r.Key},

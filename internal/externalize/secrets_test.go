@@ -46,7 +46,7 @@ func TestPlanInputAndWithRefs(t *testing.T) {
 	if diff := cmp.Diff(wantPhases, got); diff != "" {
 		t.Errorf("WithRefs (-want +got):\n%s", diff)
 	}
-	if phases[0].Objects[0].Object.Object == nil {
+	if phases[0].Objects[0].IsRef() {
 		t.Error("WithRefs changed its input")
 	}
 }

@@ -217,19 +217,8 @@ func current(c *olmv1.ClusterObjectSet) string {
 // secrets reports every referenced Secret, in the order of first reference.
 func secrets(in Input, c *olmv1.ClusterObjectSet) []Secret {
 	var out []Secret
-	seen := map[string]bool{}
-	for _, p := range c.Spec.Phases {
-		for _, o := range p.Objects {
-			if o.Object.Object != nil {
-				continue
-			}
-			key := o.Ref.NamespaceOr(in.SystemNamespace) + "/" + o.Ref.Name
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			out = append(out, secretReport(key, in.Secrets[key], c, in.SystemNamespace))
-		}
+	for _, key := range c.ReferencedSecrets(in.SystemNamespace) {
+		out = append(out, secretReport(key.String(), in.Secrets[key.String()], c, in.SystemNamespace))
 	}
 	return out
 }
@@ -294,7 +283,7 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 		resolved := make([]map[string]any, 0, len(p.Objects))
 		complete := true
 		for _, o := range p.Objects {
-			if o.Object.Object != nil {
+			if !o.IsRef() {
 				ph.Objects = append(ph.Objects, Object{What: describe(o.Object.Object)})
 				resolved = append(resolved, o.Object.Object)
 				continue

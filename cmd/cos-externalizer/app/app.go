@@ -9,10 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -36,6 +33,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
@@ -282,6 +280,14 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	if err := registerMetrics(); err != nil {
+		return err
+	}
+	// One index on the shared cache serves both of its users: the Secret guard and the reconciler's
+	// Secret watch.
+	if err := objectdata.IndexRefs(ctx, mgr.GetFieldIndexer(), o.systemNamespace); err != nil {
+		return err
+	}
 	if o.enableWebhooks {
 		mode, _ := externalize.ParseMode(o.externalize)
 		var exempt []string
@@ -362,21 +368,4 @@ func DecideRollout(cfg *rest.Config, flag string) (bool, string, error) {
 		}
 	}
 	return true, "--rollout=auto: OLM's ClusterExtension API is not served", nil
-}
-
-var (
-	statusCollectorMu sync.Mutex
-	statusCollector   prometheus.Collector
-)
-
-// registerStatusCollector registers c with controller-runtime's registry in place of the collector
-// of an earlier manager of this process (tests run the manager more than once).
-func registerStatusCollector(c prometheus.Collector) {
-	statusCollectorMu.Lock()
-	defer statusCollectorMu.Unlock()
-	if statusCollector != nil {
-		ctrlmetrics.Registry.Unregister(statusCollector)
-	}
-	ctrlmetrics.Registry.MustRegister(c)
-	statusCollector = c
 }

@@ -70,21 +70,12 @@ func (o *inspectOptions) run(ctx context.Context, name string) error {
 		in.COSErr = err
 	} else {
 		in.COS = cos
-		for _, p := range cos.Spec.Phases {
-			for _, obj := range p.Objects {
-				if obj.Object.Object != nil {
-					continue
-				}
-				key := client.ObjectKey{Namespace: obj.Ref.NamespaceOr(o.systemNamespace), Name: obj.Ref.Name}
-				if _, done := in.Secrets[key.String()]; done {
-					continue
-				}
-				sec := &corev1.Secret{}
-				if err := cl.client.Get(ctx, key, sec); err != nil {
-					in.Secrets[key.String()] = inspect.SecretRead{Err: err}
-				} else {
-					in.Secrets[key.String()] = inspect.SecretRead{Secret: sec}
-				}
+		for _, key := range cos.ReferencedSecrets(o.systemNamespace) {
+			sec := &corev1.Secret{}
+			if err := cl.client.Get(ctx, key, sec); err != nil {
+				in.Secrets[key.String()] = inspect.SecretRead{Err: err}
+			} else {
+				in.Secrets[key.String()] = inspect.SecretRead{Secret: sec}
 			}
 		}
 	}

@@ -299,7 +299,7 @@ func waitSecretsControlledBy(t *testing.T, cos *olmv1.ClusterObjectSet, stale ..
 		seen := map[string]bool{}
 		for _, p := range cos.Spec.Phases {
 			for _, o := range p.Objects {
-				if o.Ref.Name == "" || seen[o.Ref.Name] {
+				if !o.IsRef() || seen[o.Ref.Name] {
 					continue
 				}
 				seen[o.Ref.Name] = true

@@ -62,7 +62,7 @@ func resolvesTo(t testing.TB, want, stored *olmv1.ClusterObjectSet) {
 			t.Fatalf("phase %d: %s of %d objects, want %s of %d", i, p.Name, len(p.Objects), want.Spec.Phases[i].Name, len(want.Spec.Phases[i].Objects))
 		}
 		for j, o := range p.Objects {
-			if o.Object.Object != nil {
+			if !o.IsRef() {
 				t.Fatalf("phase %s object %d is inline", p.Name, j)
 			}
 			sec, ok := secrets[o.Ref.Name]
@@ -295,7 +295,7 @@ func resolvesToWithUserRefs(t *testing.T, want, stored *olmv1.ClusterObjectSet) 
 	storedOnly := stored.DeepCopy()
 	for i, p := range want.Spec.Phases {
 		for j := len(p.Objects) - 1; j >= 0; j-- {
-			if p.Objects[j].Object.Object == nil {
+			if p.Objects[j].IsRef() {
 				if !cmp.Equal(p.Objects[j].Ref, stored.Spec.Phases[i].Objects[j].Ref) {
 					t.Errorf("the given ref %v became %v", p.Objects[j].Ref, stored.Spec.Phases[i].Objects[j].Ref)
 				}

@@ -103,7 +103,7 @@ func TestSecretGuardStaleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := frozenCache{items: []olmv1.ClusterObjectSet{*cos.DeepCopy()}}
-	guard := &webhook.SecretGuard{Cache: stale, APIReader: testenv.Env.Client, Metrics: webhook.NewMetrics(nil),
+	guard := &webhook.SecretGuard{Cache: stale, APIReader: testenv.Env.Client, Metrics: webhook.NewMetrics(),
 		Options: webhook.Options{SystemNamespace: testenv.SystemNamespace}}
 	deleteOf := func() admission.Request {
 		raw, err := json.Marshal(sec)

@@ -108,7 +108,7 @@ func checkExternalized(t *testing.T, want, stored *olmv1.ClusterObjectSet) {
 			t.Errorf("phase %d is %q, want %q", i, p.Name, want.Spec.Phases[i].Name)
 		}
 		for j, o := range p.Objects {
-			if o.Object.Object != nil {
+			if !o.IsRef() {
 				t.Errorf("phase %s object %d is still inline", p.Name, j)
 				continue
 			}

@@ -1,0 +1,60 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+)
+
+func TestOrphaned(t *testing.T) {
+	created := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	grace := 5 * time.Minute
+	secret := func(mutate ...func(*corev1.Secret)) *corev1.Secret {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "sys", Name: "x-0123456789abcdef", CreationTimestamp: metav1.NewTime(created),
+				Labels: map[string]string{olmv1.LabelRevisionName: "x"}},
+			Type: olmv1.SecretTypeObjectData,
+		}
+		for _, m := range mutate {
+			m(s)
+		}
+		return s
+	}
+	usedAt := func(t time.Time) func(*corev1.Secret) {
+		return func(s *corev1.Secret) {
+			s.Annotations = map[string]string{content.LastUsedAnnotation: t.Format(time.RFC3339)}
+		}
+	}
+	referencing := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "uid-x"}, Spec: olmv1.ClusterObjectSetSpec{
+		Phases: []olmv1.ClusterObjectSetPhase{{Name: "p", Objects: []olmv1.ClusterObjectSetObject{{Ref: olmv1.ObjectSourceRef{Name: "x-0123456789abcdef", Key: "k"}}}}}}}
+	other := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "uid-x"}}
+	tests := map[string]struct {
+		sec  *corev1.Secret
+		cos  *olmv1.ClusterObjectSet
+		now  time.Time
+		want bool
+	}{
+		"young, no ClusterObjectSet":            {sec: secret(), now: created.Add(grace - time.Second)},
+		"past grace, no ClusterObjectSet":       {sec: secret(), now: created.Add(grace), want: true},
+		"past grace since creation, used since": {sec: secret(usedAt(created.Add(time.Hour))), now: created.Add(time.Hour + grace - time.Second)},
+		"past grace since its last use":         {sec: secret(usedAt(created.Add(time.Hour))), now: created.Add(time.Hour + grace), want: true},
+		"an unparsable last use is ignored":     {sec: secret(func(s *corev1.Secret) { s.Annotations = map[string]string{content.LastUsedAnnotation: "soon"} }), now: created.Add(grace), want: true},
+		"a last use before creation is ignored": {sec: secret(usedAt(created.Add(-time.Hour))), now: created.Add(grace), want: true},
+		"referenced":                            {sec: secret(), cos: referencing, now: created.Add(time.Hour)},
+		"owned":                                 {sec: secret(func(s *corev1.Secret) { s.OwnerReferences = []metav1.OwnerReference{{UID: "uid-x"}} }), cos: other, now: created.Add(time.Hour)},
+		"neither referenced nor owned":          {sec: secret(), cos: other, now: created.Add(time.Hour), want: true},
+		"another type":                          {sec: secret(func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }), now: created.Add(time.Hour)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := orphaned(tc.sec, tc.cos, "sys", tc.now, grace); got != tc.want {
+				t.Errorf("orphaned = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

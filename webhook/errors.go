@@ -1,0 +1,33 @@
+package webhook
+
+import (
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+)
+
+// cosGroupKind names ClusterObjectSets in the API server's errors.
+var cosGroupKind = schema.GroupKind{Group: olmv1.GroupVersion.Group, Kind: olmv1.ClusterObjectSetKind}
+
+// invalid refuses with the API server's own Invalid status, field paths in its causes.
+func invalid(name string, errs field.ErrorList) admission.Response {
+	status := invalidError(name, errs).Status()
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+}
+
+// invalidError is the API server's Invalid error for a ClusterObjectSet.
+func invalidError(name string, errs field.ErrorList) *apierrors.StatusError {
+	return apierrors.NewInvalid(cosGroupKind, name, errs)
+}
+
+// responseMessage is the message of a response, for the log.
+func responseMessage(r admission.Response) string {
+	if r.Result != nil {
+		return r.Result.Message
+	}
+	return ""
+}
