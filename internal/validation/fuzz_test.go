@@ -359,7 +359,7 @@ func (s *source) mutate(c *olmv1.ClusterObjectSet) {
 			c.Spec.Phases[0].Objects[0] = s.object()
 		}
 	case 8:
-		if len(c.Spec.Phases) > 0 && len(c.Spec.Phases[0].Objects) > 0 && c.Spec.Phases[0].Objects[0].Object.Object != nil {
+		if len(c.Spec.Phases) > 0 && len(c.Spec.Phases[0].Objects) > 0 && !c.Spec.Phases[0].Objects[0].IsRef() {
 			c.Spec.Phases[0].Objects[0].Object.Object[s.of("spec", "data")] = s.bodyValue(2)
 		}
 	}
