@@ -67,12 +67,17 @@ func checkListMap(p *field.Path, items []any, keys []string) field.ErrorList {
 
 // checkRules is the CEL stage: every x-kubernetes-validations rule on every value present. Rules
 // without oldSelf do not report unchanged values on update (ratcheting); transition rules run only
-// when the value has an old value, and always report.
+// when the value has an old value, and always report. A rule that fails to evaluate (it reads a field
+// that is absent) always reports, as the API server does, with the schema type as the value.
 func (ch *checker) checkRules(p *field.Path, v any, s *schema, c *corr) {
 	if s == nil || v == nil {
 		return
 	}
 	for _, r := range s.Rules {
+		if key, ok := missingRead(v, r.Reads); ok {
+			ch.errs = append(ch.errs, field.Invalid(p, s.Type, "no such key: "+key+" evaluating rule: "+r.Message))
+			continue
+		}
 		var holds bool
 		if r.Transition {
 			old, ok := c.oldValue()
@@ -131,3 +136,17 @@ const SkippedMessage = "some validation rules were not checked because the objec
 // Skipped returns that error. Its Field renders as "<nil>" and its ErrorBody as
 // "Invalid value: null: " + SkippedMessage.
 func Skipped() *field.Error { return field.Invalid(nil, nil, SkippedMessage) }
+
+// missingRead returns the first of keys that the object v lacks.
+func missingRead(v any, keys []string) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return k, true
+		}
+	}
+	return "", false
+}

@@ -38,6 +38,11 @@ type rule struct {
 	Transition bool
 	// Holds evaluates the rule. old is the old value for transition rules, nil otherwise.
 	Holds func(self, old any) bool
+	// Reads are the fields of self the rule reads without has(): when one is absent, CEL fails to
+	// evaluate the rule ("no such key"). Only an old object stored under a laxer CRD gets there (the
+	// schema requires them, and the CEL stage is skipped after a Required error), on an update that
+	// ratchets the Required error away.
+	Reads []string
 }
 
 func i64(v int64) *int64 { return &v }
@@ -87,6 +92,7 @@ func unionRule(discriminator, value, member string) rule {
 		Holds: func(self, _ any) bool {
 			return (prop(self, discriminator) == value) == has(self, member)
 		},
+		Reads: []string{discriminator},
 	}
 }
 

@@ -204,6 +204,21 @@ func edgeCases() map[string]corpus.Case {
 			})),
 			Want: []corpus.Cause{{Field: "spec.progressionProbes[0].selector.label", Message: "Invalid value: " + corpus.MsgLabelExactlyOne}},
 		},
+		"update: an old selector without type (stored under a laxer CRD) fails to evaluate the rules": {
+			Old: cos(b.WithProbes(olmv1.ProgressionProbe{Selector: olmv1.ObjectSelector{GroupKind: metav1.GroupKind{Kind: "Pod"}},
+				Assertions: []olmv1.Assertion{{Type: olmv1.AssertionTypeConditionEqual, ConditionEqual: olmv1.ConditionEqualProbe{Type: "Ready", Status: "True"}}}})),
+			New: cos(b.WithProgressDeadline(30), b.WithProbes(olmv1.ProgressionProbe{Selector: olmv1.ObjectSelector{GroupKind: metav1.GroupKind{Kind: "Pod"}},
+				Assertions: []olmv1.Assertion{{Type: olmv1.AssertionTypeConditionEqual, ConditionEqual: olmv1.ConditionEqualProbe{Type: "Ready", Status: "True"}}}})),
+			Want: []corpus.Cause{
+				{Field: "spec.progressionProbes[0].selector", Message: `Invalid value: "object": no such key: type evaluating rule: groupKind is required when type is GroupKind, and forbidden otherwise`},
+				{Field: "spec.progressionProbes[0].selector", Message: `Invalid value: "object": no such key: type evaluating rule: label is required when type is Label, and forbidden otherwise`},
+			},
+		},
+		"create: a selector without type is Required, and the rules do not run": {
+			New: cos(b.WithProbes(olmv1.ProgressionProbe{Selector: olmv1.ObjectSelector{GroupKind: metav1.GroupKind{Kind: "Pod"}},
+				Assertions: []olmv1.Assertion{{Type: olmv1.AssertionTypeConditionEqual, ConditionEqual: olmv1.ConditionEqualProbe{Type: "Ready", Status: "True"}}}})),
+			Want: []corpus.Cause{corpus.Skipped, {Field: "spec.progressionProbes[0].selector.type", Message: "Required value"}},
+		},
 		"update: phases reordered": {
 			Old: twoPhases,
 			New: mutate(twoPhases, func(c *olmv1.ClusterObjectSet) {

@@ -600,6 +600,12 @@ func ratchetCases() map[string]ratchetCase {
 	badProbe := xcos(b.WithProbes(probe(olmv1.ObjectSelector{Type: olmv1.SelectorTypeGroupKind}, ready())))
 	noCP := xcos(b.WithCollisionProtection(""))
 	noAPIVersion := xcos(xphase("deploy", cmWith(func(m map[string]any) { delete(m, "apiVersion") })))
+	untypedSelector := gk()
+	untypedSelector.Type = ""
+	untypedAssertion := ready()
+	untypedAssertion.Type = ""
+	noSelectorType := xcos(b.WithProbes(probe(untypedSelector, ready())))
+	noAssertionType := xcos(b.WithProbes(probe(gk(), untypedAssertion)))
 	return map[string]ratchetCase{
 		"unchanged invalid phase name": {Old: badName, New: withDeadline(badName)},
 		"invalid phase name, phase added": {Old: badName, New: xmutate(badName, func(c *olmv1.ClusterObjectSet) {
@@ -619,6 +625,9 @@ func ratchetCases() map[string]ratchetCase {
 		"missing field, spec changes":       {Old: noCP, New: withDeadline(noCP)},
 		"missing field, only labels change": {Old: noCP, New: xmutate(noCP, func(c *olmv1.ClusterObjectSet) { c.Labels = map[string]string{"a": "b"} })},
 		"inline object without apiVersion":  {Old: noAPIVersion, New: withDeadline(noAPIVersion)},
+		// A rule that reads a field the old object lacks fails to evaluate.
+		"unchanged selector without type":  {Old: noSelectorType, New: withDeadline(noSelectorType)},
+		"unchanged assertion without type": {Old: noAssertionType, New: withDeadline(noAssertionType)},
 	}
 }
 
@@ -643,6 +652,17 @@ var ratchetWants = map[string][]corpus.Cause{
 	"missing field, spec changes": {corpus.Skipped, {Field: "spec.collisionProtection", Message: "Required value"}},
 	// The checks of inline objects do not ratchet.
 	"inline object without apiVersion": {corpus.Skipped, {Field: "spec.phases[0].objects[0].object.apiVersion", Message: "Required value"}},
+	// The Required error of the absent type ratchets away, so the rules run, and every rule that reads
+	// self.type fails to evaluate; evaluation errors do not ratchet.
+	"unchanged selector without type": {
+		{Field: "spec.progressionProbes[0].selector", Message: `Invalid value: "object": no such key: type evaluating rule: groupKind is required when type is GroupKind, and forbidden otherwise`},
+		{Field: "spec.progressionProbes[0].selector", Message: `Invalid value: "object": no such key: type evaluating rule: label is required when type is Label, and forbidden otherwise`},
+	},
+	"unchanged assertion without type": {
+		{Field: "spec.progressionProbes[0].assertions[0]", Message: `Invalid value: "object": no such key: type evaluating rule: conditionEqual is required when type is ConditionEqual, and forbidden otherwise`},
+		{Field: "spec.progressionProbes[0].assertions[0]", Message: `Invalid value: "object": no such key: type evaluating rule: fieldValue is required when type is FieldValue, and forbidden otherwise`},
+		{Field: "spec.progressionProbes[0].assertions[0]", Message: `Invalid value: "object": no such key: type evaluating rule: fieldsEqual is required when type is FieldsEqual, and forbidden otherwise`},
+	},
 }
 
 // TestDifferentialRatcheting installs a copy of the CRD under another group with every constraint
