@@ -169,6 +169,24 @@ func (w *Writer) liveOwners(ctx context.Context, refs []metav1.OwnerReference) (
 	return live, nil
 }
 
+// Missing returns the names of the planned Secrets of the ClusterObjectSet cosName that do not exist,
+// read uncached, in plan order. It writes nothing.
+func (w *Writer) Missing(ctx context.Context, cosName string, plan *content.Plan) ([]string, error) {
+	var missing []string
+	for _, s := range plan.Secrets {
+		want := externalize.ObjectDataSecret(cosName, w.Namespace, s)
+		key := client.ObjectKeyFromObject(want)
+		err := w.Reader.Get(ctx, key, &corev1.Secret{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, key.Name)
+		case err != nil:
+			return nil, &WriteError{Secret: key, Err: err}
+		}
+	}
+	return missing, nil
+}
+
 // checkExisting accepts an existing Secret only when it is one of ours with exactly the wanted
 // content, and returns it. On a dry run a missing Secret is fine: the real request would create it.
 func (w *Writer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun bool) (*corev1.Secret, error) {

@@ -92,7 +92,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		if err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
 		}
-		restored, warning := e.restoreStoredPhases(ctx, old, obj)
+		restored, warning := e.restoreStoredPhases(ctx, old, obj, dryRun)
 		if warning != "" {
 			warnings = append(warnings, warning)
 		}

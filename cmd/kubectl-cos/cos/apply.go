@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -222,7 +223,13 @@ func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Obj
 		if errs := externalize.UpdateErrors(limits, live, obj); len(errs) > 0 {
 			return nil, invalid(where, obj.Name, errs)
 		}
-		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: the stored ClusterObjectSet holds the same objects: no Secret written\n", obj.Name)
+		healed, err := o.healStoredRefs(ctx, cl, obj.Name, live, target, plan)
+		if err != nil {
+			return nil, fmt.Errorf("%s: step 1 of 2, writing again the Secrets of the stored refs: %w", where, err)
+		}
+		if !healed {
+			fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: the stored ClusterObjectSet holds the same objects: no Secret written\n", obj.Name)
+		}
 	} else {
 		created := 0
 		if plan != nil && o.dryRun != dryRunClient {
@@ -284,6 +291,32 @@ func (o *applyOptions) writeSecrets(ctx context.Context, cl *clients, cosName st
 	n, err := w.Write(ctx, cosName, plan, o.dryRun == dryRunServer)
 	bar.done()
 	return n, err
+}
+
+// healStoredRefs writes again the Secrets of the stored refs that someone deleted, when the stored
+// phases are exactly the refs this apply planned (target): equal content keys prove equal content,
+// so a re-apply of the same manifests restores them. It reports whether any was missing.
+func (o *applyOptions) healStoredRefs(ctx context.Context, cl *clients, cosName string, live *olmv1.ClusterObjectSet, target []olmv1.ClusterObjectSetPhase, plan *content.Plan) (bool, error) {
+	if plan == nil || !apiequality.Semantic.DeepEqual(live.Spec.Phases, target) {
+		return false, nil
+	}
+	w := &objectdata.Writer{Client: cl.client, Reader: cl.client, Namespace: o.systemNamespace}
+	missing, err := w.Missing(ctx, cosName, plan)
+	if err != nil || len(missing) == 0 {
+		return false, err
+	}
+	if o.dryRun != dryRunNone {
+		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: %s of the stored refs missing (%s): the apply would write them again; nothing written\n",
+			cosName, plural(len(missing), "Secret"), strings.Join(missing, ", "))
+		return true, nil
+	}
+	created, err := o.writeSecrets(ctx, cl, cosName, plan)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: %s of the stored refs missing (%s): re-created %d\n",
+		cosName, plural(len(missing), "Secret"), strings.Join(missing, ", "), created)
+	return true, nil
 }
 
 // send sends the ClusterObjectSet (step 2): by server-side apply, or as client-side kubectl apply

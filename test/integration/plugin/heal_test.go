@@ -1,0 +1,64 @@
+package plugin_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// TestApplyRestoresMissingSecrets: a ClusterObjectSet restored from a backup without its Secrets
+// holds refs with nothing behind them; kubectl cos apply of the same manifests writes them again
+// (a dry run only says so), and the next apply writes nothing.
+func TestApplyRestoresMissingSecrets(t *testing.T) {
+	const name = "plugin-heal"
+	removeAfter(t, name)
+	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
+	plan, err := testenv.PlannedSecrets(inline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := inline.DeepCopy()
+	restored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, testenv.SystemNamespace)
+	if err := c().Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, inline)
+
+	r := mustPlugin(t, "apply", "-f", file, "--dry-run=server")
+	if !strings.Contains(r.stderr, "1 Secret of the stored refs missing") || !strings.Contains(r.stderr, "nothing written") {
+		t.Errorf("the dry run does not say it would write the Secret again: %s", r.stderr)
+	}
+	if n := len(objectDataSecrets(t, name)); n != 0 {
+		t.Fatalf("the dry run wrote %d Secrets", n)
+	}
+
+	r = mustPlugin(t, "apply", "-f", file)
+	if !strings.Contains(r.stderr, "1 Secret of the stored refs missing") || !strings.Contains(r.stderr, "re-created 1") {
+		t.Errorf("the apply does not say it wrote the Secret again: %s", r.stderr)
+	}
+	for _, want := range plan.Secrets {
+		got := &corev1.Secret{}
+		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: want.Name}, got); err != nil {
+			t.Fatalf("Secret %s: %v", want.Name, err)
+		}
+		if !cmp.Equal(got.Data, want.Data) {
+			t.Errorf("Secret %s does not hold the planned content", want.Name)
+		}
+	}
+	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, restored.Spec.Phases) {
+		t.Errorf("the stored phases changed:\n%s", cmp.Diff(restored.Spec.Phases, got.Spec.Phases))
+	}
+
+	if r := mustPlugin(t, "apply", "-f", file); !strings.Contains(r.stderr, "no Secret written") {
+		t.Errorf("the next apply: %s", r.stderr)
+	}
+	waitOwned(t, name)
+}

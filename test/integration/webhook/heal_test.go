@@ -1,0 +1,74 @@
+package webhook_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// TestReapplyRestoresMissingSecrets plays a ClusterObjectSet restored from a backup without its
+// Secrets (stored refs, no content behind them): applying the same manifests again, inline, with
+// kubectl apply (a server-side apply by another field manager would conflict on spec.phases first), is
+// accepted as a no-op change of phases and writes the missing Secrets again, with exactly the
+// planned content; a dry run writes nothing. Before, the update was refused (phases immutable), and
+// the only way out was deleting the ClusterObjectSet, which tears its objects down.
+func TestReapplyRestoresMissingSecrets(t *testing.T) {
+	ctx := context.Background()
+	const name = "heal-restored"
+	removeAfter(t, name)
+	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "heal-restored", 3)...))
+	plan, err := testenv.PlannedSecrets(inline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := inline.DeepCopy()
+	restored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, testenv.SystemNamespace)
+	if err := testenv.Env.Client.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(objectDataSecrets(t, name)); n != 0 {
+		t.Fatalf("%d Secrets before the re-apply", n)
+	}
+	file := writeJSON(t, inline)
+
+	_, stderr := mustKubectl(t, nil, "apply", "--dry-run=server", "-f", file)
+	if !strings.Contains(stderr, "would re-create them") {
+		t.Errorf("the dry run does not say it would re-create the Secrets: %s", stderr)
+	}
+	if n := len(objectDataSecrets(t, name)); n != 0 {
+		t.Fatalf("the dry run wrote %d Secrets", n)
+	}
+
+	_, stderr = mustKubectl(t, nil, "apply", "-f", file)
+	if !strings.Contains(stderr, "re-created 1 Secret") {
+		t.Errorf("the re-apply does not say it re-created the Secret: %s", stderr)
+	}
+	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, restored.Spec.Phases) {
+		t.Errorf("the stored phases changed:\n%s", cmp.Diff(restored.Spec.Phases, got.Spec.Phases))
+	}
+	for _, want := range plan.Secrets {
+		got := &corev1.Secret{}
+		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: want.Name}, got); err != nil {
+			t.Fatalf("Secret %s: %v", want.Name, err)
+		}
+		if !cmp.Equal(got.Data, want.Data) {
+			t.Errorf("Secret %s does not hold the planned content", want.Name)
+		}
+	}
+
+	// A manifest with other content is still refused: phases are immutable.
+	changed := inline.DeepCopy()
+	changed.Spec.Phases[0].Objects[0] = builders.Inline(builders.ConfigMap("default", "heal-restored-other", nil))
+	if _, stderr, err := kubectl(t, nil, "apply", "-f", writeJSON(t, changed)); err == nil || !strings.Contains(stderr, "immutable") {
+		t.Errorf("other content was not refused: %v\n%s", err, stderr)
+	}
+}
