@@ -1,8 +1,10 @@
 package plugin_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +19,7 @@ import (
 // holds refs with nothing behind them; kubectl cos apply of the same manifests writes them again
 // (a dry run only says so), and the next apply writes nothing.
 func TestApplyRestoresMissingSecrets(t *testing.T) {
-	const name = "plugin-heal"
+	name := fmt.Sprintf("plugin-heal-%d", time.Now().UnixNano()%1e6)
 	removeAfter(t, name)
 	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))

@@ -2,8 +2,10 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -22,10 +24,11 @@ import (
 // the only way out was deleting the ClusterObjectSet, which tears its objects down.
 func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	ctx := context.Background()
-	const name = "heal-restored"
+	// A name of its own per run: the Secrets of an earlier run (-count) go with the garbage collector.
+	name := fmt.Sprintf("heal-restored-%d", time.Now().UnixNano()%1e6)
 	removeAfter(t, name)
 	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
-		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "heal-restored", 3)...))
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
 	plan, err := testenv.PlannedSecrets(inline)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +70,7 @@ func TestReapplyRestoresMissingSecrets(t *testing.T) {
 
 	// A manifest with other content is still refused: phases are immutable.
 	changed := inline.DeepCopy()
-	changed.Spec.Phases[0].Objects[0] = builders.Inline(builders.ConfigMap("default", "heal-restored-other", nil))
+	changed.Spec.Phases[0].Objects[0] = builders.Inline(builders.ConfigMap("default", name+"-other", nil))
 	if _, stderr, err := kubectl(t, nil, "apply", "-f", writeJSON(t, changed)); err == nil || !strings.Contains(stderr, "immutable") {
 		t.Errorf("other content was not refused: %v\n%s", err, stderr)
 	}
