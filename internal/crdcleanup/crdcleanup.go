@@ -1,6 +1,7 @@
 package crdcleanup
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,9 +21,9 @@ const (
 	Annotation = "cos-externalizer.io/cleanup-retriggered-at"
 	Interval   = 10 * time.Second
 
-	crdGroup           = "apiextensions.k8s.io"
-	crdKind            = "CustomResourceDefinition"
-	crdCleanupFinalize = "customresourcecleanup.apiextensions.k8s.io"
+	crdGroup         = "apiextensions.k8s.io"
+	crdKind          = "CustomResourceDefinition"
+	cleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 )
 
 // crdCleanupFailed are the reasons of the Terminating condition with which the API server's CRD
@@ -36,7 +37,7 @@ var crdCleanupFailed = map[string]bool{"InstanceDeletionFailed": true, "Instance
 func Stalled(obj *unstructured.Unstructured, now time.Time) (string, bool) {
 	gvk := obj.GroupVersionKind()
 	deleted := obj.GetDeletionTimestamp()
-	if gvk.Group != crdGroup || gvk.Kind != crdKind || deleted == nil || !hasFinalizer(obj, crdCleanupFinalize) {
+	if gvk.Group != crdGroup || gvk.Kind != crdKind || deleted == nil || !slices.Contains(obj.GetFinalizers(), cleanupFinalizer) {
 		return "", false
 	}
 	reason, failed := terminatingFailure(obj)
@@ -54,15 +55,6 @@ func Stalled(obj *unstructured.Unstructured, now time.Time) (string, bool) {
 
 // AnnotationValue is the value of Annotation written at now.
 func AnnotationValue(now time.Time) string { return now.UTC().Format(time.RFC3339) }
-
-func hasFinalizer(obj *unstructured.Unstructured, name string) bool {
-	for _, f := range obj.GetFinalizers() {
-		if f == name {
-			return true
-		}
-	}
-	return false
-}
 
 // terminatingFailure returns the reason of a CRD's Terminating condition when it is True with a
 // reason of a failed cleanup attempt.

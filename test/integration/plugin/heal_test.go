@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -23,12 +21,10 @@ func TestApplyRestoresMissingSecrets(t *testing.T) {
 	removeAfter(t, name)
 	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
-	plan, err := testenv.PlannedSecrets(inline)
+	restored, plan, err := testenv.StoredForm(inline)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restored := inline.DeepCopy()
-	restored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, testenv.SystemNamespace)
 	if err := c().Create(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
@@ -46,15 +42,7 @@ func TestApplyRestoresMissingSecrets(t *testing.T) {
 	if !strings.Contains(r.stderr, "1 Secret of the stored refs missing") || !strings.Contains(r.stderr, "re-created 1") {
 		t.Errorf("the apply does not say it wrote the Secret again: %s", r.stderr)
 	}
-	for _, want := range plan.Secrets {
-		got := &corev1.Secret{}
-		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: want.Name}, got); err != nil {
-			t.Fatalf("Secret %s: %v", want.Name, err)
-		}
-		if !cmp.Equal(got.Data, want.Data) {
-			t.Errorf("Secret %s does not hold the planned content", want.Name)
-		}
-	}
+	testenv.CheckPlannedSecrets(ctx, t, c(), plan)
 	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, restored.Spec.Phases) {
 		t.Errorf("the stored phases changed:\n%s", cmp.Diff(restored.Spec.Phases, got.Spec.Phases))
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -29,12 +27,10 @@ func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	removeAfter(t, name)
 	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
-	plan, err := testenv.PlannedSecrets(inline)
+	restored, plan, err := testenv.StoredForm(inline)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restored := inline.DeepCopy()
-	restored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, testenv.SystemNamespace)
 	if err := testenv.Env.Client.Create(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +54,7 @@ func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, restored.Spec.Phases) {
 		t.Errorf("the stored phases changed:\n%s", cmp.Diff(restored.Spec.Phases, got.Spec.Phases))
 	}
-	for _, want := range plan.Secrets {
-		got := &corev1.Secret{}
-		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: want.Name}, got); err != nil {
-			t.Fatalf("Secret %s: %v", want.Name, err)
-		}
-		if !cmp.Equal(got.Data, want.Data) {
-			t.Errorf("Secret %s does not hold the planned content", want.Name)
-		}
-	}
+	testenv.CheckPlannedSecrets(ctx, t, testenv.Env.Client, plan)
 
 	// A manifest with other content is still refused: phases are immutable.
 	changed := inline.DeepCopy()
