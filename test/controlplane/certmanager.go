@@ -270,26 +270,7 @@ func (cm *CertManager) waitUntilWorking(ctx context.Context) error {
 			"issuerRef":  map[string]any{"name": name, "kind": "Issuer", "group": "cert-manager.io"},
 		},
 	}}
-	webhook := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        "cert-manager-" + name,
-			Annotations: map[string]string{"cert-manager.io/inject-ca-from": ns + "/" + name},
-		},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "startup-check.cert-manager.invalid",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/startup-check")},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-			// Nothing exists in this group: the webhook is never called.
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{"startup-check.cert-manager.invalid"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"},
-				},
-			}},
-		}},
-	}
+	webhook := InertWebhookConfiguration(name, ns+"/"+name)
 	defer func() {
 		// A fresh context: also clean up when ctx has ended.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -329,4 +310,29 @@ func (cm *CertManager) waitUntilWorking(ctx context.Context) error {
 		ca := secret.Data["ca.crt"]
 		return len(ca) > 0 && string(wc.Webhooks[0].ClientConfig.CABundle) == string(ca), nil
 	})
+}
+
+// InertWebhookConfiguration returns a ValidatingWebhookConfiguration "cert-manager-<name>" that asks
+// cert-manager's cainjector to fill its caBundle from the Certificate injectFrom ("namespace/name"),
+// and whose one webhook is never called: its rule names a group that serves nothing.
+func InertWebhookConfiguration(name, injectFrom string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "cert-manager-" + name,
+			Annotations: map[string]string{"cert-manager.io/inject-ca-from": injectFrom},
+		},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    name + ".cert-manager.invalid",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/" + name)},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{name + ".cert-manager.invalid"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"},
+				},
+			}},
+		}},
+	}
 }

@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 )
@@ -115,25 +113,7 @@ func TestCertManager(t *testing.T) {
 	leaf := verifyLeaf(t, secret.Data["tls.crt"], caPEM)
 
 	t.Run("cainjector fills a webhook configuration's caBundle", func(t *testing.T) {
-		wc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        "cert-manager-test",
-				Annotations: map[string]string{"cert-manager.io/inject-ca-from": ns + "/leaf"},
-			},
-			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name:                    "test.cert-manager.invalid",
-				ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/x")},
-				FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-				AdmissionReviewVersions: []string{"v1"},
-				Rules: []admissionregistrationv1.RuleWithOperations{{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule: admissionregistrationv1.Rule{
-						APIGroups: []string{"test.cert-manager.invalid"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"},
-					},
-				}},
-			}},
-		}
+		wc := controlplane.InertWebhookConfiguration("test", ns+"/leaf")
 		api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 		if _, err := api.Create(ctx, wc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
