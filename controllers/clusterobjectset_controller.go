@@ -154,22 +154,11 @@ func (r *ClusterObjectSetReconciler) Reconcile(ctx context.Context, req reconcil
 }
 
 func (r *ClusterObjectSetReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cos); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	ownErr := r.ensureSecretOwnership(ctx, cos)
-	if ownErr != nil {
-		log.Info("could not own the object-data Secrets yet; retrying", "error", ownErr.Error())
-		ownErr = fmt.Errorf("owning the object-data Secrets: %w", ownErr)
-	}
-	res, err := r.reconcileObject(ctx, cos)
-	if err := errors.Join(err, ownErr); err != nil {
-		// The controller's backoff paces the retries.
-		return reconcile.Result{}, err
-	}
-	return res, nil
+	return r.reconcileObject(ctx, cos)
 }
 
 // reconcileObject rolls out, tears down or, in webhook-only mode, releases our finalizer.

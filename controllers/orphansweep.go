@@ -3,10 +3,13 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,15 +17,21 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
-// OrphanSweeper periodically deletes object-data Secrets whose ClusterObjectSet never appeared (the
-// admission request that wrote them failed later), and those whose ClusterObjectSet exists but
-// neither references nor owns them, once their grace period has passed: GracePeriod counted from
-// the Secret's creation or, when the webhook reused it since, from its last use
-// (content.LastUsedAnnotation).
+// OrphanSweeper periodically deletes the object-data Secrets of the system namespace that nobody uses
+// (no live ClusterObjectSet references them, internal/secretuse) and no existing ClusterObjectSet
+// owns, once their grace period has passed: GracePeriod counted from the Secret's creation or, when
+// the webhook reused it since, from its last use (content.LastUsedAnnotation). These are Secrets
+// whose ClusterObjectSet never appeared (the admission request that wrote them failed later), or was
+// deleted with orphan propagation. The revision-name label never decides it: a Secret written for
+// one ClusterObjectSet and referenced by another is kept for as long as the other exists.
 type OrphanSweeper struct {
+	// Client lists through the manager's cache and deletes; APIReader confirms candidates with an
+	// uncached list of ClusterObjectSets (nil: the cache's answer stands, for tests).
 	Client          client.Client
+	APIReader       client.Reader
 	SystemNamespace string
 	Interval        time.Duration
 	GracePeriod     time.Duration
@@ -60,7 +69,9 @@ func (s *OrphanSweeper) Sweep(ctx context.Context) (int, error) {
 	return s.Delete(ctx, orphans)
 }
 
-// Orphans lists the object-data Secrets that are orphaned now.
+// Orphans lists the object-data Secrets that may be swept now (secretuse.Sweepable). The cache
+// proposes them; each is confirmed against ClusterObjectSets listed live from the API server, so a
+// ClusterObjectSet the cache has not seen yet (a ref copied a moment ago) still protects its Secrets.
 func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	secrets := &corev1.SecretList{}
 	if err := s.Client.List(ctx, secrets, client.InNamespace(s.SystemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
@@ -70,19 +81,36 @@ func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	if err := s.Client.List(ctx, sets); err != nil {
 		return nil, err
 	}
-	return orphans(secrets.Items, sets.Items, s.SystemNamespace, s.clock().Now(), s.GracePeriod), nil
+	now := s.clock().Now()
+	candidates := orphans(secrets.Items, sets.Items, s.SystemNamespace, now, s.GracePeriod)
+	if len(candidates) == 0 || s.APIReader == nil {
+		return candidates, nil
+	}
+	live := &olmv1.ClusterObjectSetList{}
+	if err := s.APIReader.List(ctx, live); err != nil {
+		return nil, fmt.Errorf("confirming orphaned Secrets: %w", err)
+	}
+	return orphans(candidates, live.Items, s.SystemNamespace, now, s.GracePeriod), nil
 }
 
 // orphans returns the object-data Secrets among secrets that may be swept at now, judged against
-// the ClusterObjectSets sets (see orphaned).
+// the ClusterObjectSets sets: nobody uses them, no existing ClusterObjectSet owns them, and their
+// grace period has passed (secretuse.Sweepable).
 func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNamespace string, now time.Time, grace time.Duration) []corev1.Secret {
-	byLabel := map[string]*olmv1.ClusterObjectSet{}
+	existing := map[types.UID]bool{}
 	for i := range sets {
-		byLabel[content.RevisionLabelValue(sets[i].Name)] = &sets[i]
+		existing[sets[i].UID] = true
 	}
 	var out []corev1.Secret
 	for _, sec := range secrets {
-		if orphaned(&sec, byLabel[sec.Labels[olmv1.LabelRevisionName]], systemNamespace, now, grace) {
+		if sec.Type != olmv1.SecretTypeObjectData {
+			continue
+		}
+		owned := slices.ContainsFunc(sec.OwnerReferences, func(ref metav1.OwnerReference) bool {
+			return secretuse.IsClusterObjectSet(ref) && existing[ref.UID]
+		})
+		users := secretuse.Users(sets, client.ObjectKeyFromObject(&sec), systemNamespace)
+		if secretuse.Sweepable(users, owned, lastUsed(&sec), now, grace) {
 			out = append(out, sec)
 		}
 	}
@@ -112,23 +140,6 @@ func (s *OrphanSweeper) clock() clock.PassiveClock {
 		return clock.RealClock{}
 	}
 	return s.Clock
-}
-
-// orphaned decides whether an object-data Secret may be swept at now: its grace period, counted
-// from its creation or its last recorded use, has passed, and cos (the ClusterObjectSet its label
-// names, or nil) neither owns nor references it.
-func orphaned(sec *corev1.Secret, cos *olmv1.ClusterObjectSet, systemNamespace string, now time.Time, grace time.Duration) bool {
-	if sec.Type != olmv1.SecretTypeObjectData {
-		return false
-	}
-	if now.Sub(lastUsed(sec)) < grace {
-		return false
-	}
-	if cos == nil {
-		return true
-	}
-	_, referenced := cos.RefTo(sec.Namespace, sec.Name, systemNamespace)
-	return !referenced && !hasOwner(sec, cos)
 }
 
 // lastUsed is the later of the Secret's creation and the time in its last-used annotation (ignored

@@ -11,7 +11,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 )
 
-func TestOrphaned(t *testing.T) {
+func TestOrphans(t *testing.T) {
 	created := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	grace := 5 * time.Minute
 	secret := func(mutate ...func(*corev1.Secret)) *corev1.Secret {
@@ -33,12 +33,22 @@ func TestOrphaned(t *testing.T) {
 	referencing := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "uid-x"}, Spec: olmv1.ClusterObjectSetSpec{
 		Phases: []olmv1.ClusterObjectSetPhase{{Name: "p", Objects: []olmv1.ClusterObjectSetObject{{Ref: olmv1.ObjectSourceRef{Name: "x-0123456789abcdef", Key: "k"}}}}}}}
 	other := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "uid-x"}}
+	// A ClusterObjectSet of another name that references x's Secret, as a ref copied from x's stored form.
+	copied := referencing.DeepCopy()
+	copied.Name, copied.UID = "y", "uid-y"
+	deleting := copied.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: created}
 	tests := map[string]struct {
 		sec  *corev1.Secret
 		cos  *olmv1.ClusterObjectSet
 		now  time.Time
 		want bool
 	}{
+		"referenced by another ClusterObjectSet, its own gone": {sec: secret(), cos: copied, now: created.Add(time.Hour)},
+		"referenced only by one being deleted":                 {sec: secret(), cos: deleting, now: created.Add(time.Hour), want: true},
+		"owned by one being deleted (the collector's)": {sec: secret(func(s *corev1.Secret) {
+			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: "y", UID: "uid-y"}}
+		}), cos: deleting, now: created.Add(time.Hour)},
 		"young, no ClusterObjectSet":            {sec: secret(), now: created.Add(grace - time.Second)},
 		"past grace, no ClusterObjectSet":       {sec: secret(), now: created.Add(grace), want: true},
 		"past grace since creation, used since": {sec: secret(usedAt(created.Add(time.Hour))), now: created.Add(time.Hour + grace - time.Second)},
@@ -46,13 +56,19 @@ func TestOrphaned(t *testing.T) {
 		"an unparsable last use is ignored":     {sec: secret(func(s *corev1.Secret) { s.Annotations = map[string]string{content.LastUsedAnnotation: "soon"} }), now: created.Add(grace), want: true},
 		"a last use before creation is ignored": {sec: secret(usedAt(created.Add(-time.Hour))), now: created.Add(grace), want: true},
 		"referenced":                            {sec: secret(), cos: referencing, now: created.Add(time.Hour)},
-		"owned":                                 {sec: secret(func(s *corev1.Secret) { s.OwnerReferences = []metav1.OwnerReference{{UID: "uid-x"}} }), cos: other, now: created.Add(time.Hour)},
-		"neither referenced nor owned":          {sec: secret(), cos: other, now: created.Add(time.Hour), want: true},
-		"another type":                          {sec: secret(func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }), now: created.Add(time.Hour)},
+		"owned": {sec: secret(func(s *corev1.Secret) {
+			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: "x", UID: "uid-x"}}
+		}), cos: other, now: created.Add(time.Hour)},
+		"neither referenced nor owned": {sec: secret(), cos: other, now: created.Add(time.Hour), want: true},
+		"another type":                 {sec: secret(func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }), now: created.Add(time.Hour)},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := orphaned(tc.sec, tc.cos, "sys", tc.now, grace); got != tc.want {
+			var sets []olmv1.ClusterObjectSet
+			if tc.cos != nil {
+				sets = append(sets, *tc.cos)
+			}
+			if got := len(orphans([]corev1.Secret{*tc.sec}, sets, "sys", tc.now, grace)) == 1; got != tc.want {
 				t.Errorf("orphaned = %v, want %v", got, tc.want)
 			}
 		})

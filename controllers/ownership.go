@@ -6,89 +6,123 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
-// ensureSecretOwnership makes cos the controller owner of every object-data Secret of the system
-// namespace that carries its revision-name label and that it references, so that the garbage
-// collector deletes them with it. A Secret still owned by an earlier ClusterObjectSet of the same
-// name (deleted and re-created, or restored from a backup) is handed to this one: its stale owner
-// reference is replaced, so the garbage collector never deletes content a live ClusterObjectSet
-// uses. A Secret controlled by anything else is left alone. It is idempotent.
-func (r *ClusterObjectSetReconciler) ensureSecretOwnership(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
-	if !cos.DeletionTimestamp.IsZero() {
-		// Never adopt into a ClusterObjectSet being deleted: deleted with orphan propagation, the
-		// Secrets it left behind would be owned again, and collected, once it is gone.
+// SecretOwnershipReconciler keeps the ownerReferences of the object-data Secrets of the system
+// namespace in step with who uses them (internal/secretuse): every live ClusterObjectSet that
+// references a Secret owns it, the one its revision-name label names as its controller, and
+// references to ClusterObjectSets that are gone, being deleted or an earlier one of the same name are
+// dropped once a live user owns it. So the garbage collector deletes a Secret with its last user,
+// never before, and deleting a ClusterObjectSet (background, foreground or orphan) never waits on a
+// Secret that another ClusterObjectSet uses. It runs whether or not this manager rolls out, on the
+// leader, one Secret at a time; it is level-based and idempotent.
+type SecretOwnershipReconciler struct {
+	// Client reads through the manager's cache (with objectdata.RefIndex) and writes.
+	Client          client.Client
+	SystemNamespace string
+	// SkipNameValidation lets a process start the controller more than once (tests restart the
+	// manager).
+	SkipNameValidation bool
+}
+
+// SetupWithManager registers the controller: the labelled Secrets of the system namespace, and the
+// ClusterObjectSets mapped to the Secrets they reference (their creation, deletion and the start of
+// their deletion change who uses those Secrets).
+func (r *SecretOwnershipReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	inSystem := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, labelled := o.GetLabels()[olmv1.LabelRevisionName]
+		return o.GetNamespace() == r.SystemNamespace && labelled
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("secret-ownership").
+		For(&corev1.Secret{}, builder.WithPredicates(inSystem)).
+		Watches(&olmv1.ClusterObjectSet{}, handler.EnqueueRequestsFromMapFunc(r.secretsOf)).
+		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
+		Complete(r)
+}
+
+// secretsOf maps a ClusterObjectSet to the Secrets of the system namespace it references.
+func (r *SecretOwnershipReconciler) secretsOf(_ context.Context, obj client.Object) []reconcile.Request {
+	cos, ok := obj.(*olmv1.ClusterObjectSet)
+	if !ok {
 		return nil
 	}
-	label := content.RevisionLabelValue(cos.Name)
+	var reqs []reconcile.Request
 	for _, key := range cos.ReferencedSecrets(r.SystemNamespace) {
-		if key.Namespace != r.SystemNamespace {
+		if key.Namespace == r.SystemNamespace {
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return reqs
+}
+
+// Reconcile brings one Secret's ownerReferences to what secretuse.Owners says. A write is guarded by
+// the resourceVersion read: a conflict is retried on the newer Secret.
+func (r *SecretOwnershipReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	sec := &corev1.Secret{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sec); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if sec.Type != olmv1.SecretTypeObjectData || !sec.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	referrers, err := objectdata.Referrers(ctx, r.Client, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	users := secretuse.Users(referrers, req.NamespacedName, r.SystemNamespace)
+	live, err := r.liveOwners(ctx, sec)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	refs, change := secretuse.Owners(sec.OwnerReferences, users, sec.Labels[olmv1.LabelRevisionName], func(uid types.UID) bool { return live[uid] })
+	if !change {
+		return reconcile.Result{}, nil
+	}
+	patch := client.MergeFromWithOptions(sec.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	sec.OwnerReferences = refs
+	if err := r.Client.Patch(ctx, sec, patch); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return reconcile.Result{Requeue: apierrors.IsConflict(err)}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("owning Secret %s: %w", klog.KObj(sec), err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("owner references of an object-data Secret set", "secret", klog.KObj(sec), "users", len(users))
+	ownerRefsPatched.Inc()
+	return reconcile.Result{}, nil
+}
+
+// liveOwners returns the uids among sec's ClusterObjectSet owners that are live (in the cache: the
+// ClusterObjectSet of that name has that uid and is not being deleted).
+func (r *SecretOwnershipReconciler) liveOwners(ctx context.Context, sec *corev1.Secret) (map[types.UID]bool, error) {
+	live := map[types.UID]bool{}
+	for _, ref := range sec.OwnerReferences {
+		if !secretuse.IsClusterObjectSet(ref) {
 			continue
 		}
-		sec := &corev1.Secret{}
-		if err := r.Client.Get(ctx, key, sec); err != nil {
+		cos := &olmv1.ClusterObjectSet{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, cos); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return err
+			return nil, err
 		}
-		if sec.Labels[olmv1.LabelRevisionName] != label || sec.Type != olmv1.SecretTypeObjectData {
-			continue
-		}
-		refs, change := ownerRefsFor(sec.OwnerReferences, cos)
-		if !change {
-			continue
-		}
-		patch := client.MergeFromWithOptions(sec.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		sec.OwnerReferences = refs
-		if err := r.Client.Patch(ctx, sec, patch); err != nil {
-			return fmt.Errorf("owning Secret %s: %w", klog.KObj(sec), err)
-		}
-		ownerRefsPatched.Inc()
-	}
-	return nil
-}
-
-// ownerRefsFor returns the owner references an object-data Secret of cos should have, and whether
-// they differ from refs: references to earlier ClusterObjectSets of the same name (another uid) are
-// dropped and cos is added as the controller, unless something else controls the Secret.
-func ownerRefsFor(refs []metav1.OwnerReference, cos *olmv1.ClusterObjectSet) ([]metav1.OwnerReference, bool) {
-	kept := make([]metav1.OwnerReference, 0, len(refs)+1)
-	stale, has := false, false
-	for _, ref := range refs {
-		switch {
-		case ref.UID == cos.UID:
-			has = true
-		case ref.Kind == olmv1.ClusterObjectSetKind && ref.APIVersion == olmv1.GroupVersion.String() && ref.Name == cos.Name:
-			stale = true
-			continue
-		case ref.Controller != nil && *ref.Controller:
-			// Controlled by something else: not ours to take.
-			return refs, false
-		}
-		kept = append(kept, ref)
-	}
-	if has && !stale {
-		return refs, false
-	}
-	if !has {
-		kept = append(kept, ownerRef(cos))
-	}
-	return kept, true
-}
-
-// hasOwner reports whether cos is among the owners of o.
-func hasOwner(o metav1.Object, cos *olmv1.ClusterObjectSet) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == cos.UID {
-			return true
+		if cos.UID == ref.UID && secretuse.Live(cos) {
+			live[ref.UID] = true
 		}
 	}
-	return false
+	return live, nil
 }

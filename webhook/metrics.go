@@ -65,5 +65,12 @@ var DefaultMetrics = NewMetrics()
 // Collectors are DefaultMetrics, for the manager to register.
 func Collectors() []prometheus.Collector {
 	m := DefaultMetrics
-	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency}
+	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, exemptionMismatch}
 }
+
+// exemptionMismatch is 1 when the served secret guard's exemption matchCondition differs from
+// --secret-guard-exempt-users (exemptionCheck).
+var exemptionMismatch = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "cos_externalizer_secret_guard_exemption_mismatch",
+	Help: "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start).",
+})

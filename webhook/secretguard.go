@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -19,18 +20,35 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // The Secret guard. Its object selector limits it to Secrets carrying the revision-name label, so no
 // other Secret in the cluster ever waits on this webhook. On UPDATE the API server matches the
 // selector against the old and the new object, so an update that removes the label is guarded too.
-// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]}}`
+// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]},"matchConditions":[{"name":"not-exempt","expression":"!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller'])"}]}`
 
 // NamespaceControllerUser is the identity of kube-controller-manager's namespace controller, which
 // deletes every Secret of a namespace being deleted: it is exempt, so that deleting the system
 // namespace never wedges.
 const NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-controller"
+
+// ExemptConditionName is the name of the secret-guard webhook's matchCondition that keeps the exempt
+// users (--secret-guard-exempt-users) from reaching the guard at all: the API server never calls it
+// for them, so their requests pass also when no manager answers (the namespace controller emptying
+// the system namespace after the manager's Pods are gone, or OLM uninstalled beside webhook-only).
+const ExemptConditionName = "not-exempt"
+
+// ExemptCondition is the CEL expression of that matchCondition for users (the generated
+// config/webhook/manifests.yaml holds it for the flag's default, NamespaceControllerUser).
+func ExemptCondition(users []string) string {
+	quoted := make([]string, len(users))
+	for i, u := range users {
+		quoted[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(u) + "'"
+	}
+	return "!(request.userInfo.username in [" + strings.Join(quoted, ", ") + "])"
+}
 
 // SecretGuard refuses to delete an object-data Secret that a live ClusterObjectSet references, and
 // to change its revision-name label or its ownerReferences (which would let the sweep or the
@@ -80,47 +98,53 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 	if old.Namespace == "" {
 		old.Namespace = req.Namespace
 	}
-	what := "delete it"
+	var updated *guardedSecret
 	if req.Operation == admissionv1.Update {
-		updated := &guardedSecret{}
+		updated = &guardedSecret{}
 		if err := json.Unmarshal(req.Object.Raw, updated); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Secret: %w", err))
 		}
 		if updated.Labels[olmv1.LabelRevisionName] == old.Labels[olmv1.LabelRevisionName] &&
 			apiequality.Semantic.DeepEqual(updated.OwnerReferences, old.OwnerReferences) {
+			// Neither who may delete it nor where the cache finds it changes: no read needed.
 			return admission.Allowed("")
 		}
-		what = "change its " + olmv1.LabelRevisionName + " label or its ownerReferences"
 	}
-	cos, path, err := g.liveReferrer(ctx, old)
+	users, err := g.liveUsers(ctx, old)
 	if err != nil {
 		return admission.Errored(http.StatusServiceUnavailable, err)
 	}
-	if cos == "" {
+	what := "delete it"
+	if updated != nil {
+		what = secretuse.GuardUpdate(old.Labels[olmv1.LabelRevisionName], updated.Labels[olmv1.LabelRevisionName],
+			old.OwnerReferences, updated.OwnerReferences, users)
+	}
+	if len(users) == 0 || what == "" {
 		return admission.Allowed("")
 	}
 	g.Metrics.Refusals.WithLabelValues(RefusalSecretInUse).Inc()
 	ctrl.LoggerFrom(ctx).Info("refused a change of a referenced Secret", "secret", old.Namespace+"/"+old.Name,
-		"operation", req.Operation, "clusterObjectSet", cos, "user", req.UserInfo.Username)
+		"operation", req.Operation, "clusterObjectSet", users[0].Name, "user", req.UserInfo.Username)
 	return admission.Denied(fmt.Sprintf(
 		"secret %s/%s holds objects of ClusterObjectSet %s (%s): it cannot %s while that ClusterObjectSet exists; delete the ClusterObjectSet instead, and its Secrets go with it",
-		old.Namespace, old.Name, cos, path, what))
+		old.Namespace, old.Name, users[0].Name, users[0].Path, what))
 }
 
-// liveReferrer returns the name of a live ClusterObjectSet that references the Secret, and the
-// field path of its first ref, or "" when there is none. Candidates are the ClusterObjectSets the
-// cache says reference it, the one its revision-name label names, and those its ownerReferences
-// name; each is read live before it counts.
-func (g *SecretGuard) liveReferrer(ctx context.Context, sec *guardedSecret) (string, string, error) {
+// liveUsers returns the users of the Secret (internal/secretuse): the live ClusterObjectSets that
+// reference it, as the API server has them now. Candidates are the ClusterObjectSets the cache says
+// reference it, the one its revision-name label names, and those its ownerReferences name; each is
+// read live before it counts, so a stale cache never refuses anything.
+func (g *SecretGuard) liveUsers(ctx context.Context, sec *guardedSecret) ([]secretuse.Use, error) {
 	var candidates []string
 	add := func(name string) {
 		if name != "" && !slices.Contains(candidates, name) {
 			candidates = append(candidates, name)
 		}
 	}
-	referrers, err := objectdata.Referrers(ctx, g.Cache, client.ObjectKey{Namespace: sec.Namespace, Name: sec.Name})
+	key := client.ObjectKey{Namespace: sec.Namespace, Name: sec.Name}
+	referrers, err := objectdata.Referrers(ctx, g.Cache, key)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	for i := range referrers {
 		add(referrers[i].Name)
@@ -130,24 +154,20 @@ func (g *SecretGuard) liveReferrer(ctx context.Context, sec *guardedSecret) (str
 		add(v)
 	}
 	for _, ref := range sec.OwnerReferences {
-		if ref.Kind == olmv1.ClusterObjectSetKind && ref.APIVersion == olmv1.GroupVersion.String() {
+		if secretuse.IsClusterObjectSet(ref) {
 			add(ref.Name)
 		}
 	}
+	var live []olmv1.ClusterObjectSet
 	for _, name := range candidates {
-		live := &olmv1.ClusterObjectSet{}
-		if err := g.APIReader.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
+		cos := olmv1.ClusterObjectSet{}
+		if err := g.APIReader.Get(ctx, client.ObjectKey{Name: name}, &cos); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return "", "", fmt.Errorf("reading ClusterObjectSet %s: %w", name, err)
+			return nil, fmt.Errorf("reading ClusterObjectSet %s: %w", name, err)
 		}
-		if !live.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if path, ok := live.RefTo(sec.Namespace, sec.Name, g.Options.SystemNamespace); ok {
-			return name, path, nil
-		}
+		live = append(live, cos)
 	}
-	return "", "", nil
+	return secretuse.Users(live, key, g.Options.SystemNamespace), nil
 }

@@ -8,7 +8,9 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +46,9 @@ type Options struct {
 	// ExemptUsers may delete, or change the label and owners of, referenced object-data Secrets (by
 	// default the namespace controller; Setup adds the manager itself).
 	ExemptUsers []string
+	// WebhookConfiguration names the ValidatingWebhookConfiguration holding the secret guard, whose
+	// matchCondition ExemptConditionName is checked at start against ExemptUsers; empty: no check.
+	WebhookConfiguration string
 	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet that an
 	// update is compared with (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
 	MaxResolvedBytes int64
@@ -63,6 +68,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	self, err := whoAmI(ctx, mgr)
 	if err != nil {
 		return err
+	}
+	if opts.WebhookConfiguration != "" {
+		if err := mgr.Add(&exemptionCheck{reader: mgr.GetAPIReader(), name: opts.WebhookConfiguration, users: opts.ExemptUsers}); err != nil {
+			return err
+		}
 	}
 	opts.ExemptUsers = append(opts.ExemptUsers, self)
 	ctrl.LoggerFrom(ctx).Info("secret guard exempts", "users", opts.ExemptUsers)
@@ -90,4 +100,55 @@ func whoAmI(ctx context.Context, mgr ctrl.Manager) (string, error) {
 		return "", fmt.Errorf("asking the API server who the manager is (SelfSubjectReview): %w", err)
 	}
 	return review.Status.UserInfo.Username, nil
+}
+
+// exemptionCheck compares, once at start, the served secret guard's matchCondition ExemptConditionName
+// with --secret-guard-exempt-users: the users the flag exempts must never reach the guard, because a
+// guard that no manager answers (all replicas gone) fails closed. A difference is logged with the
+// expression to set and counted (cos_externalizer_secret_guard_exemption_mismatch); the handler still
+// exempts the flag's users whenever it is called.
+type exemptionCheck struct {
+	reader client.Reader
+	name   string
+	users  []string
+}
+
+// NeedLeaderElection: every replica checks.
+func (c *exemptionCheck) NeedLeaderElection() bool { return false }
+
+func (c *exemptionCheck) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("secret-guard")
+	wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.reader.Get(ctx, client.ObjectKey{Name: c.name}, wc); err != nil {
+		log.Info("could not check the secret guard's exemption matchCondition", "webhookConfiguration", c.name, "error", err.Error())
+		return nil
+	}
+	want := ExemptCondition(c.users)
+	got, found := exemptConditionOf(wc)
+	if found && got == want {
+		exemptionMismatch.Set(0)
+		return nil
+	}
+	exemptionMismatch.Set(1)
+	log.Error(nil, "the secret guard's matchCondition does not exempt exactly --secret-guard-exempt-users: their requests reach the guard, which fails closed while no manager answers (deleting the system namespace would wedge); set it in the webhook configuration",
+		"webhookConfiguration", c.name, "matchCondition", ExemptConditionName, "expression", want, "served", got)
+	return nil
+}
+
+// exemptConditionOf returns the expression of the secret guard's ExemptConditionName matchCondition.
+func exemptConditionOf(wc *admissionregistrationv1.ValidatingWebhookConfiguration) (string, bool) {
+	for _, w := range wc.Webhooks {
+		if w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil && *w.ClientConfig.Service.Path != SecretGuardPath {
+			continue
+		}
+		if w.ClientConfig.URL != nil && !strings.HasSuffix(*w.ClientConfig.URL, SecretGuardPath) {
+			continue
+		}
+		for _, mc := range w.MatchConditions {
+			if mc.Name == ExemptConditionName {
+				return mc.Expression, true
+			}
+		}
+	}
+	return "", false
 }

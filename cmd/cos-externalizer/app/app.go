@@ -302,6 +302,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			Threshold:       o.threshold,
 			MaxStoredBytes:  o.maxStoredBytes,
 			ExemptUsers:     exempt,
+			// The secret guard's exemption lives in its matchConditions; checked against the flag.
+			WebhookConfiguration: o.webhookConfig,
 
 			MaxResolvedBytes: o.maxResolvedBytes,
 		}, webhook.DefaultMetrics); err != nil {
@@ -331,8 +333,15 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}
+	// Secret ownership runs whether or not this manager rolls out: who owns an object-data Secret
+	// follows who uses it (internal/secretuse).
+	if err := (&controllers.SecretOwnershipReconciler{
+		Client: mgr.GetClient(), SystemNamespace: o.systemNamespace, SkipNameValidation: o.SkipControllerNameValidation,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up Secret ownership: %w", err)
+	}
 	if err := mgr.Add(&controllers.OrphanSweeper{
-		Client: mgr.GetClient(), SystemNamespace: o.systemNamespace, Interval: o.sweepEvery, GracePeriod: o.sweepGrace,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SystemNamespace: o.systemNamespace, Interval: o.sweepEvery, GracePeriod: o.sweepGrace,
 	}); err != nil {
 		return err
 	}

@@ -168,16 +168,20 @@ func TestSecretGuardBypasses(t *testing.T) {
 	}
 
 	tests := map[string]struct {
-		change  func(*corev1.Secret)
-		refused bool
+		change func(*corev1.Secret)
+		// refusal is what the guard's refusal says the update would do; "": admitted.
+		refusal string
 	}{
-		"remove the label": {func(s *corev1.Secret) { delete(s.Labels, olmv1.LabelRevisionName) }, true},
-		"change the label": {func(s *corev1.Secret) { s.Labels[olmv1.LabelRevisionName] = "someone-else" }, true},
-		"drop the owner":   {func(s *corev1.Secret) { s.OwnerReferences = nil }, true},
+		"remove the label": {func(s *corev1.Secret) { delete(s.Labels, olmv1.LabelRevisionName) }, "cannot change its " + olmv1.LabelRevisionName + " label"},
+		"change the label": {func(s *corev1.Secret) { s.Labels[olmv1.LabelRevisionName] = "someone-else" }, "cannot change its " + olmv1.LabelRevisionName + " label"},
+		"drop the owner":   {func(s *corev1.Secret) { s.OwnerReferences = nil }, "cannot remove its owner reference to ClusterObjectSet guard-bypass"},
 		"point the owner elsewhere": {func(s *corev1.Secret) {
 			s.OwnerReferences[0].UID = "00000000-0000-0000-0000-000000000000"
-		}, true},
-		"add an annotation": {func(s *corev1.Secret) { metav1.SetMetaDataAnnotation(&s.ObjectMeta, "example.com/note", "hi") }, false},
+		}, "cannot remove its owner reference to ClusterObjectSet guard-bypass"},
+		"add an annotation": {func(s *corev1.Secret) { metav1.SetMetaDataAnnotation(&s.ObjectMeta, "example.com/note", "hi") }, ""},
+		"add an owner": {func(s *corev1.Secret) {
+			s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "00000000-0000-0000-0000-000000000001"})
+		}, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -189,9 +193,9 @@ func TestSecretGuardBypasses(t *testing.T) {
 			tc.change(sec)
 			err := alice.Patch(ctx, sec, patch)
 			switch {
-			case tc.refused && (err == nil || !strings.Contains(err.Error(), "cannot change its "+olmv1.LabelRevisionName+" label or its ownerReferences")):
-				t.Errorf("want the guard's refusal, got %v", err)
-			case !tc.refused && err != nil:
+			case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+				t.Errorf("want the guard's refusal %q, got %v", tc.refusal, err)
+			case tc.refusal == "" && err != nil:
 				t.Errorf("refused: %v", err)
 			}
 		})
