@@ -8,6 +8,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"strings"
 	"time"
 )
@@ -125,12 +127,20 @@ func ParseCerts(bundle []byte) ([]*x509.Certificate, error) {
 // CAPolicy decides the CA Secret's next state. A CA of lifetime L is renewed in two steps, so that
 // the bundle the API server trusts always holds the CA of every certificate a replica may serve:
 //   - with L/2 left, a successor is staged: added to the bundle, signing nothing yet;
-//   - with L/3 left, and once every webhook configuration trusts it, the successor signs (replicas
-//     then issue new serving certificates);
+//   - with L/3 left (SigningLeft), and once every webhook configuration trusts it, the successor
+//     signs (replicas then issue new serving certificates);
 //   - a CA leaves the bundle when it expires, since nothing it signed is valid any longer.
 type CAPolicy struct {
 	CommonName string
 	Lifetime   time.Duration
+}
+
+// SigningLeft is the least time a CA has left while it signs, when its successor is trusted in
+// time: L/3. A serving certificate of a lifetime up to SigningLeft lasts its whole lifetime;
+// a longer one would be cut to its CA's expiry (see LeafPolicy), so a leaf lifetime above it is a
+// misconfiguration (servingcert.Options.Validate refuses it).
+func (p CAPolicy) SigningLeft() time.Duration {
+	return p.Lifetime / 3
 }
 
 // Plan returns the authority that should be stored, and why, or nil when cur is right as it is.
@@ -158,7 +168,7 @@ func (p CAPolicy) Plan(now time.Time, cur *Authority, trusted func(*x509.Certifi
 		}
 		next.Signing = ca
 		reasons = append(reasons, "replaced the expired signing CA")
-	case left <= 0 || (left <= p.Lifetime/3 && next.Next != nil && trusted(next.Next.Cert)):
+	case left <= 0 || (left <= p.SigningLeft() && next.Next != nil && trusted(next.Next.Cert)):
 		next.Signing, next.Next = next.Next, nil
 		reasons = append(reasons, "the staged CA signs from now on")
 	case left <= p.Lifetime/2 && next.Next == nil:
@@ -235,7 +245,7 @@ func (a *Authority) Adopt(now time.Time, injected [][]byte) {
 
 // NextCheck is when Plan may next change a: the earliest of the staging, signing and expiry times.
 func (p CAPolicy) NextCheck(now time.Time, a *Authority) time.Time {
-	times := []time.Time{a.Signing.Cert.NotAfter.Add(-p.Lifetime / 2), a.Signing.Cert.NotAfter.Add(-p.Lifetime / 3), a.Signing.Cert.NotAfter}
+	times := []time.Time{a.Signing.Cert.NotAfter.Add(-p.Lifetime / 2), a.Signing.Cert.NotAfter.Add(-p.SigningLeft()), a.Signing.Cert.NotAfter}
 	if a.Next != nil {
 		times = append(times, a.Next.Cert.NotAfter)
 	}
@@ -246,7 +256,11 @@ func (p CAPolicy) NextCheck(now time.Time, a *Authority) time.Time {
 }
 
 // LeafPolicy issues a replica's serving certificate and decides when to renew it: when it is not
-// signed by the signing CA, names other hosts, or has a third of its lifetime left.
+// signed by the signing CA (the successor took over), names other hosts, is not valid yet (the clock
+// went back), or has a third of the policy's lifetime left. A certificate that lasts as long as its
+// CA (issued with less than Lifetime left on the CA) is not renewed by time: one issued later by
+// the same CA could last no longer; the successor's handover replaces it. So a certificate that
+// Issue has just returned never needs renewal.
 type LeafPolicy struct {
 	Hosts    []string
 	Lifetime time.Duration
@@ -261,27 +275,39 @@ func (p LeafPolicy) NeedsRenewal(now time.Time, leaf *x509.Certificate, signing 
 		return true, "the signing CA changed"
 	case !sameHosts(leaf, p.Hosts):
 		return true, "the host names changed"
-	case leaf.NotAfter.Sub(now) <= p.Lifetime/3:
+	case now.Before(leaf.NotBefore):
+		return true, "the serving certificate is not valid yet"
+	}
+	if at := p.RenewAt(leaf, signing); !at.IsZero() && !now.Before(at) {
 		return true, "the serving certificate is near its expiry"
 	}
 	return false, ""
 }
 
-// RenewAt is when NeedsRenewal turns true by time alone.
-func (p LeafPolicy) RenewAt(leaf *x509.Certificate) time.Time {
+// RenewAt is when NeedsRenewal turns true by time alone for a leaf of signing: with a third of the
+// policy's lifetime left. Zero when time alone never renews it: it expires with signing.
+func (p LeafPolicy) RenewAt(leaf *x509.Certificate, signing *CA) time.Time {
+	if !leaf.NotAfter.Before(signing.Cert.NotAfter) {
+		return time.Time{}
+	}
 	return leaf.NotAfter.Add(-p.Lifetime / 3)
 }
 
 // Issue signs a serving certificate with ca, valid for the policy's lifetime but never past the CA.
+// Its expiry is a whole second, as a certificate stores it, rounded up: it has at least the
+// lifetime left at now unless its CA's expiry cuts it.
 func (p LeafPolicy) Issue(now time.Time, ca *CA) (*tls.Certificate, error) {
-	validFor := p.Lifetime
-	if left := ca.Cert.NotAfter.Sub(now); left < validFor {
-		validFor = left
+	notAfter := now.Add(p.Lifetime).Truncate(time.Second)
+	if notAfter.Before(now.Add(p.Lifetime)) {
+		notAfter = notAfter.Add(time.Second)
 	}
-	if validFor <= 0 {
+	if ca.Cert.NotAfter.Before(notAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
+	if !notAfter.After(now) {
 		return nil, errors.New("the signing CA has expired")
 	}
-	certPEM, keyPEM, err := ca.Issue(Leaf{CommonName: p.Hosts[0], Usage: x509.ExtKeyUsageServerAuth, Hosts: p.Hosts, ValidFor: validFor, Now: now})
+	certPEM, keyPEM, err := ca.Issue(Leaf{CommonName: p.Hosts[0], Usage: x509.ExtKeyUsageServerAuth, Hosts: p.Hosts, ValidFor: notAfter.Sub(now), Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -321,25 +347,24 @@ func VerifyBundle(leaf *x509.Certificate, bundle []byte, now time.Time) error {
 	return nil
 }
 
+// sameHosts reports whether c names exactly hosts, IP addresses compared in their canonical form
+// (an IP written as ::FFFF:10.0.0.1 or 2001:DB8::1 is stored as 10.0.0.1 and 2001:db8::1).
 func sameHosts(c *x509.Certificate, hosts []string) bool {
-	var have []string
-	have = append(have, c.DNSNames...)
-	for _, ip := range c.IPAddresses {
-		have = append(have, ip.String())
+	have := map[string]bool{}
+	for _, h := range c.DNSNames {
+		have[h] = true
 	}
-	if len(have) != len(hosts) {
-		return false
+	for _, ip := range c.IPAddresses {
+		have[ip.String()] = true
 	}
 	want := map[string]bool{}
 	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			h = ip.String()
+		}
 		want[h] = true
 	}
-	for _, h := range have {
-		if !want[h] {
-			return false
-		}
-	}
-	return true
+	return maps.Equal(have, want)
 }
 
 func earliestAfter(now time.Time, times []time.Time) time.Time {

@@ -2,6 +2,7 @@ package certs
 
 import (
 	"crypto/x509"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -216,10 +217,12 @@ func TestLeafPolicy(t *testing.T) {
 		signing *CA
 		want    string
 	}{
-		"fresh":                 {now: t0, policy: p, signing: ca},
-		"two thirds used":       {now: t0.Add(21 * time.Minute), policy: p, signing: ca, want: "the serving certificate is near its expiry"},
-		"signed by another CA":  {now: t0, policy: p, signing: other, want: "the signing CA changed"},
-		"other hosts requested": {now: t0, policy: LeafPolicy{Hosts: []string{"127.0.0.1"}, Lifetime: p.Lifetime}, signing: ca, want: "the host names changed"},
+		"fresh":                             {now: t0, policy: p, signing: ca},
+		"two thirds used":                   {now: t0.Add(21 * time.Minute), policy: p, signing: ca, want: "the serving certificate is near its expiry"},
+		"signed by another CA":              {now: t0, policy: p, signing: other, want: "the signing CA changed"},
+		"other hosts requested":             {now: t0, policy: LeafPolicy{Hosts: []string{"127.0.0.1"}, Lifetime: p.Lifetime}, signing: ca, want: "the host names changed"},
+		"the same hosts, written otherwise": {now: t0, policy: LeafPolicy{Hosts: []string{"127.0.0.1", "svc.ns.svc", "::ffff:127.0.0.1"}, Lifetime: p.Lifetime}, signing: ca},
+		"the clock went back":               {now: t0.Add(-2 * time.Hour), policy: p, signing: ca, want: "the serving certificate is not valid yet"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -237,6 +240,13 @@ func TestLeafPolicy(t *testing.T) {
 	}
 	if pair.Leaf.NotAfter.After(short.Cert.NotAfter) {
 		t.Errorf("leaf valid until %s, past its CA's %s", pair.Leaf.NotAfter, short.Cert.NotAfter)
+	}
+	// Cut to its CA: time alone never renews it, its CA's successor does.
+	if at := p.RenewAt(pair.Leaf, short); !at.IsZero() {
+		t.Errorf("a certificate that expires with its CA is due for renewal at %s", at)
+	}
+	if renew, why := p.NeedsRenewal(short.Cert.NotAfter.Add(-time.Second), pair.Leaf, short); renew {
+		t.Errorf("a certificate that expires with its CA needs renewal a second before: %s", why)
 	}
 	if err := VerifyBundle(pair.Leaf, short.PEM, t0); err != nil {
 		t.Errorf("VerifyBundle: %v", err)
@@ -340,6 +350,113 @@ func TestAdopt(t *testing.T) {
 			want := append(tc.want, a.Signing.Cert)
 			if !sameCerts(a.Trusted, want) {
 				t.Errorf("trusted %d certificates, want %d", len(a.Trusted), len(want))
+			}
+		})
+	}
+}
+
+// TestJustIssuedNeedsNoRenewal: whatever the lifetimes, the CA's time left and the fraction of a
+// second of now, a certificate Issue returns does not need renewal at now, and time alone renews it
+// only later (or never, when it expires with its CA).
+func TestJustIssuedNeedsNoRenewal(t *testing.T) {
+	hosts := []string{"svc.ns.svc", "::FFFF:10.0.0.1", "2001:DB8::1"}
+	for _, life := range []time.Duration{7 * 24 * time.Hour, 6 * time.Second, 1500 * time.Millisecond, 1} {
+		for _, caLeft := range []time.Duration{365 * 24 * time.Hour, 72 * time.Hour, life, life/3 + time.Second, 1500 * time.Millisecond} {
+			for _, frac := range []time.Duration{0, 300 * time.Millisecond, time.Second - 1} {
+				now := t0.Add(frac)
+				caNotAfter := now.Add(caLeft).Truncate(time.Second) // as a certificate stores it
+				if !caNotAfter.After(now) {
+					continue
+				}
+				ca := mustCA(t, caNotAfter.Add(-365*24*time.Hour), 365*24*time.Hour)
+				p := LeafPolicy{Hosts: hosts, Lifetime: life}
+				name := fmt.Sprintf("lifetime %s, CA left %s, now +%s", life, caLeft, frac)
+				pair, err := p.Issue(now, ca)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if renew, why := p.NeedsRenewal(now, pair.Leaf, ca); renew {
+					t.Errorf("%s: a certificate just issued needs renewal: %s", name, why)
+				}
+				if at := p.RenewAt(pair.Leaf, ca); !at.IsZero() && !at.After(now) {
+					t.Errorf("%s: renewal due at %s, not after now %s", name, at, now)
+				}
+				if pair.Leaf.NotAfter.After(ca.Cert.NotAfter) {
+					t.Errorf("%s: valid until %s, past its CA's %s", name, pair.Leaf.NotAfter, ca.Cert.NotAfter)
+				}
+			}
+		}
+	}
+}
+
+func FuzzJustIssuedNeedsNoRenewal(f *testing.F) {
+	ca := func(t *testing.T, notAfter time.Time) *CA {
+		t.Helper()
+		return mustCA(t, notAfter.Add(-time.Hour), time.Hour)
+	}
+	f.Add(int64(7*24*time.Hour), int64(72*time.Hour), int64(999_999_999))
+	f.Add(int64(time.Second), int64(time.Second), int64(1))
+	f.Fuzz(func(t *testing.T, life, caLeft, frac int64) {
+		if life <= 0 || caLeft <= time.Second.Nanoseconds() || life > int64(100*365*24*time.Hour) || caLeft > int64(100*365*24*time.Hour) {
+			return
+		}
+		now := t0.Add(time.Duration(frac % int64(time.Second)))
+		signing := ca(t, now.Add(time.Duration(caLeft)).Truncate(time.Second))
+		p := LeafPolicy{Hosts: []string{"127.0.0.1"}, Lifetime: time.Duration(life)}
+		pair, err := p.Issue(now, signing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if renew, why := p.NeedsRenewal(now, pair.Leaf, signing); renew {
+			t.Fatalf("a certificate just issued needs renewal: %s", why)
+		}
+	})
+}
+
+// TestRenewalsBounded runs the CA and serving-certificate policies as TestRotationNeverServesUntrusted
+// does, in ten-minute steps, where they used to renew at every step: a CA shorter than the
+// certificates (every certificate expires with its CA), and a successor CA that never becomes
+// trusted (the signing CA runs out). A replica issues once per signing CA, plus its regular renewals.
+func TestRenewalsBounded(t *testing.T) {
+	tests := map[string]struct {
+		caLife, leafLife time.Duration
+		trustSuccessor   bool
+		run              time.Duration
+		maxIssued        int
+	}{
+		"CA of 72h, certificates of 168h": {caLife: 72 * time.Hour, leafLife: 168 * time.Hour, trustSuccessor: true, run: 10 * 24 * time.Hour,
+			maxIssued: 10*24/36 + 1}, // a CA signs for L/2 = 36h
+		"a successor that is never trusted": {caLife: 30 * 24 * time.Hour, leafLife: 7 * 24 * time.Hour, run: 45 * 24 * time.Hour,
+			maxIssued: 45*3/14 + 3}, // every 2/3 x 7 days, and once for each new signing CA
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cp := CAPolicy{CommonName: "test-ca", Lifetime: tc.caLife}
+			lp := LeafPolicy{Hosts: []string{"127.0.0.1"}, Lifetime: tc.leafLife}
+			var auth *Authority
+			var leaf *x509.Certificate
+			issued := 0
+			for now := t0; now.Before(t0.Add(tc.run)); now = now.Add(10 * time.Minute) {
+				trusted := func(c *x509.Certificate) bool { return tc.trustSuccessor }
+				next, _, err := cp.Plan(now, auth, trusted)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next != nil {
+					auth = next
+				}
+				if renew, _ := lp.NeedsRenewal(now, leaf, auth.Signing); renew {
+					pair, err := lp.Issue(now, auth.Signing)
+					if err != nil {
+						t.Fatal(err)
+					}
+					leaf = pair.Leaf
+					issued++
+				}
+			}
+			t.Logf("%d serving certificates in %s", issued, tc.run)
+			if issued > tc.maxIssued {
+				t.Errorf("issued %d serving certificates in %s, want at most %d", issued, tc.run, tc.maxIssued)
 			}
 		})
 	}

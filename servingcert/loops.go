@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
@@ -46,24 +49,98 @@ func (s *Server) watchAll(ctx context.Context, ch chan struct{}) error {
 	return nil
 }
 
+// The loops' pacing. A loop syncs when the time its last sync asked for comes, when a watched object
+// changes, and every resyncInterval, but never sooner than minSyncInterval after its last sync began:
+// no decision, event or error can make it spin. After an error it waits minSyncInterval, doubled on
+// every further error up to maxRetryDelay, plus up to retryJitter of that, and changes do not cut
+// the wait short. minSyncInterval is one second, not more, because the end-to-end test runs
+// certificates of 6 s (renewed in their last 2 s); MinCertLifetime keeps the renewal window above it.
+const (
+	minSyncInterval = time.Second
+	resyncInterval  = time.Minute
+	maxRetryDelay   = 30 * time.Second
+	retryJitter     = 0.1
+)
+
+// schedule paces one loop.
+type schedule struct {
+	failures int
+}
+
+// after says when to sync again after a sync that began at start and returned next (zero: no time
+// of its own) and err: due when nothing changes, early at the soonest on a change (early <= due).
+func (p *schedule) after(start, next time.Time, err error) (due, early time.Time) {
+	if err != nil {
+		d := wait.Jitter(min(minSyncInterval<<min(p.failures, 6), maxRetryDelay), retryJitter)
+		p.failures++
+		return start.Add(d), start.Add(d)
+	}
+	p.failures = 0
+	early, due = start.Add(minSyncInterval), start.Add(resyncInterval)
+	if !next.IsZero() && next.Before(due) {
+		due = next
+	}
+	if due.Before(early) {
+		due = early
+	}
+	return due, early
+}
+
+// loop runs sync until ctx ends, paced by a schedule; a value on ch is a change.
+func loop(ctx context.Context, log logr.Logger, clk clock.Clock, ch <-chan struct{}, sync func(context.Context) (time.Time, error)) error {
+	var sched schedule
+	for {
+		select {
+		case <-ch: // this sync sees it
+		default:
+		}
+		start := clk.Now()
+		next, err := sync(ctx)
+		due, early := sched.after(start, next, err)
+		if err != nil {
+			log.Error(err, "serving certificate sync failed; retrying", "retryIn", due.Sub(start))
+		}
+		if !sleepUntil(ctx, clk, due, ch) || !sleepUntil(ctx, clk, early, nil) {
+			return nil
+		}
+	}
+}
+
+// sleepUntil returns at t, on a value of ch (nil: never), or with false when ctx ends.
+func sleepUntil(ctx context.Context, clk clock.Clock, t time.Time, ch <-chan struct{}) bool {
+	d := t.Sub(clk.Now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := clk.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-ch:
+	case <-timer.C():
+	}
+	return true
+}
+
 // runReplica keeps this replica's certificate current; every replica runs it.
 func (s *Server) runReplica(ctx context.Context) error {
 	if err := s.watchAll(ctx, s.poke); err != nil {
 		return err
 	}
-	return loop(ctx, s.log, s.poke, s.syncReplica)
+	return loop(ctx, s.log, s.clock, s.poke, s.syncReplica)
 }
 
 func (s *Server) syncReplica(ctx context.Context) (time.Time, error) {
 	var sec corev1.Secret
-	if err := s.cache.Get(ctx, s.secretKey(), &sec); err != nil {
+	if err := s.cached.Get(ctx, s.secretKey(), &sec); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.log.Info("waiting for the Secret of the serving certificate", "secret", s.secretKey().String())
 			return time.Time{}, nil
 		}
 		return time.Time{}, err
 	}
-	now := time.Now()
+	now := s.clock.Now()
 	switch s.opts.Source {
 	case SourceSecret:
 		pair, err := certs.KeyPair(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
@@ -99,7 +176,7 @@ func (s *Server) syncReplica(ctx context.Context) (time.Time, error) {
 		} else {
 			s.offer(ctx, base, "the webhook configurations trust it")
 		}
-		return lp.RenewAt(base.Leaf), nil
+		return lp.RenewAt(base.Leaf, auth.Signing), nil
 	}
 }
 
@@ -108,7 +185,7 @@ func (s *Server) runAuthority(ctx context.Context) error {
 	if err := s.watchAll(ctx, s.pokeCA); err != nil {
 		return err
 	}
-	return loop(ctx, s.log.WithName("authority"), s.pokeCA, s.syncAuthority)
+	return loop(ctx, s.log.WithName("authority"), s.clock, s.pokeCA, s.syncAuthority)
 }
 
 func (s *Server) syncAuthority(ctx context.Context) (time.Time, error) {
@@ -150,7 +227,7 @@ func (s *Server) syncAuthority(ctx context.Context) (time.Time, error) {
 		}
 		return true
 	}
-	now := time.Now()
+	now := s.clock.Now()
 	next, reason, err := policy.Plan(now, cur, trusted)
 	if err != nil {
 		return time.Time{}, err

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,9 @@ const (
 	DefaultWebhookConfiguration = "cos-externalizer"
 	DefaultCALifetime           = 365 * 24 * time.Hour
 	DefaultCertLifetime         = 7 * 24 * time.Hour
+	// MinCertLifetime is the shortest --self-signed-cert-lifetime: a certificate is renewed with a
+	// third of it left, and that window must hold more than minSyncInterval.
+	MinCertLifetime = 5 * time.Second
 )
 
 // Event reasons, on the CA Secret of the self-signed mode.
@@ -73,6 +77,8 @@ type Options struct {
 	// Hosts are the serving certificate's names (SourceSelfSigned).
 	Hosts                    []string
 	CALifetime, CertLifetime time.Duration
+	// Clock is the loops' clock; nil is the real clock. Not a flag.
+	Clock clock.Clock
 }
 
 // Validate checks o.
@@ -95,8 +101,12 @@ func (o Options) Validate() error {
 		if len(o.Hosts) == 0 {
 			errs = append(errs, errors.New("--webhook-cert-hosts: the self-signed mode needs at least one host name"))
 		}
-		if o.CALifetime < 3*time.Second || o.CertLifetime < time.Second {
-			errs = append(errs, fmt.Errorf("--self-signed-ca-lifetime (%s) must be at least 3s and --self-signed-cert-lifetime (%s) at least 1s", o.CALifetime, o.CertLifetime))
+		if o.CertLifetime < MinCertLifetime {
+			errs = append(errs, fmt.Errorf("--self-signed-cert-lifetime (%s) must be at least %s: a certificate is renewed with a third of it left", o.CertLifetime, MinCertLifetime))
+		}
+		// A CA signs until it has SigningLeft; a certificate it signs must not outlive it.
+		if o.CertLifetime > (certs.CAPolicy{Lifetime: o.CALifetime}).SigningLeft() {
+			errs = append(errs, fmt.Errorf("--self-signed-ca-lifetime (%s) must be at least 3 x --self-signed-cert-lifetime (%s): a CA signs until a third of its lifetime is left, and the certificates it signs must not outlive it", o.CALifetime, o.CertLifetime))
 		}
 	}
 	return errors.Join(errs...)
@@ -105,11 +115,13 @@ func (o Options) Validate() error {
 // Server provides the webhook server's certificate.
 type Server struct {
 	opts  Options
+	clock clock.Clock
 	log   logr.Logger
 	cache cache.Cache
-	api   client.Reader
-	cl    client.Client
-	rec   events.EventRecorder
+	// cached reads the cache (the replica's reads); api reads the API server (the leader's).
+	cached, api client.Reader
+	cl          client.Client
+	rec         events.EventRecorder
 
 	mu      sync.Mutex
 	current *tls.Certificate
@@ -122,7 +134,11 @@ type Server struct {
 
 // New returns a Server for o; Setup wires it into a manager.
 func New(o Options) *Server {
-	return &Server{opts: o, poke: make(chan struct{}, 1), pokeCA: make(chan struct{}, 1)}
+	s := &Server{opts: o, clock: o.Clock, log: logr.Discard(), poke: make(chan struct{}, 1), pokeCA: make(chan struct{}, 1)}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	return s
 }
 
 // TLSOption sets the webhook server's GetCertificate, or nothing for SourceDir.
@@ -168,7 +184,7 @@ func (s *Server) Setup(mgr manager.Manager) error {
 	if err != nil {
 		return fmt.Errorf("creating the serving certificate's cache: %w", err)
 	}
-	s.cache = c
+	s.cache, s.cached = c, c
 	// Every replica serves, so the cache runs on every replica (a bare cache would wait for the Lease).
 	if err := mgr.Add(&runnable{run: c.Start}); err != nil {
 		return err
@@ -225,35 +241,6 @@ func (s *Server) watch(ctx context.Context, obj client.Object, ch chan struct{})
 	return err
 }
 
-// loop runs sync on every wake-up of ch and when the time it returns comes (zero: only on wake-ups,
-// and every resync at the latest), until ctx ends. Errors are logged and retried with backoff.
-func loop(ctx context.Context, log logr.Logger, ch <-chan struct{}, sync func(context.Context) (time.Time, error)) error {
-	const resync, maxBackoff = time.Minute, 30 * time.Second
-	backoff := 100 * time.Millisecond
-	for {
-		wait := resync
-		next, err := sync(ctx)
-		if err != nil {
-			log.Error(err, "serving certificate sync failed; retrying", "retryIn", backoff)
-			wait, backoff = backoff, min(2*backoff, maxBackoff)
-		} else {
-			backoff = 100 * time.Millisecond
-			if !next.IsZero() {
-				wait = min(wait, time.Until(next)+10*time.Millisecond)
-			}
-		}
-		t := time.NewTimer(max(wait, 0))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-ch:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
 // offer serves candidate in place of the current certificate when the webhook configurations trust
 // it, or when they no longer trust the current one; otherwise it is kept pending.
 func (s *Server) offer(ctx context.Context, candidate *tls.Certificate, why string) {
@@ -287,11 +274,11 @@ func (s *Server) trusts(ctx context.Context, c *tls.Certificate) error {
 	if s.opts.WebhookConfiguration == "" {
 		return nil
 	}
-	bundles, err := s.bundles(ctx, s.cache)
+	bundles, err := s.bundles(ctx, s.cached)
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := s.clock.Now()
 	for _, b := range bundles {
 		if err := certs.VerifyBundle(c.Leaf, b.caBundle, now); err != nil {
 			return fmt.Errorf("%s %s, webhook %s: %w", b.kind, s.opts.WebhookConfiguration, b.webhook, err)
