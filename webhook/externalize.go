@@ -19,6 +19,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/validation"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
@@ -73,7 +74,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	var warnings []string
 	switch req.Operation {
 	case admissionv1.Create:
-		if errs := e.Limits.Get(ctx).ValidateCreate(obj); len(errs) > 0 {
+		if errs := e.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return l.ValidateCreate(obj) }); len(errs) > 0 {
 			return invalid(obj.Name, errs), RefusalInvalid
 		}
 		// The API server refuses a create of an existing name only after admission, and a
@@ -96,7 +97,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		if warning != "" {
 			warnings = append(warnings, warning)
 		}
-		if errs := externalize.UpdateErrors(e.Limits.Get(ctx), old, obj); len(errs) > 0 {
+		if errs := e.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, obj) }); len(errs) > 0 {
 			return invalid(obj.Name, errs).WithWarnings(warnings...), RefusalInvalid
 		}
 		if restored || len(old.Spec.Phases) > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,26 +26,44 @@ const defaultLimitsTTL = 10 * time.Second
 // (validation.Limits), so that the webhooks refuse exactly what the API server would: a cluster may
 // lower, for example, spec.progressDeadlineMinutes' minimum in its CRD. The CRD is read uncached: the
 // first request waits for the reading; later ones use the last reading and, once it is older than the
-// TTL, start a new one in the background, so no admission request waits for it again. When the CRD
-// cannot be read, the generated CRD's bounds apply.
+// TTL, start a new one in the background, so no admitted request waits for it again. A refusal that
+// involves a bound (validation.BoundDependent) is confirmed against the CRD read at once, so a bound
+// changed less than a TTL ago refuses nothing the API server admits. When the CRD cannot be read, the
+// last reading's bounds apply, or the generated CRD's.
 type ServedLimits struct {
 	Reader client.Reader
 	// TTL is how long a reading is used before the next is started; 0 means 10 seconds.
 	TTL time.Duration
 
 	mu       sync.Mutex
-	read     time.Time
+	started  time.Time // when the reading in use was started
 	loaded   bool
 	inFlight bool
 	rv       string
 	limits   validation.Limits
 }
 
-// Get returns the bounds to validate with.
-func (s *ServedLimits) Get(ctx context.Context) validation.Limits {
+// Validate returns the errors of validate with the bounds to validate with. When they involve a
+// bound, the CRD is read now (and the reading kept) and, if it changed, the errors are those of its
+// bounds; when it cannot be read, the errors stand.
+func (s *ServedLimits) Validate(ctx context.Context, validate func(validation.Limits) field.ErrorList) field.ErrorList {
 	if s == nil || s.Reader == nil {
-		return validation.Limits{}
+		return validate(validation.Limits{})
 	}
+	limits, rv := s.get(ctx)
+	errs := validate(limits)
+	if !validation.BoundDependent(errs) {
+		return errs
+	}
+	fresh, freshRV, err := s.read(ctx)
+	if err != nil || freshRV == rv {
+		return errs
+	}
+	return validate(fresh)
+}
+
+// get returns the bounds in use and the resourceVersion of the CRD they were read from.
+func (s *ServedLimits) get(ctx context.Context) (validation.Limits, string) {
 	ttl := s.TTL
 	if ttl == 0 {
 		ttl = defaultLimitsTTL
@@ -52,39 +71,54 @@ func (s *ServedLimits) Get(ctx context.Context) validation.Limits {
 	s.mu.Lock()
 	if !s.loaded {
 		s.mu.Unlock()
-		s.refresh(ctx)
+		_, _, _ = s.read(ctx)
 		s.mu.Lock()
-	} else if time.Since(s.read) >= ttl && !s.inFlight {
+	} else if time.Since(s.started) >= ttl && !s.inFlight {
 		s.inFlight = true
 		log := ctrl.LoggerFrom(ctx)
 		go func() {
 			rctx, cancel := context.WithTimeout(ctrl.LoggerInto(context.Background(), log), 10*time.Second)
 			defer cancel()
-			s.refresh(rctx)
+			_, _, _ = s.read(rctx)
+			s.mu.Lock()
+			s.inFlight = false
+			s.mu.Unlock()
 		}()
 	}
 	defer s.mu.Unlock()
-	return s.limits
+	return s.limits, s.rv
 }
 
-// refresh reads the CRD and updates the bounds.
-func (s *ServedLimits) refresh(ctx context.Context) {
+// read reads the CRD and returns its bounds and resourceVersion, keeping them unless a reading
+// started later is kept already. It logs the errors.
+func (s *ServedLimits) read(ctx context.Context) (validation.Limits, string, error) {
+	start := time.Now()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	err := s.Reader.Get(ctx, client.ObjectKey{Name: CRDName}, crd)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.inFlight = false
+	newer := !s.loaded || !start.Before(s.started)
 	if err != nil {
-		// Keep the last reading; until there is one, the generated bounds.
-		ctrl.LoggerFrom(ctx).Info("cannot read the served ClusterObjectSet CRD; validating with the last bounds read, or the generated ones", "error", err.Error())
-		s.loaded, s.read = true, time.Now()
-		return
-	}
-	s.loaded, s.read = true, time.Now()
-	if crd.ResourceVersion != s.rv {
-		s.rv, s.limits = crd.ResourceVersion, validation.LimitsFromCRD(crd)
-		if s.limits.Differs() {
-			ctrl.LoggerFrom(ctx).Info("the served ClusterObjectSet CRD changes bounds of the generated one; validating with the served bounds", "resourceVersion", crd.ResourceVersion)
+		if newer {
+			// Keep the last reading; until there is one, the generated bounds. Read again after the TTL.
+			ctrl.LoggerFrom(ctx).Info("cannot read the served ClusterObjectSet CRD; validating with the last bounds read, or the generated ones", "error", err.Error())
+			s.loaded, s.started = true, start
 		}
+		return validation.Limits{}, "", err
 	}
+	if crd.ResourceVersion == s.rv {
+		if newer {
+			s.loaded, s.started = true, start
+		}
+		return s.limits, s.rv, nil
+	}
+	limits := validation.LimitsFromCRD(crd)
+	if !newer {
+		return limits, crd.ResourceVersion, nil
+	}
+	s.loaded, s.started, s.rv, s.limits = true, start, crd.ResourceVersion, limits
+	if limits.Differs() {
+		ctrl.LoggerFrom(ctx).Info("the served ClusterObjectSet CRD changes bounds of the generated one; validating with the served bounds", "resourceVersion", crd.ResourceVersion)
+	}
+	return limits, crd.ResourceVersion, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/validation"
 )
 
 // The validating webhook: the invariants again on the final object, since other mutating webhooks
@@ -35,13 +36,13 @@ var _ admission.Validator[*olmv1.ClusterObjectSet] = &Validator{}
 // ValidateCreate checks a ClusterObjectSet being created.
 func (v *Validator) ValidateCreate(ctx context.Context, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("CREATE", time.Now())
-	return nil, v.refuse(obj, v.Limits.Get(ctx).ValidateCreate(obj))
+	return nil, v.refuse(obj, v.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return l.ValidateCreate(obj) }))
 }
 
 // ValidateUpdate checks an update.
 func (v *Validator) ValidateUpdate(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("UPDATE", time.Now())
-	return nil, v.refuse(obj, externalize.UpdateErrors(v.Limits.Get(ctx), old, obj))
+	return nil, v.refuse(obj, v.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, obj) }))
 }
 
 // ValidateDelete allows every delete; the webhook is not registered for them.
