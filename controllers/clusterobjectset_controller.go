@@ -106,6 +106,9 @@ type ClusterObjectSetReconciler struct {
 	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet
 	// (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
 	MaxResolvedBytes int64
+	// ResolvePool bounds the resolved content held at once by reconciles and admission requests
+	// (--max-concurrent-resolved-bytes); nil: none.
+	ResolvePool *content.Pool
 
 	// SkipNameValidation lets a process start the controller more than once (tests restart the
 	// manager).
@@ -244,7 +247,8 @@ func (r *ClusterObjectSetReconciler) rollOut(ctx context.Context, cos *olmv1.Clu
 		// Not complete: a revision without phases must never archive its predecessor.
 		return conditions.Outcome{Kind: conditions.Empty}, 0, nil
 	}
-	resolved, unres := r.resolve(ctx, cos)
+	resolved, unres, release := r.resolve(ctx, cos)
+	defer release()
 	switch {
 	case unres.blocking != "":
 		return conditions.Outcome{Kind: conditions.Blocked, Message: unres.blocking}, 0, nil

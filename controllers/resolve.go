@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,16 +28,19 @@ type unresolvedRefs struct {
 // Unresolvable objects are nil in the result, with the first failures reported. As upstream does,
 // every referenced Secret must be immutable before anything is resolved: the mutable ones are listed
 // together. The refs of one ClusterObjectSet share a budget of MaxResolvedBytes of resolved content
-// (content.Budget): every ref is charged, but each Secret key is read and decoded once, and refs to
-// it share the decoded object. Callers must not change resolved objects in place (applyObject copies
-// first).
-func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) ([][]*unstructured.Unstructured, unresolvedRefs) {
-	var unres unresolvedRefs
+// (content.Budget): every ref is charged its object's cost, but each Secret key is read and decoded
+// once, and refs to it share the decoded object. The budget draws from ResolvePool, waiting up to
+// poolWait for room that admission requests hold (then the refs are retryable); the caller calls
+// release once it is done with the objects. Callers must not change resolved objects in place
+// (applyObject copies first).
+func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (resolved [][]*unstructured.Unstructured, unres unresolvedRefs, release func()) {
 	secrets := map[client.ObjectKey]*corev1.Secret{}
 	if unres.blocking = r.checkImmutable(ctx, cos, secrets); unres.blocking != "" {
-		return make([][]*unstructured.Unstructured, len(cos.Spec.Phases)), unres
+		return make([][]*unstructured.Unstructured, len(cos.Spec.Phases)), unres, func() {}
 	}
-	budget := content.NewBudget(r.MaxResolvedBytes)
+	budget := r.ResolvePool.NewBudget(r.MaxResolvedBytes)
+	waitCtx, cancel := context.WithTimeout(ctx, poolWait)
+	defer cancel()
 	out := make([][]*unstructured.Unstructured, len(cos.Spec.Phases))
 	for i, p := range cos.Spec.Phases {
 		out[i] = make([]*unstructured.Unstructured, len(p.Objects))
@@ -46,7 +50,7 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 				continue
 			}
 			where := fmt.Sprintf("resolving ref in phase %q: ", p.Name)
-			obj, blocked, missing := r.resolveRef(ctx, o.Ref, secrets, budget)
+			obj, blocked, missing := r.resolveRef(ctx, waitCtx, o.Ref, secrets, budget)
 			switch {
 			case blocked != "" && unres.blocking == "":
 				unres.blocking = where + blocked
@@ -56,8 +60,12 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 			out[i][j] = obj
 		}
 	}
-	return out, unres
+	return out, unres, budget.Release
 }
+
+// poolWait bounds how long a reconcile waits for room in ResolvePool: the admission requests holding
+// it end within their webhook's timeout (15s at most).
+const poolWait = 30 * time.Second
 
 // checkImmutable reads every referenced Secret (into secrets) and returns upstream's Blocked message
 // listing those that are not immutable, deduplicated and in spec order; Secrets that cannot be read
@@ -85,10 +93,11 @@ func mutableSecretsMessage(keys ...string) string {
 	return "the following secrets are not immutable (referenced secrets must have immutable set to true): " + strings.Join(keys, ", ")
 }
 
-// resolveRef reads one ref. A missing Secret or key is "missing"; content that does not match its
-// content key, cannot be decoded, or is past the ClusterObjectSet's budget is "blocked". Messages
-// follow upstream's resolveObjectRef where it has one.
-func (r *ClusterObjectSetReconciler) resolveRef(ctx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
+// resolveRef reads one ref. A missing Secret or key, or no room in ResolvePool before waitCtx ends,
+// is "missing" (retryable); content that does not match its content key, cannot be decoded, or is
+// past the ClusterObjectSet's budget is "blocked". Messages follow upstream's resolveObjectRef where
+// it has one.
+func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
 	key := client.ObjectKey{Namespace: ref.NamespaceOr(r.SystemNamespace), Name: ref.Name}
 	sec, ok := secrets[key]
 	if !ok {
@@ -107,9 +116,12 @@ func (r *ClusterObjectSetReconciler) resolveRef(ctx context.Context, ref olmv1.O
 	if !ok {
 		return nil, "", fmt.Sprintf("key %q not found in Secret %s", ref.Key, key)
 	}
-	m, err := budget.Resolve(key.String()+"/"+ref.Key, data, ref.Key)
-	if errors.Is(err, content.ErrBudgetExceeded) {
+	m, err := budget.Resolve(waitCtx, key.String()+"/"+ref.Key, data, ref.Key)
+	switch {
+	case errors.Is(err, content.ErrBudgetExceeded):
 		return nil, fmt.Sprintf("key %q in Secret %s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", ref.Key, key, budget.Limit()), ""
+	case errors.Is(err, content.ErrBusy):
+		return nil, "", fmt.Sprintf("key %q in Secret %s: %v (--max-concurrent-resolved-bytes)", ref.Key, key, err)
 	}
 	if err != nil {
 		return nil, resolveReason(err, ref.Key, key), ""

@@ -28,7 +28,8 @@ const teardownPoll = 2 * time.Second
 func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos *olmv1.ClusterObjectSet) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if controllerutil.ContainsFinalizer(cos, Finalizer) {
-		resolved, unres := r.resolve(ctx, cos)
+		resolved, unres, release := r.resolve(ctx, cos)
+		defer release()
 		if unres.blocking != "" || unres.retryable != "" {
 			// Objects behind unresolvable refs cannot be identified: they are left to the garbage
 			// collector (their controller reference points at this ClusterObjectSet).

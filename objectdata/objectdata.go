@@ -235,8 +235,19 @@ func (e *ConflictError) Error() string {
 // to it gets the same object, which callers must not change. Past the budget, an error wrapping
 // content.ErrBudgetExceeded. Errors name Secrets and keys, never content.
 func Resolver(ctx context.Context, reader client.Reader, systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
+	return PoolResolver(ctx, nil, reader, systemNamespace, maxResolvedBytes)
+}
+
+// PoolResolver is Resolver with a budget drawn from pool (content.Pool.NewBudget; nil: none), the
+// process-wide bound of the webhook's concurrent requests: a ref waits with ctx for room that other
+// requests hold, and fails wrapping content.ErrBusy when ctx ends first. The budget goes back to the
+// pool when ctx ends, so ctx must be the request's.
+func PoolResolver(ctx context.Context, pool *content.Pool, reader client.Reader, systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
 	cache := map[client.ObjectKey]*corev1.Secret{}
-	budget := content.NewBudget(maxResolvedBytes)
+	budget := pool.NewBudget(maxResolvedBytes)
+	if pool != nil {
+		context.AfterFunc(ctx, budget.Release)
+	}
 	return func(ref olmv1.ObjectSourceRef) (map[string]any, error) {
 		key := client.ObjectKey{Namespace: ref.NamespaceOr(systemNamespace), Name: ref.Name}
 		sec, ok := cache[key]
@@ -251,9 +262,12 @@ func Resolver(ctx context.Context, reader client.Reader, systemNamespace string,
 		if !ok {
 			return nil, fmt.Errorf("secret %s has no key %q", key, ref.Key)
 		}
-		obj, err := budget.Resolve(key.String()+"/"+ref.Key, data, ref.Key)
-		if errors.Is(err, content.ErrBudgetExceeded) {
+		obj, err := budget.Resolve(ctx, key.String()+"/"+ref.Key, data, ref.Key)
+		switch {
+		case errors.Is(err, content.ErrBudgetExceeded):
 			return nil, fmt.Errorf("%w (the limit is --max-resolved-bytes)", err)
+		case errors.Is(err, content.ErrBusy):
+			return nil, fmt.Errorf("secret %s key %q: %w (the limit is --max-concurrent-resolved-bytes)", key, ref.Key, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("secret %s key %q: %w", key, ref.Key, err)

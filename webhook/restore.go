@@ -45,9 +45,10 @@ func (e *Externalizer) restoreStoredPhases(ctx context.Context, old, obj *olmv1.
 }
 
 // resolver reads a ref's Secret and returns the object it holds, verifying content keys. The refs of
-// one request share a budget of Options.MaxResolvedBytes (objectdata.Resolver).
+// one request share a budget of Options.MaxResolvedBytes, drawn from Options.ResolvePool until the
+// request ends (objectdata.PoolResolver).
 func (e *Externalizer) resolver(ctx context.Context) externalize.ResolveFunc {
-	return objectdata.Resolver(ctx, e.Reader, e.Options.SystemNamespace, e.Options.MaxResolvedBytes)
+	return objectdata.PoolResolver(ctx, e.Options.ResolvePool, e.Reader, e.Options.SystemNamespace, e.Options.MaxResolvedBytes)
 }
 
 // healStoredRefs writes again the Secrets of the stored refs when the submitted objects are their

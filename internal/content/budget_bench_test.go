@@ -1,7 +1,9 @@
 package content
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 )
@@ -55,7 +57,7 @@ func resolveRefs(b *testing.B, stored []byte, key string, sample func()) []map[s
 	id := "olmv1-system/bomb/" + key
 	var out []map[string]any
 	for range bombRefs {
-		obj, err := budget.Resolve(id, stored, key)
+		obj, err := budget.Resolve(context.Background(), id, stored, key)
 		switch {
 		case err == nil:
 			out = append(out, obj)
@@ -67,6 +69,51 @@ func resolveRefs(b *testing.B, stored []byte, key string, sample func()) []map[s
 		}
 	}
 	return out
+}
+
+// BenchmarkContainerBomb resolves six values of about 10 KB of gzip each that inflate to just under
+// 10 MiB of `{"data":[{},{},...]}` (3.5 million empty objects, each 3 bytes of JSON and 80 bytes of
+// heap parsed), through one default Budget: each is inflated and scanned, and refused before it is
+// parsed. peak-heap-B is the largest heap growth sampled after each value; no-budget/1-value parses
+// one of them (content.Resolve), as the Budget did before it estimated.
+// `go test -run '^$' -bench ContainerBomb -benchmem ./internal/content/`; figures in docs/benchmarks.md.
+func BenchmarkContainerBomb(b *testing.B) {
+	values := containerBombs(b, 6)
+	b.Run("budget/6-values", func(b *testing.B) {
+		b.ReportAllocs()
+		resolve := func(sample func()) {
+			budget := NewBudget(DefaultMaxResolvedBytes)
+			for i, v := range values {
+				if _, err := budget.Resolve(context.Background(), fmt.Sprint(i), v, Key(v)); !isBudgetError(err) {
+					b.Fatalf("value %d: %v, want a budget error", i, err)
+				}
+				if sample != nil {
+					sample()
+				}
+			}
+		}
+		for b.Loop() {
+			resolve(nil)
+		}
+		b.ReportMetric(float64(len(values[0])), "stored-B")
+		b.ReportMetric(float64(peakHeap(resolve)), "peak-heap-B")
+	})
+	b.Run("no-budget/1-value", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Resolve(values[0], Key(values[0]), MaxDecompressedSize); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(peakHeap(func(sample func()) {
+			obj, err := Resolve(values[0], Key(values[0]), MaxDecompressedSize)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sample()
+			runtime.KeepAlive(obj)
+		})), "peak-heap-B")
+	})
 }
 
 func isBudgetError(err error) bool { return errors.Is(err, ErrBudgetExceeded) }

@@ -3,6 +3,7 @@ package content
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -34,6 +35,35 @@ func sizedObject(n int) []byte {
 	return []byte(head + strings.Repeat("a", n-len(head)-len(tail)) + tail)
 }
 
+// containerBombs returns n different values of about 10 KB of gzip (best compression) that inflate
+// to a ConfigMap of just under MaxDecompressedSize bytes of JSON: 3.5 million empty objects in an
+// array, as `"data":[{},{},...]`.
+func containerBombs(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	out := make([][]byte, n)
+	for i := range out {
+		head := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bomb-%d"},"data":[`, i)
+		count := (MaxDecompressedSize - 1024 - len(head)) / 3
+		out[i] = gzipBest(tb, []byte(head+strings.Repeat("{},", count)+"{}]}"))
+	}
+	return out
+}
+
+// costOf is what a Budget charges for each use of a stored value that resolves: the larger of its
+// decoded size and its heap estimate.
+func costOf(tb testing.TB, stored []byte) int64 {
+	tb.Helper()
+	data, err := Decode(stored, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	est, err := heapEstimate(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return max(int64(len(data)), est)
+}
+
 // gzipBest compresses at the best ratio, as a bomb maker would.
 func gzipBest(tb testing.TB, b []byte) []byte { return gzipAt(tb, b, gzip.BestCompression) }
 
@@ -49,10 +79,11 @@ type use struct {
 
 func TestBudget(t *testing.T) {
 	small := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"` + secretMarker + `"}}`)
-	n := int64(len(small))
+	n := costOf(t, small)
 	other := bytes.Replace(small, []byte(`"a"`), []byte(`"b"`), 1) // the same size
 	zipped := Gzip(small)
-	bombed, bombSize := bomb(t)
+	bombed, _ := bomb(t)
+	bombSize := costOf(t, bombed)
 	tooBig := Gzip(sizedObject(MaxDecompressedSize + 1))
 	corrupt := bytes.Clone(zipped)
 	corrupt[len(corrupt)-8] ^= 0xff // CRC
@@ -75,7 +106,7 @@ func TestBudget(t *testing.T) {
 			{id: "ns/s/a", stored: small, key: Key(small), ok: 1},
 			{id: "ns/s/b", stored: other, key: "b", wantErr: ErrBudgetExceeded},
 		}, n},
-		"the gzip form is charged its decoded size": {n, []use{
+		"the gzip form is charged as the plain one": {n, []use{
 			{id: "ns/s/z", stored: zipped, key: Key(zipped), times: 2, ok: 1, wantErr: ErrBudgetExceeded},
 		}, n},
 		"many refs to one key": {100 * n, []use{
@@ -122,7 +153,7 @@ func TestBudget(t *testing.T) {
 					ok = times
 				}
 				for k := range times {
-					obj, err := b.Resolve(u.id, u.stored, u.key)
+					obj, err := b.Resolve(context.Background(), u.id, u.stored, u.key)
 					if k < ok {
 						if err != nil {
 							t.Fatalf("use %d, ref %d: %v", i, k, err)
@@ -155,24 +186,31 @@ func TestBudget(t *testing.T) {
 }
 
 func TestBudgetErrors(t *testing.T) {
+	ctx := context.Background()
 	obj := []byte(`{"apiVersion":"v1","kind":"ConfigMap"}`) // 38 bytes
+	cost := costOf(t, obj)
 	var be *BudgetError
-	_, err := NewBudget(10).Resolve("x", obj, "k")
+	_, err := NewBudget(10).Resolve(ctx, "x", obj, "k")
 	if !errors.As(err, &be) || *be != (BudgetError{Limit: 10}) || !errors.Is(err, ErrBudgetExceeded) || !errors.Is(err, ErrTooLarge) {
 		t.Errorf("error %#v, want a BudgetError of limit 10 that is ErrBudgetExceeded and ErrTooLarge", err)
 	}
 	if want := "limit of 10 bytes: 0 bytes used, the next value is larger than the 10 left"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to say %q", err, want)
 	}
-	b := NewBudget(50)
-	if _, err := b.Resolve("y", obj, "k"); err != nil {
+	// 38 bytes fit in 50, but not the heap its object keeps.
+	_, err = NewBudget(50).Resolve(ctx, "x", obj, "k")
+	if !errors.As(err, &be) || *be != (BudgetError{Limit: 50, Need: cost}) {
+		t.Errorf("error %#v, want a BudgetError of %d needed", err, cost)
+	}
+	b := NewBudget(cost + 50)
+	if _, err := b.Resolve(ctx, "y", obj, "k"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Resolve("y", obj, "k")
-	if !errors.As(err, &be) || *be != (BudgetError{Limit: 50, Used: 38, Need: 38}) {
-		t.Errorf("error %#v, want a BudgetError of 38 used, 38 needed", err)
+	_, err = b.Resolve(ctx, "y", obj, "k")
+	if !errors.As(err, &be) || *be != (BudgetError{Limit: cost + 50, Used: cost, Need: cost}) {
+		t.Errorf("error %#v, want a BudgetError of %d used, %d needed", err, cost, cost)
 	}
-	if want := "limit of 50 bytes: 38 bytes used, the next value needs 38"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := fmt.Sprintf("limit of %d bytes: %d bytes used, the next value needs %d", cost+50, cost, cost); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to say %q", err, want)
 	}
 	if NewBudget(-1).Limit() != DefaultMaxResolvedBytes {
@@ -186,24 +224,25 @@ func TestBudgetDecodesOnce(t *testing.T) {
 	stored := Gzip(sizedObject(100_000))
 	key := Key(stored)
 	b := NewBudget(1 << 40)
-	if _, err := b.Resolve("ns/s/k", stored, key); err != nil {
+	ctx := context.Background()
+	if _, err := b.Resolve(ctx, "ns/s/k", stored, key); err != nil {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := b.Resolve("ns/s/k", stored, key); err != nil {
+		if _, err := b.Resolve(ctx, "ns/s/k", stored, key); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if allocs != 0 {
 		t.Errorf("a memoized ref allocates %.0f times", allocs)
 	}
-	if want := int64(102 * 100_000); b.Used() != want {
+	if want := 102 * costOf(t, stored); b.Used() != want {
 		t.Errorf("Used = %d, want %d", b.Used(), want)
 	}
 }
 
 // FuzzBudget resolves a sequence of refs to arbitrary values under an arbitrary limit: it must never
-// panic, never charge past the limit, charge exactly the decoded size of each successful use, give the
+// panic, never charge past the limit, charge exactly the cost (costOf) of each successful use, give the
 // same object for every use of one id, and fail only with the package's errors.
 func FuzzBudget(f *testing.F) {
 	seeds := decodeSeeds(f)
@@ -225,7 +264,7 @@ func FuzzBudget(f *testing.F) {
 			}
 			id := fmt.Sprintf("ns/s/%d/%d", v, o%2)
 			before := b.Used()
-			obj, err := b.Resolve(id, values[v], key)
+			obj, err := b.Resolve(context.Background(), id, values[v], key)
 			if b.Used() > b.Limit() {
 				t.Fatalf("use %d: charged %d past the limit %d", i, b.Used(), b.Limit())
 			}
@@ -238,14 +277,11 @@ func FuzzBudget(f *testing.F) {
 				}
 				continue
 			}
-			data, derr := Decode(values[v], 0)
-			if derr != nil {
-				t.Fatalf("use %d: resolved, yet Decode fails: %v", i, derr)
+			cost := costOf(t, values[v])
+			if b.Used()-before != cost {
+				t.Fatalf("use %d: charged %d bytes for a value of %d", i, b.Used()-before, cost)
 			}
-			if b.Used()-before != int64(len(data)) {
-				t.Fatalf("use %d: charged %d bytes for a value of %d", i, b.Used()-before, len(data))
-			}
-			charged += int64(len(data))
+			charged += cost
 			if prev, ok := seen[v*2+int(o%2)]; ok && reflect.ValueOf(prev).Pointer() != reflect.ValueOf(obj).Pointer() {
 				t.Fatalf("use %d: decoded again", i)
 			}

@@ -69,7 +69,8 @@ type Options struct {
 	maxStoredBytes int
 	exemptUsers    string
 
-	maxResolvedBytes int64
+	maxResolvedBytes           int64
+	maxConcurrentResolvedBytes int64
 
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
@@ -115,7 +116,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.driftCheck, "drift-check-interval", controllers.DefaultDriftCheckInterval, "How often a rolled-out ClusterObjectSet is reconciled without an event (±10%), to restore drift of its objects that no watch event showed; 0 relies on events alone.")
 	fs.DurationVar(&o.externalRefs, "external-ref-check-interval", controllers.DefaultExternalRefCheckInterval, "How often a rolled-out or Blocked ClusterObjectSet with refs to Secrets outside --system-namespace (which are not watched) re-reads them and verifies its phase digests (±10%); 0 turns it off.")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
-	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved (decompressed) content of the refs of one ClusterObjectSet, every ref counted, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
+	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved content of the refs of one ClusterObjectSet, every ref counted at its decompressed size or the estimated memory of its parsed object, whichever is larger, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
+	fs.Int64Var(&o.maxConcurrentResolvedBytes, "max-concurrent-resolved-bytes", content.DefaultMaxConcurrentResolvedBytes, "Largest total of resolved content (as --max-resolved-bytes counts it) held at once by all reconciles and admission requests; past it they wait for room. At least --max-resolved-bytes.")
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
 }
 
@@ -163,6 +165,9 @@ func (o *Options) Validate() error {
 	}
 	if o.maxResolvedBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--max-resolved-bytes: must be positive, got %d", o.maxResolvedBytes))
+	}
+	if o.maxConcurrentResolvedBytes < o.maxResolvedBytes {
+		errs = append(errs, fmt.Errorf("--max-concurrent-resolved-bytes: must be at least --max-resolved-bytes (%d), got %d", o.maxResolvedBytes, o.maxConcurrentResolvedBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -288,6 +293,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := objectdata.IndexRefs(ctx, mgr.GetFieldIndexer(), o.systemNamespace); err != nil {
 		return err
 	}
+	// One bound on resolved content for the webhook's requests and the reconciler together.
+	resolvePool := content.NewPool(o.maxConcurrentResolvedBytes)
 	if o.enableWebhooks {
 		mode, _ := externalize.ParseMode(o.externalize)
 		var exempt []string
@@ -306,6 +313,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			WebhookConfiguration: o.webhookConfig,
 
 			MaxResolvedBytes: o.maxResolvedBytes,
+			ResolvePool:      resolvePool,
 		}, webhook.DefaultMetrics); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
 		}
@@ -328,6 +336,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		Clock:            o.Clock,
 
 		MaxResolvedBytes:   o.maxResolvedBytes,
+		ResolvePool:        resolvePool,
 		SkipNameValidation: o.SkipControllerNameValidation,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
