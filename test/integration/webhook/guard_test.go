@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,11 +24,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
@@ -237,10 +241,78 @@ func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 	if err := asUser(t, "alice").Delete(ctx, sec); err == nil || !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting a Secret that a live ClusterObjectSet references in another namespace: %v", err)
 	}
+	// The manager gone (its Pods are deleted first when its own namespace goes, or OLM is uninstalled
+	// beside webhook-only): a second copy of the generated guard, for this namespace only, that
+	// nobody answers. The exemption is in its matchConditions, so the namespace controller never
+	// reaches it.
+	deadGuard(t, ns.Name)
+	if err := asUser(t, "alice").Delete(ctx, sec); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("the unanswered guard is not in effect: %v", err)
+	}
 	if err := testenv.Env.Client.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
+}
+
+// deadGuard installs, until the test ends, a copy of the generated secret guard (its rules,
+// objectSelector and matchConditions) that calls an address nobody answers, for the namespace ns
+// only: the guard of a manager that is gone.
+func deadGuard(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	file, err := controlplane.WebhookManifests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var guard *admissionregistrationv1.ValidatingWebhook
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := yaml.Unmarshal([]byte(doc), wc); err != nil || wc.Kind != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		for i := range wc.Webhooks {
+			if wc.Webhooks[i].Name == "secret-guard.cos-externalizer.io" {
+				guard = &wc.Webhooks[i]
+			}
+		}
+	}
+	if guard == nil {
+		t.Fatal("no secret guard in the generated webhook configuration")
+	}
+	url := "https://127.0.0.1:1" + webhook.SecretGuardPath
+	guard.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
+	guard.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	guard.TimeoutSeconds = ptr.To[int32](2)
+	dead := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dead-guard-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{*guard}}
+	if err := testenv.Env.Client.Create(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := testenv.Env.Client.Delete(context.Background(), dead); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+	// The API server's webhook configuration is watched: wait until the dead guard answers for it.
+	probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dead-guard-probe",
+		Labels: map[string]string{olmv1.LabelRevisionName: "nobody"}}, Type: olmv1.SecretTypeObjectData}
+	if err := testenv.Env.Client.Create(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		p := probe.DeepCopy()
+		p.Annotations = map[string]string{"probe": time.Now().String()}
+		p.Labels = map[string]string{olmv1.LabelRevisionName: "changed"}
+		err := asUser(t, "alice").Update(ctx, p)
+		return err != nil && strings.Contains(err.Error(), "failed calling webhook"), nil
+	}); err != nil {
+		t.Fatalf("the dead guard never took effect: %v", err)
+	}
 }
 
 // removeAfter deletes the ClusterObjectSets when the test ends and waits until they are gone, so
