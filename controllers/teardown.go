@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,30 +101,28 @@ func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos 
 	return reconcile.Result{}, r.patchStatus(ctx, before, cos)
 }
 
-// retriggerCRDCleanup writes crdcleanup.Annotation on live, a CustomResourceDefinition
-// this revision deleted, when the API server's cleanup of it failed and stalled
-// (crdcleanup.Stalled): the write makes the API server try again at once instead of minutes
-// later. Anything else is left alone.
+// retriggerCRDCleanup writes crdcleanup.Annotation on live, a CustomResourceDefinition this
+// revision deleted, when the API server's cleanup of it failed to list its custom resources and a
+// re-trigger is due (crdcleanup.Stalled: a few, further and further apart): the write makes the API
+// server try again at once instead of minutes later. The write is a merge patch of the annotation
+// alone. Anything else is left alone.
 func (r *ClusterObjectSetReconciler) retriggerCRDCleanup(ctx context.Context, cos *olmv1.ClusterObjectSet, live *unstructured.Unstructured) error {
-	now := r.Clock.Now()
-	reason, stalled := crdcleanup.Stalled(live, now)
-	if !stalled {
+	retrigger, due := crdcleanup.Stalled(live, r.Clock.Now())
+	if !due {
 		return nil
 	}
-	patch := client.MergeFrom(live.DeepCopy())
-	annotations := live.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{crdcleanup.Annotation: retrigger.Annotation}}})
+	if err != nil {
+		return fmt.Errorf("re-triggering the cleanup of %s: %w", describe(live), err)
 	}
-	annotations[crdcleanup.Annotation] = crdcleanup.AnnotationValue(now)
-	live.SetAnnotations(annotations)
-	if err := r.Client.Patch(ctx, live, patch, client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("re-triggering the cleanup of %s: %w", describe(live), err)
 	}
 	crdCleanupRetriggers.Inc()
-	ctrl.LoggerFrom(ctx).Info("re-triggered the API server's cleanup of a deleted CustomResourceDefinition", "crd", live.GetName(), "reason", reason)
+	ctrl.LoggerFrom(ctx).Info("re-triggered the API server's cleanup of a deleted CustomResourceDefinition", "crd", live.GetName(), "reason", retrigger.Reason,
+		"retrigger", retrigger.N, "maxRetriggers", crdcleanup.MaxRetriggers)
 	r.Recorder.Eventf(cos, live, corev1.EventTypeWarning, EventCRDCleanupRetriggered, "Teardown",
-		"the API server's cleanup of CustomResourceDefinition %s stalled (%s); re-triggered it", live.GetName(), reason)
+		"the API server's cleanup of CustomResourceDefinition %s stalled (%s); re-triggered it (%d of at most %d)", live.GetName(), retrigger.Reason, retrigger.N, crdcleanup.MaxRetriggers)
 	return nil
 }
 
