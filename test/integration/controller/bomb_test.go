@@ -138,3 +138,96 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
+
+// containerBomb returns about 10 KB of gzip that inflates to a ConfigMap-like object of just under
+// content.MaxDecompressedSize bytes of JSON holding 3.5 million empty objects (`[{},{},...]`):
+// 3 bytes of JSON each, some 80 bytes of heap once parsed. i makes each different.
+func containerBomb(t *testing.T, i int) []byte {
+	t.Helper()
+	head := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s-%d","namespace":"default"},"data":[`, bombMarker, i)
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = zw.Write([]byte(head + strings.Repeat("{},", (content.MaxDecompressedSize-1024-len(head))/3) + "{}]}"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestContainerBombRefsAreBlocked: six refs to different 10 KB values, with valid content keys, of
+// 3.5 million empty objects each: parsed, they took 1.6 GB of heap, over the manager's 1 GiB limit,
+// and every new leader crash-looped on them. The budget charges a value the heap its object would
+// take, estimated before parsing, so the first ref is refused: the COS is Blocked, the webhook's
+// comparison of an update refuses it the same way, and the manager keeps serving (it tears the COS
+// down).
+func TestContainerBombRefsAreBlocked(t *testing.T) {
+	const name = "container-bomb"
+	data := map[string][]byte{}
+	var keys []string
+	for i := range 6 {
+		v := containerBomb(t, i)
+		key := content.Key(v)
+		keys = append(keys, key)
+		data[key] = v
+		data[fmt.Sprintf("plain-%d", i)] = v
+	}
+	sec := objectDataSecret(name+"-data", name, data)
+	if err := c().Create(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c().Delete(ctx, sec) })
+	refs := func(key func(i int) string) []olmv1.ClusterObjectSetObject {
+		objs := make([]olmv1.ClusterObjectSetObject, len(keys))
+		for i := range objs {
+			objs[i] = builders.Ref(sec.Name, "", key(i))
+		}
+		return objs
+	}
+	create(t, builders.COS(name, builders.WithPhase("p", refs(func(i int) string { return keys[i] })...)))
+
+	got := waitFor(t, name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+	msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
+	want := fmt.Sprintf(`resolving ref in phase "p": key %q in Secret %s/%s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)`,
+		keys[0], testenv.SystemNamespace, sec.Name, content.DefaultMaxResolvedBytes)
+	if msg != want {
+		t.Errorf("Blocked message\n%q, want\n%q", msg, want)
+	}
+
+	// The webhook compares an update to the plain keys with the stored refs: the first stored value
+	// is refused by the budget, so the update is refused as a change of immutable phases.
+	var seen warnings
+	cfg := rest.CopyConfig(testenv.Env.Config)
+	cfg.WarningHandler = &seen
+	wc, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := getCOS(t, name)
+	update.Spec.Phases = builders.COS(name, builders.WithPhase("p", refs(func(i int) string { return fmt.Sprintf("plain-%d", i) })...)).Spec.Phases
+	if err := wc.Update(ctx, update); !apierrors.IsInvalid(err) {
+		t.Errorf("update to other refs: %v, want Invalid (a change of immutable phases)", err)
+	} else if strings.Contains(err.Error(), bombMarker) {
+		t.Errorf("refusal quotes content: %v", err)
+	}
+	budgetWarning := ""
+	for _, w := range seen.list {
+		if strings.Contains(w, bombMarker) {
+			t.Errorf("warning quotes content: %q", w)
+		}
+		if strings.Contains(w, "--max-resolved-bytes") {
+			budgetWarning = w
+		}
+	}
+	if !strings.Contains(budgetWarning, `phase "p" object 0: the resolved content exceeds the limit of 67108864 bytes: 0 bytes used, the next value needs`) {
+		t.Errorf("no warning about the budget at phase p object 0; warnings: %q", seen.list)
+	}
+
+	// The manager lives on: it tears the ClusterObjectSet down.
+	if err := c().Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ClusterObjectSet to be gone", func() (bool, string) {
+		err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
