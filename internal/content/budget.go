@@ -45,9 +45,9 @@ func (e *BudgetError) Is(target error) bool {
 // and handed to every later use under the same identity. No value is inflated past what the budget
 // has left, nor parsed when its cost does not fit.
 //
-// A Budget of a Pool (Pool.NewBudget) takes each charge from the pool first, waiting with the
-// context of Resolve while the Budgets of other requests hold the room, and gives it all back on
-// Release.
+// A Budget of a Pool (Pool.NewBudget) takes each charge from the pool first (and, while a gzip value
+// inflates, what it may inflate to), waiting with the context of Resolve while the Budgets of other
+// requests hold the room, and gives it all back on Release.
 //
 // A Budget serves one reconcile or one admission request, from one goroutine (Release may be called
 // from another). The objects it returns are shared between the uses of one identity: callers must not
