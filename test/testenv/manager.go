@@ -12,11 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
@@ -26,16 +22,6 @@ import (
 
 // SystemNamespace is the system namespace the test managers use.
 const SystemNamespace = olmv1.DefaultSystemNamespace
-
-func init() {
-	// Manager logs go to stderr with COS_TEST_LOG=1, else nowhere.
-	if os.Getenv("COS_TEST_LOG") == "1" {
-		zl, _ := zap.NewDevelopment()
-		ctrl.SetLogger(zapr.NewLogger(zl))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
-}
 
 // Manager is the cos-externalizer manager running in this process against the environment, with its
 // webhook configurations installed and pointing at it.

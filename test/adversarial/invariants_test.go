@@ -1,0 +1,303 @@
+package adversarial_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// heapBound is the most heap the process (the manager and this test) may hold in use after a step:
+// the manager's container limit is 1 GiB.
+const heapBound = 1 << 30
+
+// runSets lists the ClusterObjectSets of this run from the API server.
+func (r *runner) runSets(ctx context.Context) ([]olmv1.ClusterObjectSet, error) {
+	list := &olmv1.ClusterObjectSetList{}
+	if err := r.admin.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := slices.DeleteFunc(list.Items, func(c olmv1.ClusterObjectSet) bool { return !strings.HasPrefix(c.Name, r.m.run+"-") })
+	return out, nil
+}
+
+// checkAlways holds after every step, at once (no wait):
+//   - every Secret that a live ClusterObjectSet references exists, holds the key, and resolves to
+//     the content that was submitted (inline objects too);
+//   - a revision archived by a successor was archived only once that successor succeeded;
+//   - the heap stays under heapBound.
+func (r *runner) checkAlways() error {
+	ctx := r.ctx()
+	sets, err := r.runSets(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range sets {
+		cos := &sets[i]
+		e := r.m.entries[cos.Name]
+		if !secretuse.Live(cos) || e == nil {
+			continue
+		}
+		if err := r.checkContent(ctx, cos, e); err != nil {
+			return err
+		}
+		if err := r.checkArchived(cos, e, sets); err != nil {
+			return err
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapInuse > heapBound {
+		return violated("heap in use %d bytes, over the bound of %d", ms.HeapInuse, heapBound)
+	}
+	return nil
+}
+
+func (r *runner) checkContent(ctx context.Context, cos *olmv1.ClusterObjectSet, e *entry) error {
+	for pi, p := range cos.Spec.Phases {
+		for oi, o := range p.Objects {
+			var got map[string]any
+			if o.IsRef() {
+				key, _ := o.SecretRef(testenv.SystemNamespace)
+				sec := &corev1.Secret{}
+				if err := r.admin.Get(ctx, key, sec); err != nil {
+					if apierrors.IsNotFound(err) {
+						return violated("Secret %s, referenced by live %s at phase %d object %d, is gone", key, cos.Name, pi, oi)
+					}
+					return err
+				}
+				stored, ok := sec.Data[o.Ref.Key]
+				if !ok {
+					return violated("Secret %s, referenced by live %s, lost key %s", key, cos.Name, o.Ref.Key)
+				}
+				if e.bad {
+					continue
+				}
+				obj, err := content.Resolve(stored, o.Ref.Key, content.MaxDecompressedSize)
+				if err != nil {
+					return violated("Secret %s key %s of live %s does not resolve: %v", key, o.Ref.Key, cos.Name, err)
+				}
+				got = obj
+			} else {
+				got = o.Object.Object
+			}
+			if e.objs == nil {
+				continue
+			}
+			if pi >= len(e.objs) || oi >= len(e.objs[pi]) {
+				return violated("%s holds phase %d object %d, which was never submitted", cos.Name, pi, oi)
+			}
+			if err := sameContent(got, e.objs[pi][oi]); err != nil {
+				return violated("%s phase %d object %d: %v", cos.Name, pi, oi, err)
+			}
+		}
+	}
+	return nil
+}
+
+func sameContent(got map[string]any, want *unstructured.Unstructured) error {
+	g, err := content.Canonical(got)
+	if err != nil {
+		return err
+	}
+	w, err := content.Canonical(want.Object)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(g, w) {
+		// Names only: the content is what must never be printed.
+		return fmt.Errorf("resolves to other content than was submitted for %s/%s", want.GetNamespace(), want.GetName())
+	}
+	return nil
+}
+
+// checkArchived: a revision archived by the reconciler (not by a user) has a successor of the same
+// owner that succeeded, unless a later revision of that owner was deleted since.
+func (r *runner) checkArchived(cos *olmv1.ClusterObjectSet, e *entry, sets []olmv1.ClusterObjectSet) error {
+	if cos.Spec.LifecycleState != olmv1.LifecycleStateArchived || e.archivedByUs {
+		return nil
+	}
+	for _, rev := range r.m.deletedRevs[e.owner] {
+		if rev > e.rev {
+			return nil
+		}
+	}
+	for i := range sets {
+		s := &sets[i]
+		if s.Labels[olmv1.LabelOwnerName] == cos.Labels[olmv1.LabelOwnerName] && s.Spec.Revision > cos.Spec.Revision &&
+			apimeta.IsStatusConditionTrue(s.Status.Conditions, olmv1.ConditionSucceeded) {
+			return nil
+		}
+	}
+	return violated("%s was archived, but no later revision of its owner has succeeded", cos.Name)
+}
+
+// quiesce waits, each within its bound, until the run has settled, and checks:
+//   - the newest revision of every owner, Active and valid, succeeds; a bad one is Blocked;
+//   - what another client changed in their objects is restored;
+//   - no object-data Secret of the run that nobody uses and no existing ClusterObjectSet owns
+//     outlives its grace period plus a sweep;
+//   - no condition, Event or log line holds submitted content.
+func (r *runner) quiesce() error {
+	if err := r.waitSettled(); err != nil {
+		return err
+	}
+	if err := r.waitNoOrphans(); err != nil {
+		return err
+	}
+	if err := r.checkNoLeak(); err != nil {
+		return err
+	}
+	return r.checkAlways()
+}
+
+func (r *runner) waitSettled() error {
+	var last string
+	err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, settleBound, true, func(ctx context.Context) (bool, error) {
+		sets, err := r.runSets(ctx)
+		if err != nil {
+			return false, nil
+		}
+		newest := map[string]*olmv1.ClusterObjectSet{}
+		for i := range sets {
+			s := &sets[i]
+			if e := r.m.entries[s.Name]; e != nil && e.bad && secretuse.Live(s) {
+				if c := apimeta.FindStatusCondition(s.Status.Conditions, olmv1.ConditionProgressing); c == nil || c.Reason != olmv1.ReasonBlocked {
+					last = fmt.Sprintf("%s with bad refs is not Blocked: %v", s.Name, s.Status.Conditions)
+					return false, nil
+				}
+				continue
+			}
+			owner := s.Labels[olmv1.LabelOwnerName]
+			if cur := newest[owner]; cur == nil || s.Spec.Revision > cur.Spec.Revision {
+				newest[owner] = s
+			}
+		}
+		for _, s := range newest {
+			e := r.m.entries[s.Name]
+			if e == nil || e.empty || e.bad || !secretuse.Live(s) || s.Spec.LifecycleState != olmv1.LifecycleStateActive {
+				continue
+			}
+			if !apimeta.IsStatusConditionTrue(s.Status.Conditions, olmv1.ConditionSucceeded) {
+				last = fmt.Sprintf("%s has not succeeded: %v", s.Name, s.Status.Conditions)
+				return false, nil
+			}
+			if msg := r.driftLeft(ctx, e); msg != "" {
+				last = msg
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return violated("not settled within %s: %s", settleBound, last)
+	}
+	return nil
+}
+
+// driftLeft says which object of e, a succeeded newest revision, differs from what it submitted.
+func (r *runner) driftLeft(ctx context.Context, e *entry) string {
+	for _, phase := range e.objs {
+		for _, o := range phase {
+			cm := &corev1.ConfigMap{}
+			if err := r.admin.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, cm); err != nil {
+				return fmt.Sprintf("ConfigMap %s: %v", o.GetName(), err)
+			}
+			want, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			for k, v := range want {
+				if cm.Data[k] != v {
+					return fmt.Sprintf("ConfigMap %s/%s key %s is not restored", cm.Namespace, cm.Name, k)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (r *runner) waitNoOrphans() error {
+	var last string
+	bound := r.env.grace + 3*r.env.sweepEvery + settleBound/4
+	err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, bound, true, func(ctx context.Context) (bool, error) {
+		secrets := &corev1.SecretList{}
+		if err := r.admin.List(ctx, secrets, client.InNamespace(testenv.SystemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
+			return false, nil
+		}
+		list := &olmv1.ClusterObjectSetList{}
+		if err := r.admin.List(ctx, list); err != nil {
+			return false, nil
+		}
+		exists := map[types.UID]bool{}
+		for _, c := range list.Items {
+			exists[c.UID] = true
+		}
+		for _, s := range secrets.Items {
+			if s.Type != olmv1.SecretTypeObjectData || !strings.HasPrefix(s.Labels[olmv1.LabelRevisionName], r.m.run+"-") {
+				continue
+			}
+			owned := slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return exists[o.UID] })
+			if !owned && len(secretuse.Users(list.Items, client.ObjectKeyFromObject(&s), testenv.SystemNamespace)) == 0 {
+				last = "Secret " + s.Name + " is used by no one and owned by no ClusterObjectSet"
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return violated("an orphaned Secret outlived its grace period and a sweep (%s): %s", bound, last)
+	}
+	return nil
+}
+
+func (r *runner) checkNoLeak() error {
+	ctx := r.ctx()
+	sets, err := r.runSets(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range sets {
+		for _, c := range s.Status.Conditions {
+			if strings.Contains(c.Message, secretMark) {
+				return violated("condition %s of %s holds submitted content", c.Type, s.Name)
+			}
+		}
+	}
+	core := &corev1.EventList{}
+	if err := r.admin.List(ctx, core); err != nil {
+		return err
+	}
+	for _, ev := range core.Items {
+		if strings.Contains(ev.Message, secretMark) {
+			return violated("Event %s/%s holds submitted content", ev.Namespace, ev.Name)
+		}
+	}
+	events := &eventsv1.EventList{}
+	if err := r.admin.List(ctx, events); err != nil {
+		return err
+	}
+	for _, ev := range events.Items {
+		if strings.Contains(ev.Note, secretMark) {
+			return violated("Event %s/%s holds submitted content", ev.Namespace, ev.Name)
+		}
+	}
+	if line := r.env.leakedLine(); line != "" {
+		return violated("a log line holds submitted content (shown up to the mark): %s", line)
+	}
+	return nil
+}

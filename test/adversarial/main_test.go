@@ -1,0 +1,255 @@
+// Package adversarial_test is the project's own Jepsen for this controller: a seeded, randomized
+// sequence of what users, GitOps tools, admins and failures do to ClusterObjectSets and their
+// Secrets, run against a real local control plane and the manager, with the invariants checked after
+// every step and at quiescence. docs/adversarial.md describes the model, the operations and the
+// invariants.
+//
+//	COS_ADV_SEED=N       the seed (default the fixed seed of `make test`)
+//	COS_ADV_STEPS=N      how many steps (default 36)
+//	COS_ADV_DURATION=D   run for D instead (a soak)
+//	COS_ADV_REPLAY=JSON  replay a printed sequence instead of generating one
+//	COS_ADV_SHRINK=D     how long a failure may spend finding a shorter sequence (default 4m; 0: none)
+package adversarial_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// defaultSeed is the seed of the fixed run in `make test`.
+const defaultSeed = 20261124
+
+func TestMain(m *testing.M) {
+	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
+		testenv.Env = env
+		return func() {
+			if current != nil {
+				_ = current.stop()
+			}
+		}, nil
+	})
+}
+
+// harness runs the manager for the runs of this process and watches its log lines.
+type harness struct {
+	t          *testing.T
+	mgr        *testenv.Manager
+	grace      time.Duration
+	sweepEvery time.Duration
+	mu         sync.Mutex
+	leak       string
+	untap      func()
+}
+
+var current *harness
+
+func newHarness(t *testing.T) *harness {
+	if current != nil {
+		current.t = t
+		return current
+	}
+	h := &harness{t: t, grace: 15 * time.Second, sweepEvery: 2 * time.Second}
+	h.untap = testenv.TapLogs(func(line []byte) {
+		if i := bytes.Index(line, []byte(secretMark)); i >= 0 {
+			h.mu.Lock()
+			if h.leak == "" {
+				h.leak = string(line[:i]) // up to the mark: the content itself is never printed
+			}
+			h.mu.Unlock()
+		}
+	})
+	current = h
+	return h
+}
+
+func (h *harness) leakedLine() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.leak
+}
+
+func (h *harness) start() error {
+	if h.mgr != nil {
+		return nil
+	}
+	mgr, err := testenv.Env.StartManagerWith(context.Background(), func(o *app.Options) { o.SkipControllerNameValidation = true },
+		"--orphan-grace-period="+h.grace.String(), "--orphan-sweep-interval="+h.sweepEvery.String(), "--keep-archived-revisions=1")
+	if err != nil {
+		return fmt.Errorf("starting the manager: %w", err)
+	}
+	h.mgr = mgr
+	return nil
+}
+
+func (h *harness) stop() error {
+	if h.mgr == nil {
+		return nil
+	}
+	err := h.mgr.Stop()
+	h.mgr = nil
+	return err
+}
+
+func (h *harness) restart() error {
+	if err := h.stop(); err != nil {
+		return err
+	}
+	return h.start()
+}
+
+var runs int
+
+// newRunner starts a run with names of its own, so runs (and replays while shrinking) never meet.
+func (h *harness) newRunner() (*runner, error) {
+	runs++
+	m := newModel(fmt.Sprintf("r%d", runs))
+	cfg := rest.CopyConfig(testenv.Env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:masters"}}
+	alice, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.start(); err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.cmNamespace()}}
+	if err := testenv.Env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	return &runner{env: h, m: m, admin: testenv.Env.Client, alice: alice, logf: h.t.Logf}, nil
+}
+
+// warmUp waits until the garbage collector deletes the dependents of a ClusterObjectSet: it watches
+// a CRD's kind only from its discovery resync after the CRD appeared (up to a minute), and the
+// delete bound of the invariants is not meant to measure that.
+func (h *harness) warmUp() error {
+	ctx := context.Background()
+	cos := builders.COS("adv-warm-up")
+	if err := testenv.Env.Client.Create(ctx, cos); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := testenv.Env.Client.Get(ctx, client.ObjectKeyFromObject(cos), cos); err != nil {
+		return err
+	}
+	cm := builders.ConfigMap("default", "adv-warm-up", nil)
+	cm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: cos.Name, UID: cos.UID}})
+	if err := testenv.Env.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := testenv.Env.Client.Delete(ctx, cos); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, pollInterval, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := testenv.Env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+func envUint(name string, def uint64) uint64 {
+	if v := os.Getenv(name); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// TestAdversarial runs one seeded sequence (make test: the fixed seed; make soak: any seed, steps or
+// duration) or replays a printed one. A failure prints the seed and the shortest sequence found that
+// still fails, replayable on its own with COS_ADV_REPLAY.
+func TestAdversarial(t *testing.T) {
+	h := newHarness(t)
+	if err := h.warmUp(); err != nil {
+		t.Fatalf("warming up the garbage collector: %v", err)
+	}
+	seed := envUint("COS_ADV_SEED", defaultSeed)
+	r, err := h.newRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replay := os.Getenv("COS_ADV_REPLAY"); replay != "" {
+		var ops []Op
+		if err := json.Unmarshal([]byte(replay), &ops); err != nil {
+			t.Fatalf("COS_ADV_REPLAY: %v", err)
+		}
+		err = r.replay(ops)
+	} else {
+		var deadline time.Time
+		if d := envDuration("COS_ADV_DURATION", 0); d > 0 {
+			deadline = time.Now().Add(d)
+		}
+		t.Logf("seed %d, run %s", seed, r.m.run)
+		err = r.runGenerated(seed, int(envUint("COS_ADV_STEPS", 36)), deadline)
+	}
+	if err == nil {
+		t.Logf("%d steps, every invariant held", len(r.done))
+		return
+	}
+	var v *violation
+	if !errors.As(err, &v) {
+		t.Fatalf("seed %d: the run could not go on (not an invariant): %v", seed, err)
+	}
+	ops := r.done
+	t.Errorf("seed %d: %v\nsequence (%d steps): COS_ADV_REPLAY='%s'", seed, err, len(ops), mustJSON(ops))
+	shortest, why := shrink(h, ops, envDuration("COS_ADV_SHRINK", 4*time.Minute))
+	t.Errorf("shortest failing sequence found (%d steps): %v\nCOS_ADV_REPLAY='%s'", len(shortest), why, mustJSON(shortest))
+}
+
+func mustJSON(ops []Op) string {
+	b, _ := json.Marshal(ops)
+	return string(b)
+}
+
+// shrink removes ops from a failing sequence one at a time, from the first to the one before the
+// last, keeping each removal after which a replay (with names of its own) still violates an
+// invariant, until budget is spent. It returns the shortest sequence and its violation.
+func shrink(h *harness, ops []Op, budget time.Duration) ([]Op, error) {
+	deadline := time.Now().Add(budget)
+	var why error = errors.New("not shrunk")
+	for i := 0; i < len(ops)-1 && time.Now().Before(deadline); {
+		candidate := append(append([]Op{}, ops[:i]...), ops[i+1:]...)
+		r, err := h.newRunner()
+		if err != nil {
+			break
+		}
+		err = r.replay(candidate)
+		var v *violation
+		if errors.As(err, &v) {
+			ops, why = r.done, err
+			h.t.Logf("shrunk to %d steps", len(ops))
+			continue
+		}
+		i++
+	}
+	return ops, why
+}

@@ -1,0 +1,239 @@
+package adversarial_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+)
+
+// Op is one step of a run: what users, GitOps tools, admins and failures do. Every choice is made when
+// the op is generated, from the model alone, so a sequence of ops replays exactly on its own
+// (COS_ADV_REPLAY) and any subsequence is still a valid sequence (an op whose target is gone does
+// nothing).
+type Op struct {
+	Kind    string `json:"kind"`
+	Owner   int    `json:"owner,omitempty"`
+	Rev     int64  `json:"rev,omitempty"`
+	From    int64  `json:"from,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	Seed    uint64 `json:"seed,omitempty"`
+}
+
+func (o Op) String() string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+// The kinds of ops.
+const (
+	opApply      = "apply"     // a new revision, inline: Variant ssa, create, kubectl (client-side), large, always, invalid
+	opCopy       = "copy-refs" // a new revision whose phases are revision From's stored refs, copied
+	opEmpty      = "empty"     // a new revision with no phases yet
+	opFill       = "fill"      // fill an empty revision's phases once
+	opArchive    = "archive"   // a user archives a revision
+	opDelete     = "delete"    // delete with propagation Variant: Background, Foreground, Orphan
+	opRecreate   = "recreate"  // delete, wait until gone, create again from the same manifests
+	opRestore    = "restore"   // back up the stored COS and its Secrets, delete, restore (Variant cos-first, secrets-first)
+	opSecretDel  = "secret-delete"
+	opSecretColl = "secret-deletecollection"
+	opSecretEdit = "secret-edit" // Variant label, owners
+	opDrift      = "drift"       // another client edits a managed object
+	opBad        = "bad-refs"    // refs to a gzip bomb (Variant bomb) or a corrupt value (corrupt)
+	opRestart    = "restart"     // the manager restarts
+	opDown       = "webhook-down"
+	opNSDelete   = "delete-system-namespace" // the last op of a run
+)
+
+// badOwner is the owner of the bad-refs revisions, apart from the others so they never take over
+// their objects.
+const badOwner = 9
+
+// entry is what the model knows of one ClusterObjectSet of a run.
+type entry struct {
+	owner int
+	rev   int64
+	// objs is the submitted content per phase: what every ref and inline object must resolve to.
+	// nil for bad and empty revisions.
+	objs [][]*unstructured.Unstructured
+	// inline: created from manifests (not refs), so it can be re-created from them.
+	inline bool
+	bad    bool
+	empty  bool
+	// archivedByUs: a user archived it, not a successor.
+	archivedByUs bool
+	// refs are the Secrets its stored form referenced when last seen.
+	refs []types.NamespacedName
+	gone bool
+}
+
+// model is a run's view of the world: what was submitted, by name.
+type model struct {
+	run     string
+	entries map[string]*entry
+	nextRev map[int]int64
+	// deletedRevs: owner -> revisions deleted (a successor that archived a predecessor may be gone).
+	deletedRevs map[int][]int64
+}
+
+func newModel(run string) *model {
+	return &model{run: run, entries: map[string]*entry{}, nextRev: map[int]int64{}, deletedRevs: map[int][]int64{}}
+}
+
+func (m *model) name(owner int, rev int64) string {
+	return fmt.Sprintf("%s-o%d-r%d", m.run, owner, rev)
+}
+
+func (m *model) ownerLabel(owner int) string { return fmt.Sprintf("%s-o%d", m.run, owner) }
+
+func (m *model) cmNamespace() string { return "adv-" + m.run }
+
+// live returns the names of the entries that were not deleted, sorted.
+func (m *model) live(filter func(*entry) bool) []string {
+	var out []string
+	for name, e := range m.entries {
+		if !e.gone && (filter == nil || filter(e)) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (m *model) latest(owner int) *entry {
+	var best *entry
+	for _, e := range m.entries {
+		if e.owner == owner && !e.gone && (best == nil || e.rev > best.rev) {
+			best = e
+		}
+	}
+	return best
+}
+
+// objects returns the manifests of revision rev of owner from seed: ConfigMaps whose names are the
+// same for every revision of an owner (so revisions hand them over), whose data carries the marker
+// that must never appear in a status, Event or log line, in one or two phases.
+func (m *model) objects(owner int, rev int64, seed uint64, large bool) [][]*unstructured.Unstructured {
+	r := rand.New(rand.NewPCG(seed, uint64(rev)))
+	n := 1 + r.IntN(3)
+	var first, second []*unstructured.Unstructured
+	for i := range n {
+		data := map[string]string{"marker": secretMark + m.run, "rev": fmt.Sprint(rev), "v": fmt.Sprint(r.Uint64())}
+		if large && i == 0 {
+			// Over the externalize threshold (128 KiB) as a whole spec.
+			var b strings.Builder
+			for b.Len() < 150_000 {
+				fmt.Fprintf(&b, "%016x", r.Uint64())
+			}
+			data["large"] = b.String()
+		}
+		first = append(first, builders.ConfigMap(m.cmNamespace(), fmt.Sprintf("o%d-cm-%d", owner, i), data))
+	}
+	out := [][]*unstructured.Unstructured{first}
+	if r.IntN(2) == 0 {
+		second = append(second, builders.ConfigMap(m.cmNamespace(), fmt.Sprintf("o%d-late", owner), map[string]string{"marker": secretMark + m.run, "rev": fmt.Sprint(rev)}))
+		out = append(out, second)
+	}
+	return out
+}
+
+// secretMark starts the value of every submitted ConfigMap: content that no condition, Event or log
+// line may ever hold.
+const secretMark = "SECRETMARK-"
+
+// weighted is the generator's mix, weighted toward what breaks things.
+var weighted = []struct {
+	kind   string
+	weight int
+}{
+	{opApply, 16}, {opCopy, 10}, {opEmpty, 3}, {opFill, 4}, {opArchive, 3}, {opDelete, 10}, {opRecreate, 5},
+	{opRestore, 5}, {opSecretDel, 6}, {opSecretColl, 4}, {opSecretEdit, 4}, {opDrift, 4}, {opBad, 2},
+	{opRestart, 3}, {opDown, 2},
+}
+
+// owners is how many owners (extensions) a run has.
+const owners = 3
+
+// generate returns the next op for the model, or false when the drawn kind has no target now (the
+// caller draws again).
+func generate(r *rand.Rand, m *model) (Op, bool) {
+	total := 0
+	for _, w := range weighted {
+		total += w.weight
+	}
+	pick := r.IntN(total)
+	kind := ""
+	for _, w := range weighted {
+		if pick < w.weight {
+			kind = w.kind
+			break
+		}
+		pick -= w.weight
+	}
+	op := Op{Kind: kind, Seed: r.Uint64()}
+	pickLive := func(filter func(*entry) bool) (*entry, bool) {
+		names := m.live(filter)
+		if len(names) == 0 {
+			return nil, false
+		}
+		e := m.entries[names[r.IntN(len(names))]]
+		op.Owner, op.Rev = e.owner, e.rev
+		return e, true
+	}
+	next := func(owner int) {
+		op.Owner = owner
+		m.nextRev[owner]++
+		op.Rev = m.nextRev[owner]
+	}
+	switch kind {
+	case opApply:
+		next(r.IntN(owners))
+		op.Variant = []string{"ssa", "ssa", "create", "kubectl", "large", "always", "invalid"}[r.IntN(7)]
+	case opCopy:
+		src, ok := pickLive(func(e *entry) bool { return !e.bad && !e.empty && e.owner != badOwner })
+		if !ok {
+			return op, false
+		}
+		op.From = src.rev
+		next(src.owner)
+	case opEmpty:
+		next(r.IntN(owners))
+	case opFill:
+		if _, ok := pickLive(func(e *entry) bool { return e.empty }); !ok {
+			return op, false
+		}
+	case opArchive, opSecretDel, opSecretColl, opDrift:
+		if _, ok := pickLive(func(e *entry) bool { return !e.empty }); !ok {
+			return op, false
+		}
+	case opSecretEdit:
+		if _, ok := pickLive(func(e *entry) bool { return !e.empty }); !ok {
+			return op, false
+		}
+		op.Variant = []string{"label", "owners"}[r.IntN(2)]
+	case opDelete:
+		if _, ok := pickLive(nil); !ok {
+			return op, false
+		}
+		op.Variant = []string{"Background", "Foreground", "Orphan"}[r.IntN(3)]
+	case opRecreate:
+		if _, ok := pickLive(func(e *entry) bool { return e.inline && !e.empty }); !ok {
+			return op, false
+		}
+	case opRestore:
+		if _, ok := pickLive(func(e *entry) bool { return !e.bad && !e.empty }); !ok {
+			return op, false
+		}
+		op.Variant = []string{"cos-first", "secrets-first"}[r.IntN(2)]
+	case opBad:
+		next(badOwner)
+		op.Variant = []string{"bomb", "corrupt"}[r.IntN(2)]
+	}
+	return op, true
+}

@@ -1,0 +1,539 @@
+package adversarial_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// violation is an invariant that did not hold, or an answer no op may get: the run fails with it.
+type violation struct{ msg string }
+
+func (v *violation) Error() string { return v.msg }
+
+func violated(format string, args ...any) error { return &violation{msg: fmt.Sprintf(format, args...)} }
+
+// Bounds of the waits an invariant allows (generous for loaded CI machines; a wedge never ends).
+const (
+	deleteBound  = 2 * time.Minute
+	settleBound  = 2 * time.Minute
+	pollInterval = 100 * time.Millisecond
+)
+
+// runner executes the ops of one run against the cluster and its model.
+type runner struct {
+	env   *harness
+	m     *model
+	admin client.Client // cluster admin, as a GitOps tool or kubectl user
+	alice client.Client // another cluster admin, not exempt from the Secret guard
+	done  []Op
+	logf  func(format string, args ...any)
+}
+
+func (r *runner) ctx() context.Context { return context.Background() }
+
+// step runs op and then the invariants that must hold after every step.
+func (r *runner) step(op Op) error {
+	r.done = append(r.done, op)
+	if err := r.exec(op); err != nil {
+		return fmt.Errorf("step %d %s: %w", len(r.done), op, err)
+	}
+	if op.Kind == opNSDelete {
+		return nil
+	}
+	if err := r.checkAlways(); err != nil {
+		return fmt.Errorf("after step %d %s: %w", len(r.done), op, err)
+	}
+	return nil
+}
+
+func (r *runner) exec(op Op) error {
+	switch op.Kind {
+	case opApply:
+		return r.apply(op)
+	case opCopy:
+		return r.copyRefs(op)
+	case opEmpty:
+		return r.empty(op)
+	case opFill:
+		return r.fill(op)
+	case opArchive:
+		return r.archive(op)
+	case opDelete:
+		return r.delete(op)
+	case opRecreate:
+		return r.recreate(op)
+	case opRestore:
+		return r.restore(op)
+	case opSecretDel, opSecretColl, opSecretEdit:
+		return r.secretOp(op)
+	case opDrift:
+		return r.drift(op)
+	case opBad:
+		return r.badRefs(op)
+	case opRestart:
+		return r.env.restart()
+	case opDown:
+		return r.webhookDown(op)
+	case opNSDelete:
+		return r.deleteSystemNamespace()
+	}
+	return fmt.Errorf("unknown op %q", op.Kind)
+}
+
+// expect returns a violation unless err is nil or one of the allowed answers.
+func expect(what string, err error, allowed ...func(error) bool) error {
+	if err == nil {
+		return nil
+	}
+	for _, ok := range allowed {
+		if ok(err) {
+			return nil
+		}
+	}
+	return violated("%s: unexpected answer: %v", what, err)
+}
+
+func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.ClusterObjectSet {
+	name := r.m.name(op.Owner, op.Rev)
+	opts := []builders.Option{builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)})}
+	for i, phase := range objs {
+		var members []olmv1.ClusterObjectSetObject
+		for _, o := range phase {
+			members = append(members, builders.Inline(o))
+		}
+		opts = append(opts, builders.WithPhase([]string{"configuration", "deploy"}[i], members...))
+	}
+	return builders.COS(name, opts...)
+}
+
+func (r *runner) remember(name string, e *entry) error {
+	cos := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
+		return violated("reading %s right after it was admitted: %v", name, err)
+	}
+	e.refs = cos.ReferencedSecrets(testenv.SystemNamespace)
+	r.m.entries[name] = e
+	return nil
+}
+
+func (r *runner) apply(op Op) error {
+	objs := r.m.objects(op.Owner, op.Rev, op.Seed, op.Variant == "large")
+	cos := r.inlineCOS(op, objs)
+	var err error
+	switch op.Variant {
+	case "invalid":
+		cos.Spec.Phases[0].Name = "Not_A_DNS_Label"
+		err = r.admin.Create(r.ctx(), cos)
+		if !apierrors.IsInvalid(err) {
+			return violated("an invalid ClusterObjectSet: want Invalid, got %v", err)
+		}
+		// Refused before any Secret was written.
+		secrets := &corev1.SecretList{}
+		if err := r.admin.List(r.ctx(), secrets, client.InNamespace(testenv.SystemNamespace),
+			client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}); err != nil {
+			return err
+		}
+		if len(secrets.Items) > 0 {
+			return violated("an invalid ClusterObjectSet left %d Secrets behind", len(secrets.Items))
+		}
+		return nil
+	case "create":
+		err = r.admin.Create(r.ctx(), cos)
+	case "always":
+		cos.Annotations = map[string]string{"cos-externalizer.io/externalize": "always"}
+		err = r.admin.Create(r.ctx(), cos)
+	case "kubectl":
+		raw, jerr := json.Marshal(cos)
+		if jerr != nil {
+			return jerr
+		}
+		_, stderr, kerr := testenv.Kubectl(r.env.t, raw, "apply", "-f", "-")
+		if kerr != nil {
+			err = fmt.Errorf("%v: %s", kerr, stderr)
+		}
+	default: // ssa, large
+		err = r.admin.Patch(r.ctx(), cos, client.Apply, client.FieldOwner("adversary"), client.ForceOwnership)
+	}
+	if err := expect("applying "+cos.Name, err); err != nil {
+		return err
+	}
+	return r.remember(cos.Name, &entry{owner: op.Owner, rev: op.Rev, objs: objs, inline: true})
+}
+
+func (r *runner) copyRefs(op Op) error {
+	src := r.m.entries[r.m.name(op.Owner, op.From)]
+	stored := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: r.m.name(op.Owner, op.From)}, stored); err != nil || src == nil || src.objs == nil {
+		return nil // the source is gone: nothing to copy
+	}
+	name := r.m.name(op.Owner, op.Rev)
+	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
+		builders.WithPhases(stored.Spec.Phases...))
+	if err := expect("creating "+name+" with copied refs", r.admin.Create(r.ctx(), cos)); err != nil {
+		return err
+	}
+	return r.remember(name, &entry{owner: op.Owner, rev: op.Rev, objs: src.objs})
+}
+
+func (r *runner) empty(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}))
+	if err := expect("creating the empty revision "+name, r.admin.Create(r.ctx(), cos)); err != nil {
+		return err
+	}
+	return r.remember(name, &entry{owner: op.Owner, rev: op.Rev, empty: true})
+}
+
+func (r *runner) fill(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	e := r.m.entries[name]
+	cos := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil || e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	objs := r.m.objects(op.Owner, op.Rev, op.Seed, false)
+	cos.Spec.Phases = r.inlineCOS(op, objs).Spec.Phases
+	if err := expect("filling "+name, r.admin.Update(r.ctx(), cos), apierrors.IsConflict); err != nil {
+		return err
+	}
+	return r.remember(name, &entry{owner: op.Owner, rev: op.Rev, objs: objs, inline: true})
+}
+
+func (r *runner) archive(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"lifecycleState":"Archived"}}`))
+	err := r.admin.Patch(r.ctx(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch)
+	if err == nil {
+		if e := r.m.entries[name]; e != nil {
+			e.archivedByUs = true
+		}
+	}
+	return expect("archiving "+name, err, apierrors.IsNotFound)
+}
+
+// deleteAndWait deletes the ClusterObjectSet and waits, within deleteBound, until it is gone.
+func (r *runner) deleteAndWait(name string, propagation metav1.DeletionPropagation) error {
+	cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	err := r.admin.Delete(r.ctx(), cos, client.PropagationPolicy(propagation))
+	if err := expect("deleting "+name, err, apierrors.IsNotFound); err != nil {
+		return err
+	}
+	var last string
+	if err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
+		cur := &olmv1.ClusterObjectSet{}
+		err := r.admin.Get(ctx, client.ObjectKey{Name: name}, cur)
+		last = fmt.Sprintf("finalizers %v, conditions %v", cur.Finalizers, cur.Status.Conditions)
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		return violated("the %s delete of %s did not finish within %s (wedged): %s", propagation, name, deleteBound, last)
+	}
+	if e := r.m.entries[name]; e != nil {
+		e.gone = true
+		r.m.deletedRevs[e.owner] = append(r.m.deletedRevs[e.owner], e.rev)
+	}
+	return nil
+}
+
+func (r *runner) delete(op Op) error {
+	return r.deleteAndWait(r.m.name(op.Owner, op.Rev), metav1.DeletionPropagation(op.Variant))
+}
+
+func (r *runner) recreate(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	e := r.m.entries[name]
+	if e == nil || e.gone || !e.inline {
+		return nil
+	}
+	if err := r.deleteAndWait(name, metav1.DeletePropagationBackground); err != nil {
+		return err
+	}
+	cos := r.inlineCOS(op, e.objs)
+	if err := expect("re-creating "+name, r.admin.Patch(r.ctx(), cos, client.Apply, client.FieldOwner("adversary"), client.ForceOwnership)); err != nil {
+		return err
+	}
+	e.gone = false
+	return r.remember(name, e)
+}
+
+// restore backs up the stored ClusterObjectSet and its Secrets (as a backup tool would: objects
+// without uid, resourceVersion or owners), deletes it, and restores both in the order Variant says.
+func (r *runner) restore(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	e := r.m.entries[name]
+	stored := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil || e == nil || !stored.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	var secrets []*corev1.Secret
+	for _, key := range stored.ReferencedSecrets(testenv.SystemNamespace) {
+		s := &corev1.Secret{}
+		if err := r.admin.Get(r.ctx(), key, s); err != nil {
+			return violated("backing up %s: a Secret it references: %v", name, err)
+		}
+		secrets = append(secrets, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Labels: s.Labels, Annotations: s.Annotations},
+			Type:       s.Type, Immutable: s.Immutable, Data: s.Data,
+		})
+	}
+	backup := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: stored.Labels, Annotations: stored.Annotations}, Spec: stored.Spec}
+	if err := r.deleteAndWait(name, metav1.DeletePropagationBackground); err != nil {
+		return err
+	}
+	// The old Secrets go with their owner (unless another ClusterObjectSet uses them): a restore
+	// writes them again only once they are gone, as a restore into a cleaned cluster would.
+	for _, s := range secrets {
+		if err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
+			cur := &corev1.Secret{}
+			err := r.admin.Get(ctx, client.ObjectKeyFromObject(s), cur)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			list := &olmv1.ClusterObjectSetList{}
+			if err := r.admin.List(ctx, list); err != nil {
+				return false, nil
+			}
+			return len(secretuse.Users(list.Items, client.ObjectKeyFromObject(s), testenv.SystemNamespace)) > 0, nil
+		}); err != nil {
+			return violated("Secret %s of deleted %s was not collected within %s", s.Name, name, deleteBound)
+		}
+	}
+	createCOS := func() error {
+		return expect("restoring "+name, r.admin.Create(r.ctx(), backup.DeepCopy()))
+	}
+	createSecrets := func() error {
+		for _, s := range secrets {
+			if err := expect("restoring Secret "+s.Name, r.admin.Create(r.ctx(), s.DeepCopy()), apierrors.IsAlreadyExists); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	order := []func() error{createSecrets, createCOS}
+	if op.Variant == "cos-first" {
+		order = []func() error{createCOS, createSecrets}
+	}
+	for _, f := range order {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	e.gone = false
+	return r.remember(name, e)
+}
+
+// secretOp is what an admin does to the Secrets of a ClusterObjectSet: delete one, delete them all
+// by label, or edit one's label or owners. What a live ClusterObjectSet uses must be refused.
+func (r *runner) secretOp(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	e := r.m.entries[name]
+	if e == nil || len(e.refs) == 0 {
+		return nil
+	}
+	key := e.refs[int(op.Seed%uint64(len(e.refs)))]
+	if op.Kind == opSecretColl {
+		err := r.alice.DeleteAllOf(r.ctx(), &corev1.Secret{}, client.InNamespace(testenv.SystemNamespace),
+			client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(name)})
+		// Whatever it deleted, the invariants after the step say whether it was allowed to.
+		return expect("deleting the Secrets of "+name+" by label", err, apierrors.IsForbidden)
+	}
+	sec := &corev1.Secret{}
+	if err := r.admin.Get(r.ctx(), key, sec); err != nil {
+		return nil
+	}
+	list := &olmv1.ClusterObjectSetList{}
+	if err := r.admin.List(r.ctx(), list); err != nil {
+		return err
+	}
+	users := secretuse.Users(list.Items, key, testenv.SystemNamespace)
+	var err error
+	refuse := len(users) > 0
+	if op.Kind == opSecretDel {
+		err = r.alice.Delete(r.ctx(), sec, client.Preconditions{ResourceVersion: &sec.ResourceVersion})
+	} else {
+		changed := sec.DeepCopy()
+		if op.Variant == "label" {
+			changed.Labels[olmv1.LabelRevisionName] = "someone-else"
+		} else {
+			changed.OwnerReferences = nil
+		}
+		refuse = secretuse.GuardUpdate(sec.Labels[olmv1.LabelRevisionName], changed.Labels[olmv1.LabelRevisionName],
+			sec.OwnerReferences, changed.OwnerReferences, users) != ""
+		err = r.alice.Update(r.ctx(), changed)
+	}
+	if err == nil && refuse {
+		return violated("%s of Secret %s was admitted while %s uses it", op.Kind, key, users[0].Name)
+	}
+	// A conflict: someone (the collector, ownership) changed it meanwhile.
+	return expect(op.Kind+" of Secret "+key.String(), err, apierrors.IsForbidden, apierrors.IsNotFound, apierrors.IsConflict)
+}
+
+func (r *runner) drift(op Op) error {
+	e := r.m.entries[r.m.name(op.Owner, op.Rev)]
+	if e == nil || len(e.objs) == 0 {
+		return nil
+	}
+	o := e.objs[0][0]
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"drifted"},"metadata":{"labels":{"drifted":"true"}}}`))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName()}}
+	return expect("editing ConfigMap "+o.GetName(), r.alice.Patch(r.ctx(), cm, patch), apierrors.IsNotFound)
+}
+
+// badRefs creates a revision whose refs point at a Secret of its own holding a gzip bomb (a few KB
+// that inflate to 10 MiB of `[{},{},...]`, with a valid content key) or a corrupt value.
+func (r *runner) badRefs(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	var stored []byte
+	if op.Variant == "bomb" {
+		var raw bytes.Buffer
+		raw.WriteString(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bomb"},"x":[`)
+		for raw.Len() < content.MaxDecompressedSize-16 {
+			raw.WriteString(`{},`)
+		}
+		raw.WriteString(`{}]}`)
+		var gz bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		_, _ = w.Write(raw.Bytes())
+		_ = w.Close()
+		stored = gz.Bytes()
+	} else {
+		stored = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 'n', 'o', 't', ' ', 'g', 'z', 'i', 'p'}
+	}
+	key := content.Key(stored)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name + "-bad",
+		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(name)}},
+		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{key: stored}}
+	if err := expect("creating a bad Secret", r.admin.Create(r.ctx(), sec), apierrors.IsAlreadyExists); err != nil {
+		return err
+	}
+	var refs []olmv1.ClusterObjectSetObject
+	for range 6 {
+		refs = append(refs, builders.Ref(sec.Name, "", key))
+	}
+	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
+		builders.WithPhase("configuration", refs...))
+	if err := expect("creating "+name+" with bad refs", r.admin.Create(r.ctx(), cos)); err != nil {
+		return err
+	}
+	return r.remember(name, &entry{owner: op.Owner, rev: op.Rev, bad: true})
+}
+
+// webhookDown stops the manager: the fail-closed webhooks refuse inline ClusterObjectSets and the
+// deletion of labelled Secrets, and write nothing; then it starts again.
+func (r *runner) webhookDown(op Op) error {
+	if err := r.env.stop(); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s-down-%d", r.m.run, op.Seed%1000)
+	cos := r.inlineCOS(Op{Owner: 0, Rev: 1}, r.m.objects(0, 1, op.Seed, false))
+	cos.Name = name
+	cos.Annotations = map[string]string{"cos-externalizer.io/externalize": "always"}
+	err := r.admin.Create(r.ctx(), cos)
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		_ = r.admin.Delete(r.ctx(), cos)
+		return violated("an inline ClusterObjectSet with no webhook to answer: want a fail-closed refusal, got %v", err)
+	}
+	if names := r.m.live(func(e *entry) bool { return len(e.refs) > 0 }); len(names) > 0 {
+		e := r.m.entries[names[int(op.Seed%uint64(len(names)))]]
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.refs[0].Namespace, Name: e.refs[0].Name}}
+		if err := r.alice.Delete(r.ctx(), s); err == nil {
+			return violated("deleting Secret %s with no guard to answer was admitted", e.refs[0])
+		}
+	}
+	return r.env.start()
+}
+
+// deleteSystemNamespace deletes the system namespace with the manager gone (its Pods go first): the
+// namespace controller must empty it whatever the guard, which nobody answers.
+func (r *runner) deleteSystemNamespace() error {
+	if err := r.env.stop(); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testenv.SystemNamespace}}
+	if err := expect("deleting the system namespace", r.admin.Delete(r.ctx(), ns), apierrors.IsNotFound); err != nil {
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
+		err := r.admin.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		return violated("the system namespace was not deleted within %s with the manager gone (wedged)", deleteBound)
+	}
+	return r.env.start()
+}
+
+// runGenerated runs steps ops drawn from seed (or until deadline, when set), checking quiescence every
+// quiesceEvery steps and at the end, and ends with the deletion of the system namespace.
+func (r *runner) runGenerated(seed uint64, steps int, deadline time.Time) error {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	for i := 0; deadline.IsZero() && i < steps || !deadline.IsZero() && time.Now().Before(deadline); {
+		op, ok := generate(rng, r.m)
+		if !ok {
+			continue
+		}
+		i++
+		r.logf("step %d: %s", len(r.done)+1, op)
+		if err := r.step(op); err != nil {
+			return err
+		}
+		if i%quiesceEvery == 0 {
+			r.done = append(r.done, Op{Kind: opQuiesce})
+			if err := r.quiesce(); err != nil {
+				return fmt.Errorf("at quiescence after step %d: %w", len(r.done), err)
+			}
+		}
+	}
+	return r.finish()
+}
+
+// finish checks quiescence and deletes the system namespace.
+func (r *runner) finish() error {
+	r.done = append(r.done, Op{Kind: opQuiesce})
+	if err := r.quiesce(); err != nil {
+		return fmt.Errorf("at quiescence at the end: %w", err)
+	}
+	return r.step(Op{Kind: opNSDelete})
+}
+
+// replay runs ops as given (a printed failure, or a candidate of shrinking).
+func (r *runner) replay(ops []Op) error {
+	for _, op := range ops {
+		if op.Kind == opQuiesce {
+			r.done = append(r.done, op)
+			if err := r.quiesce(); err != nil {
+				return fmt.Errorf("at quiescence after step %d: %w", len(r.done), err)
+			}
+			continue
+		}
+		if err := r.step(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opQuiesce marks where a sequence checked quiescence (part of a replayed sequence).
+const opQuiesce = "quiesce"
+
+const quiesceEvery = 12
+
