@@ -116,7 +116,10 @@ func expect(what string, err error, allowed ...func(error) bool) error {
 
 func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.ClusterObjectSet {
 	name := r.m.name(op.Owner, op.Rev)
-	opts := []builders.Option{builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)})}
+	opts := []builders.Option{builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
+		// A revision deleted with orphan propagation leaves its objects without a controller: the
+		// next revision adopts them (under Prevent it would collide, as it should, and never succeed).
+		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController)}
 	for i, phase := range objs {
 		var members []olmv1.ClusterObjectSetObject
 		for _, o := range phase {
@@ -189,7 +192,7 @@ func (r *runner) copyRefs(op Op) error {
 	}
 	name := r.m.name(op.Owner, op.Rev)
 	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
-		builders.WithPhases(stored.Spec.Phases...))
+		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController), builders.WithPhases(stored.Spec.Phases...))
 	if err := expect("creating "+name+" with copied refs", r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}
@@ -198,7 +201,8 @@ func (r *runner) copyRefs(op Op) error {
 
 func (r *runner) empty(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}))
+	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
+		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController))
 	if err := expect("creating the empty revision "+name, r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}
