@@ -167,6 +167,21 @@ test: control-plane testdata certmanager certmanager-crds verify lint image-chec
 	@# share the two cores with the other packages' control planes.
 	$(GO) test -count=1 -timeout 20m ./test/e2e/local/
 
+# The adversarial sequence test (test/adversarial, docs/adversarial.md): `make test` runs its fixed seed;
+# soak runs any seed for STEPS steps or for DURATION (e.g. 30m), or replays a printed sequence
+# (REPLAY='[...]'). A failure prints its seed and the shortest failing sequence it found within SHRINK.
+SEED ?=
+STEPS ?=
+DURATION ?=
+REPLAY ?=
+SHRINK ?=
+
+.PHONY: soak
+soak: control-plane testdata ## Run the adversarial sequence test long: SEED=N, STEPS=N or DURATION=30m, REPLAY='[...]', SHRINK=10m.
+	$(if $(SEED),COS_ADV_SEED=$(SEED)) $(if $(STEPS),COS_ADV_STEPS=$(STEPS)) $(if $(DURATION),COS_ADV_DURATION=$(DURATION)) \
+	$(if $(SHRINK),COS_ADV_SHRINK=$(SHRINK)) $(if $(REPLAY),COS_ADV_REPLAY='$(REPLAY)') \
+		$(GO) test -count=1 -timeout 0 -run TestAdversarial -v ./test/adversarial/
+
 .PHONY: test-unit
 test-unit: testdata ## Run the tests that need no control plane (pure packages).
 	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./cmd/kubectl-cos/... ./test/builders/...

@@ -128,8 +128,8 @@ func sameContent(got map[string]any, want *unstructured.Unstructured) error {
 	return nil
 }
 
-// checkArchived: a revision archived by the reconciler (not by a user) has a successor of the same
-// owner that succeeded, unless a later revision of that owner was deleted since.
+// checkArchived: a revision archived by the reconciler (not by a user) has a complete successor of
+// the same owner (with phases, succeeded), unless a later revision of that owner was deleted since.
 func (r *runner) checkArchived(cos *olmv1.ClusterObjectSet, e *entry, sets []olmv1.ClusterObjectSet) error {
 	if cos.Spec.LifecycleState != olmv1.LifecycleStateArchived || e.archivedByUs {
 		return nil
@@ -141,12 +141,13 @@ func (r *runner) checkArchived(cos *olmv1.ClusterObjectSet, e *entry, sets []olm
 	}
 	for i := range sets {
 		s := &sets[i]
+		// Complete: it has phases (a revision created empty, to be filled later, is not) and succeeded.
 		if s.Labels[olmv1.LabelOwnerName] == cos.Labels[olmv1.LabelOwnerName] && s.Spec.Revision > cos.Spec.Revision &&
-			apimeta.IsStatusConditionTrue(s.Status.Conditions, olmv1.ConditionSucceeded) {
+			len(s.Spec.Phases) > 0 && apimeta.IsStatusConditionTrue(s.Status.Conditions, olmv1.ConditionSucceeded) {
 			return nil
 		}
 	}
-	return violated("%s was archived, but no later revision of its owner has succeeded", cos.Name)
+	return violated("%s was archived, but no later revision of its owner is complete (has phases and succeeded)", cos.Name)
 }
 
 // quiesce waits, each within its bound, until the run has settled, and checks:
