@@ -203,7 +203,12 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 		op.From = src.rev
 		next(src.owner)
 	case opEmpty:
-		next(r.IntN(owners))
+		// Mostly after a revision of the same owner: an empty revision must never archive it.
+		owner := r.IntN(owners)
+		if names := m.live(func(e *entry) bool { return !e.bad && e.owner != badOwner }); len(names) > 0 && r.IntN(4) > 0 {
+			owner = m.entries[names[r.IntN(len(names))]].owner
+		}
+		next(owner)
 	case opFill:
 		if _, ok := pickLive(func(e *entry) bool { return e.empty }); !ok {
 			return op, false
