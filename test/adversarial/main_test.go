@@ -59,6 +59,7 @@ type harness struct {
 	sweepEvery time.Duration
 	mu         sync.Mutex
 	leak       string
+	peak       uint64
 	untap      func()
 }
 
@@ -79,6 +80,7 @@ func newHarness(t *testing.T) *harness {
 			h.mu.Unlock()
 		}
 	})
+	go h.sampleHeap(make(chan struct{})) // for the life of the test process
 	current = h
 	return h
 }

@@ -407,31 +407,38 @@ func (r *runner) drift(op Op) error {
 // that inflate to 10 MiB of `[{},{},...]`, with a valid content key) or a corrupt value.
 func (r *runner) badRefs(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	var stored []byte
-	if op.Variant == "bomb" {
-		var raw bytes.Buffer
-		raw.WriteString(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bomb"},"x":[`)
-		for raw.Len() < content.MaxDecompressedSize-16 {
-			raw.WriteString(`{},`)
+	// Six distinct values (each is parsed once however many refs share it), as in issue 18.
+	data := map[string][]byte{}
+	var keys []string
+	for i := range 6 {
+		var stored []byte
+		if op.Variant == "bomb" {
+			var raw bytes.Buffer
+			fmt.Fprintf(&raw, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bomb-%d"},"x":[`, i)
+			for raw.Len() < content.MaxDecompressedSize-16 {
+				raw.WriteString(`{},`)
+			}
+			raw.WriteString(`{}]}`)
+			var gz bytes.Buffer
+			w, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+			_, _ = w.Write(raw.Bytes())
+			_ = w.Close()
+			stored = gz.Bytes()
+		} else {
+			stored = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 'n', 'o', 't', ' ', 'g', 'z', 'i', 'p', byte('0' + i)}
 		}
-		raw.WriteString(`{}]}`)
-		var gz bytes.Buffer
-		w, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		_, _ = w.Write(raw.Bytes())
-		_ = w.Close()
-		stored = gz.Bytes()
-	} else {
-		stored = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 'n', 'o', 't', ' ', 'g', 'z', 'i', 'p'}
+		key := content.Key(stored)
+		data[key] = stored
+		keys = append(keys, key)
 	}
-	key := content.Key(stored)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name + "-bad",
 		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(name)}},
-		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{key: stored}}
+		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: data}
 	if err := expect("creating a bad Secret", r.admin.Create(r.ctx(), sec), apierrors.IsAlreadyExists); err != nil {
 		return err
 	}
 	var refs []olmv1.ClusterObjectSetObject
-	for range 6 {
+	for _, key := range keys {
 		refs = append(refs, builders.Ref(sec.Name, "", key))
 	}
 	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
@@ -540,4 +547,3 @@ func (r *runner) replay(ops []Op) error {
 const opQuiesce = "quiesce"
 
 const quiesceEvery = 12
-
