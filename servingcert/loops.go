@@ -21,7 +21,7 @@ import (
 )
 
 // The rules the loops need. The webhook configurations are read (and, in the self-signed mode,
-// patched; see servingcert/injectorrbac) by name only.
+// patched; see config/rbac/ca-injector) by name only.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,resourceNames=cos-externalizer,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=olmv1-system,resources=secrets,verbs=get;list;watch;create;patch
 
@@ -132,6 +132,12 @@ func (s *Server) runReplica(ctx context.Context) error {
 }
 
 func (s *Server) syncReplica(ctx context.Context) (time.Time, error) {
+	if s.opts.WebhookConfiguration != "" {
+		// Every sync records what the configurations trust (offer reads them only on a change).
+		if _, err := s.observe(ctx); err != nil {
+			s.log.V(1).Info("the webhook configurations cannot be read yet", "reason", err.Error())
+		}
+	}
 	var sec corev1.Secret
 	if err := s.cached.Get(ctx, s.secretKey(), &sec); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -147,8 +153,7 @@ func (s *Server) syncReplica(ctx context.Context) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, fmt.Errorf("Secret %s: %s/%s: %w", s.secretKey(), corev1.TLSCertKey, corev1.TLSPrivateKeyKey, err)
 		}
-		s.offer(ctx, pair, "the Secret holds a new certificate")
-		return time.Time{}, nil
+		return s.offer(ctx, pair, "the Secret holds a new certificate"), nil
 	default:
 		auth, err := certs.ParseAuthority(sec.Data)
 		if err != nil {
@@ -166,18 +171,27 @@ func (s *Server) syncReplica(ctx context.Context) (time.Time, error) {
 		if base != nil {
 			leaf = base.Leaf
 		}
+		var settled time.Time
 		if renew, why := lp.NeedsRenewal(now, leaf, auth.Signing); renew {
 			pair, err := lp.Issue(now, auth.Signing)
 			if err != nil {
 				return time.Time{}, fmt.Errorf("issuing a serving certificate: %w", err)
 			}
 			base = pair
-			s.offer(ctx, pair, why)
+			settled = s.offer(ctx, pair, why)
 		} else {
-			s.offer(ctx, base, "the webhook configurations trust it")
+			settled = s.offer(ctx, base, "the webhook configurations trust it")
 		}
-		return lp.RenewAt(base.Leaf, auth.Signing), nil
+		return earliestOf(lp.RenewAt(base.Leaf, auth.Signing), settled), nil
 	}
+}
+
+// earliestOf is the earlier of two times, zero meaning none.
+func earliestOf(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // runAuthority keeps the CA Secret and the injected CA bundle current; only the leader runs it.

@@ -8,13 +8,15 @@
 //     certificate from that CA, in memory. The rotation policy is certs.CAPolicy and certs.LeafPolicy.
 //   - SourceDir: controller-runtime's default, files in --webhook-cert-dir reloaded on change.
 //
-// Every replica switches to a new certificate only once the webhook configurations trust it (or the
-// one it serves is no longer trusted), and is ready only while it serves a trusted one.
+// Every replica switches to a new certificate only once the webhook configurations trust it and have
+// trusted its CA for a moment (settleTime), or when the one it serves is no longer trusted, and is
+// ready only while it serves a trusted one.
 package servingcert
 
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -127,6 +129,11 @@ type Server struct {
 	current *tls.Certificate
 	// pending is a certificate waiting to be trusted before it is served.
 	pending *tls.Certificate
+	// roots: since when the webhook configurations have trusted each CA, as this replica saw them.
+	roots roots
+	// settle is how long they must have trusted a new certificate's CA before it replaces a
+	// trusted one (settleTime).
+	settle time.Duration
 
 	// poke wakes the replica's loop; pokeCA the leader's.
 	poke, pokeCA chan struct{}
@@ -134,7 +141,7 @@ type Server struct {
 
 // New returns a Server for o; Setup wires it into a manager.
 func New(o Options) *Server {
-	s := &Server{opts: o, clock: o.Clock, log: logr.Discard(), poke: make(chan struct{}, 1), pokeCA: make(chan struct{}, 1)}
+	s := &Server{opts: o, clock: o.Clock, log: logr.Discard(), settle: settleTime, poke: make(chan struct{}, 1), pokeCA: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
 	}
@@ -241,24 +248,39 @@ func (s *Server) watch(ctx context.Context, obj client.Object, ch chan struct{})
 	return err
 }
 
-// offer serves candidate in place of the current certificate when the webhook configurations trust
-// it, or when they no longer trust the current one; otherwise it is kept pending.
-func (s *Server) offer(ctx context.Context, candidate *tls.Certificate, why string) {
+// offer serves candidate in place of the current certificate when every webhook configuration
+// trusts it and, as this replica saw them, has trusted its CA for s.settle, or when they no longer
+// trust the current one; otherwise it is kept pending. It returns when a pending candidate's CA will
+// have settled (zero: no time of its own; a change of the configurations wakes the loop).
+func (s *Server) offer(ctx context.Context, candidate *tls.Certificate, why string) time.Time {
 	s.mu.Lock()
 	cur := s.current
 	s.mu.Unlock()
 	if cur != nil && string(cur.Leaf.Raw) == string(candidate.Leaf.Raw) {
-		return
+		return time.Time{}
 	}
-	if cur != nil {
+	if cur != nil && s.trusts(ctx, cur) == nil {
+		var wait string
+		var at time.Time
 		if err := s.trusts(ctx, candidate); err != nil {
-			if s.trusts(ctx, cur) == nil {
-				s.mu.Lock()
-				s.pending = candidate
-				s.mu.Unlock()
-				s.log.V(1).Info("a new serving certificate waits until the webhook configurations trust it", "reason", err.Error())
-				return
+			wait = err.Error()
+		} else {
+			now := s.clock.Now()
+			s.mu.Lock()
+			// Zero when no single CA that every configuration holds verifies it (each trusts it
+			// through another): nothing to wait for.
+			at = s.roots.settledAt(now, candidate.Leaf, s.settle)
+			s.mu.Unlock()
+			if now.Before(at) {
+				wait = fmt.Sprintf("the webhook configurations have trusted its CA for less than %s", s.settle)
 			}
+		}
+		if wait != "" {
+			s.mu.Lock()
+			s.pending = candidate
+			s.mu.Unlock()
+			s.log.V(1).Info("a new serving certificate waits until the webhook configurations trust it", "reason", wait)
+			return at
 		}
 	}
 	s.mu.Lock()
@@ -267,14 +289,16 @@ func (s *Server) offer(ctx context.Context, candidate *tls.Certificate, why stri
 	certNotAfter.Set(float64(candidate.Leaf.NotAfter.Unix()))
 	certChanges.WithLabelValues(s.opts.Source).Inc()
 	s.log.Info("serving a new certificate", "reason", why, "serial", candidate.Leaf.SerialNumber.Text(16), "notAfter", candidate.Leaf.NotAfter.UTC())
+	return time.Time{}
 }
 
 // trusts reports whether every webhook of the configurations trusts c; nil when none is configured.
+// It records the bundles it reads in s.roots.
 func (s *Server) trusts(ctx context.Context, c *tls.Certificate) error {
 	if s.opts.WebhookConfiguration == "" {
 		return nil
 	}
-	bundles, err := s.bundles(ctx, s.cached)
+	bundles, err := s.observe(ctx)
 	if err != nil {
 		return err
 	}
@@ -285,6 +309,23 @@ func (s *Server) trusts(ctx context.Context, c *tls.Certificate) error {
 		}
 	}
 	return nil
+}
+
+// observe reads the bundles through the cache and records them in s.roots.
+func (s *Server) observe(ctx context.Context) ([]webhookBundle, error) {
+	bundles, err := s.bundles(ctx, s.cached)
+	if err != nil {
+		return nil, err
+	}
+	parsed := make([][]*x509.Certificate, 0, len(bundles))
+	for _, b := range bundles {
+		cs, _ := certs.ParseCerts(b.caBundle) // one that does not parse holds nothing
+		parsed = append(parsed, cs)
+	}
+	s.mu.Lock()
+	s.roots.observe(s.clock.Now(), parsed)
+	s.mu.Unlock()
+	return bundles, nil
 }
 
 type webhookBundle struct {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,20 +33,23 @@ import (
 // Names config/ installs.
 const (
 	CertificateName = "cos-externalizer-serving-cert"
-	LeaseName       = "cos-externalizer.olm.operatorframework.io"
-	loadClients     = 10
+	// CACertificateName is cert-manager's CA Certificate, whose Secret has the same name.
+	CACertificateName = "cos-externalizer-ca"
+	LeaseName         = "cos-externalizer.olm.operatorframework.io"
+	loadClients       = 10
 )
 
 // Order is the order the cases run in.
-var Order = []string{"CertManagerTLS", "CertManagerRenewalUnderLoad", "SelfSignedRotationUnderLoad", "LeaderKilledMidRollout", "ReplicaStopped"}
+var Order = []string{"CertManagerTLS", "CertManagerRenewalUnderLoad", "CertManagerCARenewalUnderLoad", "SelfSignedRotationUnderLoad", "LeaderKilledMidRollout", "ReplicaStopped"}
 
 // Cases are the suite, by name; each deploys what it needs.
 var Cases = map[string]func(*testing.T, Cluster){
-	"CertManagerTLS":              CertManagerTLS,
-	"CertManagerRenewalUnderLoad": CertManagerRenewalUnderLoad,
-	"SelfSignedRotationUnderLoad": SelfSignedRotationUnderLoad,
-	"LeaderKilledMidRollout":      LeaderKilledMidRollout,
-	"ReplicaStopped":              ReplicaStopped,
+	"CertManagerTLS":                CertManagerTLS,
+	"CertManagerRenewalUnderLoad":   CertManagerRenewalUnderLoad,
+	"CertManagerCARenewalUnderLoad": CertManagerCARenewalUnderLoad,
+	"SelfSignedRotationUnderLoad":   SelfSignedRotationUnderLoad,
+	"LeaderKilledMidRollout":        LeaderKilledMidRollout,
+	"ReplicaStopped":                ReplicaStopped,
 }
 
 func newClient(t testing.TB, c Cluster) client.Client {
@@ -235,6 +239,96 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 		return true, ""
 	})
 	return issued, time.Since(triggered)
+}
+
+// CertManagerCARenewalUnderLoad: cert-manager's CA renewed (as `cmctl renew` does) and then the
+// serving Certificate, and again with the CA Secret deleted instead, while 10 clients send admission
+// requests: every replica ends on a certificate of the newest CA, the injected bundle still holds
+// the CAs before it, and no request fails.
+func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
+	deploy(t, c, ModeCertManager, 2)
+	ctx := context.Background()
+	cl := newClient(t, c)
+	ensureNamespace(t, cl, "e2e-load")
+	dyn, err := dynamic.NewForConfig(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: CACertificateName}
+	ca := func(ctx context.Context) (*x509.Certificate, error) {
+		s := &corev1.Secret{}
+		if err := cl.Get(ctx, caKey, s); err != nil {
+			return nil, err
+		}
+		return parseCert(s.Data[corev1.TLSCertKey])
+	}
+	first, err := ca(ctx)
+	if err != nil {
+		t.Fatalf("cert-manager's CA Secret after deploying: %v", err)
+	}
+	cas := []*x509.Certificate{first}
+	load, err := StartLoad(c.Config(), loadClients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// newCA waits for cert-manager to write a CA other than the last, then renews the serving
+	// Certificate and waits until every replica serves a certificate of the new CA.
+	newCA := func(how string) (served time.Duration) {
+		t.Helper()
+		last := cas[len(cas)-1]
+		var cur *x509.Certificate
+		poll(t, "cert-manager to write a new CA ("+how+")", 2*time.Minute, func(ctx context.Context) (bool, string) {
+			var err error
+			if cur, err = ca(ctx); err != nil {
+				return false, err.Error()
+			}
+			return !cur.Equal(last), "the old CA"
+		})
+		cas = append(cas, cur)
+		// Requests while only the CA has changed.
+		if err := load.WaitFor(ctx, 50); err != nil {
+			t.Fatal(err)
+		}
+		_, served = RenewAndWait(t, c)
+		for i := range c.Replicas() {
+			if cert, err := c.Served(ctx, i); err != nil || cert.CheckSignatureFrom(cur) != nil {
+				t.Fatalf("replica %d serves a certificate not signed by the new CA (%v)", i, err)
+			}
+		}
+		return served
+	}
+	if err := load.WaitFor(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := controlplane.RenewCertificate(ctx, dyn, c.Namespace(), CACertificateName); err != nil {
+		t.Fatalf("triggering the renewal of Certificate %s: %v", CACertificateName, err)
+	}
+	renewed := newCA("renewed")
+	if err := load.WaitFor(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: caKey.Namespace, Name: caKey.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	recreated := newCA("the CA Secret deleted")
+	if err := load.WaitFor(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	r := stopLoad(t, load, "CA renewal")
+	noRestarts(t, c)
+	// The overlap: the CAs before the newest stay trusted (until the replicas have served the
+	// newest one's certificate for a while), so a replica that switches late still answers.
+	bundle, err := certs.ParseCerts(injectedBundle(t, cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range cas {
+		if !slices.ContainsFunc(bundle, want.Equal) {
+			t.Errorf("the injected bundle of %d certificates lacks CA %d of %d (serial %s)", len(bundle), i+1, len(cas), want.SerialNumber)
+		}
+	}
+	c.Logf("cert-manager CA renewed, then the CA Secret deleted: each time every replica served a certificate of the new CA %s and %s after the serving renewal's trigger; injected bundle: %d CAs; %s",
+		renewed.Round(time.Millisecond), recreated.Round(time.Millisecond), len(bundle), r)
 }
 
 // SelfSignedRotationUnderLoad: without cert-manager the leader creates the CA and injects it, and
