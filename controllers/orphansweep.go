@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
@@ -107,7 +108,7 @@ func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNames
 			continue
 		}
 		owned := slices.ContainsFunc(sec.OwnerReferences, func(ref metav1.OwnerReference) bool {
-			return secretuse.IsClusterObjectSet(ref) && existing[ref.UID]
+			return collision.IsClusterObjectSetRef(ref) && existing[ref.UID]
 		})
 		users := secretuse.Users(sets, client.ObjectKeyFromObject(&sec), systemNamespace)
 		if secretuse.Sweepable(users, owned, lastUsed(&sec), now, grace) {

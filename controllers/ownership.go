@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
@@ -110,7 +111,7 @@ func (r *SecretOwnershipReconciler) Reconcile(ctx context.Context, req reconcile
 func (r *SecretOwnershipReconciler) liveOwners(ctx context.Context, sec *corev1.Secret) (map[types.UID]bool, error) {
 	live := map[types.UID]bool{}
 	for _, ref := range sec.OwnerReferences {
-		if !secretuse.IsClusterObjectSet(ref) {
+		if !collision.IsClusterObjectSetRef(ref) {
 			continue
 		}
 		cos := &olmv1.ClusterObjectSet{}

@@ -23,6 +23,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
 // DefaultConcurrency is how many Secrets a Writer writes at once unless told otherwise.
@@ -148,7 +149,7 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 }
 
 // liveOwners returns the owner references that point at something other than a ClusterObjectSet, or
-// at a ClusterObjectSet that exists with that uid and is not being deleted (read uncached).
+// at a live ClusterObjectSet (secretuse.Live, read uncached) with that uid.
 func (w *Writer) liveOwners(ctx context.Context, refs []metav1.OwnerReference) ([]metav1.OwnerReference, error) {
 	var live []metav1.OwnerReference
 	for _, ref := range refs {
@@ -162,7 +163,7 @@ func (w *Writer) liveOwners(ctx context.Context, refs []metav1.OwnerReference) (
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return nil, fmt.Errorf("reading its owner ClusterObjectSet %s: %w", ref.Name, err)
-		case owner.UID == ref.UID && owner.DeletionTimestamp.IsZero():
+		case owner.UID == ref.UID && secretuse.Live(owner):
 			live = append(live, ref)
 		}
 	}

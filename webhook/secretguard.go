@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
@@ -154,7 +155,7 @@ func (g *SecretGuard) liveUsers(ctx context.Context, sec *guardedSecret) ([]secr
 		add(v)
 	}
 	for _, ref := range sec.OwnerReferences {
-		if secretuse.IsClusterObjectSet(ref) {
+		if collision.IsClusterObjectSetRef(ref) {
 			add(ref.Name)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 )
 
 // Use is a live ClusterObjectSet that references a Secret.
@@ -61,11 +62,6 @@ func Users(sets []olmv1.ClusterObjectSet, key types.NamespacedName, systemNamesp
 	return out
 }
 
-// IsClusterObjectSet reports whether ref points at a ClusterObjectSet.
-func IsClusterObjectSet(ref metav1.OwnerReference) bool {
-	return ref.Kind == olmv1.ClusterObjectSetKind && ref.APIVersion == olmv1.GroupVersion.String()
-}
-
 // OwnerRef is the owner reference of a ClusterObjectSet on a Secret it uses. blockOwnerDeletion is
 // set, so a foreground deletion of the ClusterObjectSet waits for the garbage collector to decide
 // the Secret: delete it when no other owner remains, or drop this reference otherwise.
@@ -96,7 +92,7 @@ func Owners(refs []metav1.OwnerReference, users []Use, label string, live func(t
 		return refs, false
 	}
 	for _, ref := range refs {
-		if !IsClusterObjectSet(ref) && ref.Controller != nil && *ref.Controller {
+		if !collision.IsClusterObjectSetRef(ref) && ref.Controller != nil && *ref.Controller {
 			return refs, false
 		}
 	}
@@ -105,7 +101,7 @@ func Owners(refs []metav1.OwnerReference, users []Use, label string, live func(t
 	has := map[types.UID]bool{}
 	controlled := false
 	for _, ref := range refs {
-		if IsClusterObjectSet(ref) && !live(ref.UID) && !isUser(users, ref.UID) {
+		if collision.IsClusterObjectSetRef(ref) && !live(ref.UID) && !isUser(users, ref.UID) {
 			change = true
 			continue
 		}
@@ -121,7 +117,7 @@ func Owners(refs []metav1.OwnerReference, users []Use, label string, live func(t
 	}
 	// The user the label names becomes the controller when nothing controls the Secret.
 	for i := range out {
-		if !controlled && IsClusterObjectSet(out[i]) && out[i].Name == label && isUser(users, out[i].UID) {
+		if !controlled && collision.IsClusterObjectSetRef(out[i]) && out[i].Name == label && isUser(users, out[i].UID) {
 			out[i].Controller = ptrTrue()
 			controlled, change = true, true
 		}
