@@ -203,7 +203,10 @@ func (r *runner) waitSettled() error {
 		newest := map[string]*olmv1.ClusterObjectSet{}
 		for i := range sets {
 			s := &sets[i]
-			if e := r.m.entries[s.Name]; e != nil && e.bad && secretuse.Live(s) {
+			if e := r.m.entries[s.Name]; e != nil && e.bad {
+				if !secretuse.Live(s) || s.Spec.LifecycleState != olmv1.LifecycleStateActive {
+					continue // archived: nothing to resolve
+				}
 				if c := apimeta.FindStatusCondition(s.Status.Conditions, olmv1.ConditionProgressing); c == nil || c.Reason != olmv1.ReasonBlocked {
 					last = fmt.Sprintf("%s with bad refs is not Blocked: %v", s.Name, s.Status.Conditions)
 					return false, nil
