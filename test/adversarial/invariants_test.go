@@ -64,7 +64,7 @@ func (r *runner) checkAlways() error {
 		}
 	}
 	if peak := r.env.heapPeak(); peak > heapBound {
-		return violated("heap in use peaked at %d bytes, over the bound of %d", peak, heapBound)
+		return violated("heap", "heap in use peaked at %d bytes, over the bound of %d", peak, heapBound)
 	}
 	return nil
 }
@@ -103,20 +103,20 @@ func (r *runner) checkContent(ctx context.Context, cos *olmv1.ClusterObjectSet, 
 				sec := &corev1.Secret{}
 				if err := r.admin.Get(ctx, key, sec); err != nil {
 					if apierrors.IsNotFound(err) {
-						return violated("Secret %s, referenced by live %s at phase %d object %d, is gone", key, cos.Name, pi, oi)
+						return violated("content-lost", "Secret %s, referenced by live %s at phase %d object %d, is gone", key, cos.Name, pi, oi)
 					}
 					return err
 				}
 				stored, ok := sec.Data[o.Ref.Key]
 				if !ok {
-					return violated("Secret %s, referenced by live %s, lost key %s", key, cos.Name, o.Ref.Key)
+					return violated("content-lost", "Secret %s, referenced by live %s, lost key %s", key, cos.Name, o.Ref.Key)
 				}
 				if e.bad {
 					continue
 				}
 				obj, err := content.Resolve(stored, o.Ref.Key, content.MaxDecompressedSize)
 				if err != nil {
-					return violated("Secret %s key %s of live %s does not resolve: %v", key, o.Ref.Key, cos.Name, err)
+					return violated("content-lost", "Secret %s key %s of live %s does not resolve: %v", key, o.Ref.Key, cos.Name, err)
 				}
 				got = obj
 			} else {
@@ -126,10 +126,10 @@ func (r *runner) checkContent(ctx context.Context, cos *olmv1.ClusterObjectSet, 
 				continue
 			}
 			if pi >= len(e.objs) || oi >= len(e.objs[pi]) {
-				return violated("%s holds phase %d object %d, which was never submitted", cos.Name, pi, oi)
+				return violated("content-changed", "%s holds phase %d object %d, which was never submitted", cos.Name, pi, oi)
 			}
 			if err := sameContent(got, e.objs[pi][oi]); err != nil {
-				return violated("%s phase %d object %d: %v", cos.Name, pi, oi, err)
+				return violated("content-changed", "%s phase %d object %d: %v", cos.Name, pi, oi, err)
 			}
 		}
 	}
@@ -171,7 +171,7 @@ func (r *runner) checkArchived(cos *olmv1.ClusterObjectSet, e *entry, sets []olm
 			return nil
 		}
 	}
-	return violated("%s was archived, but no later revision of its owner is complete (has phases and succeeded)", cos.Name)
+	return violated("archived-early", "%s was archived, but no later revision of its owner is complete (has phases and succeeded)", cos.Name)
 }
 
 // quiesce waits, each within its bound, until the run has settled, and checks:
@@ -235,7 +235,7 @@ func (r *runner) waitSettled() error {
 		return true, nil
 	})
 	if err != nil {
-		return violated("not settled within %s: %s", settleBound, last)
+		return violated("not-settled", "not settled within %s: %s", settleBound, last)
 	}
 	return nil
 }
@@ -288,7 +288,7 @@ func (r *runner) waitNoOrphans() error {
 		return true, nil
 	})
 	if err != nil {
-		return violated("an orphaned Secret outlived its grace period and a sweep (%s): %s", bound, last)
+		return violated("orphan-kept", "an orphaned Secret outlived its grace period and a sweep (%s): %s", bound, last)
 	}
 	return nil
 }
@@ -302,7 +302,7 @@ func (r *runner) checkNoLeak() error {
 	for _, s := range sets {
 		for _, c := range s.Status.Conditions {
 			if strings.Contains(c.Message, secretMark) {
-				return violated("condition %s of %s holds submitted content", c.Type, s.Name)
+				return violated("content-leaked", "condition %s of %s holds submitted content", c.Type, s.Name)
 			}
 		}
 	}
@@ -312,7 +312,7 @@ func (r *runner) checkNoLeak() error {
 	}
 	for _, ev := range core.Items {
 		if strings.Contains(ev.Message, secretMark) {
-			return violated("Event %s/%s holds submitted content", ev.Namespace, ev.Name)
+			return violated("content-leaked", "Event %s/%s holds submitted content", ev.Namespace, ev.Name)
 		}
 	}
 	events := &eventsv1.EventList{}
@@ -321,11 +321,11 @@ func (r *runner) checkNoLeak() error {
 	}
 	for _, ev := range events.Items {
 		if strings.Contains(ev.Note, secretMark) {
-			return violated("Event %s/%s holds submitted content", ev.Namespace, ev.Name)
+			return violated("content-leaked", "Event %s/%s holds submitted content", ev.Namespace, ev.Name)
 		}
 	}
 	if line := r.env.leakedLine(); line != "" {
-		return violated("a log line holds submitted content (shown up to the mark): %s", line)
+		return violated("content-leaked", "a log line holds submitted content (shown up to the mark): %s", line)
 	}
 	return nil
 }

@@ -223,7 +223,7 @@ func TestAdversarial(t *testing.T) {
 	}
 	ops := r.done
 	t.Errorf("seed %d: %v\nsequence (%d steps): COS_ADV_REPLAY='%s'", seed, err, len(ops), mustJSON(ops))
-	shortest, why := shrink(h, ops, envDuration("COS_ADV_SHRINK", 4*time.Minute))
+	shortest, why := shrink(h, ops, v.kind, envDuration("COS_ADV_SHRINK", 4*time.Minute))
 	t.Errorf("shortest failing sequence found (%d steps): %v\nCOS_ADV_REPLAY='%s'", len(shortest), why, mustJSON(shortest))
 }
 
@@ -233,9 +233,9 @@ func mustJSON(ops []Op) string {
 }
 
 // shrink removes ops from a failing sequence one at a time, from the first to the one before the
-// last, keeping each removal after which a replay (with names of its own) still violates an
-// invariant, until budget is spent. It returns the shortest sequence and its violation.
-func shrink(h *harness, ops []Op, budget time.Duration) ([]Op, error) {
+// last, keeping each removal after which a replay (with names of its own) still violates the same
+// invariant (kind), until budget is spent. It returns the shortest sequence and its violation.
+func shrink(h *harness, ops []Op, kind string, budget time.Duration) ([]Op, error) {
 	deadline := time.Now().Add(budget)
 	var why error = errors.New("not shrunk")
 	for i := 0; i < len(ops)-1 && time.Now().Before(deadline); {
@@ -245,8 +245,7 @@ func shrink(h *harness, ops []Op, budget time.Duration) ([]Op, error) {
 			break
 		}
 		err = r.replay(candidate)
-		var v *violation
-		if errors.As(err, &v) {
+		if v := (*violation)(nil); errors.As(err, &v) && v.kind == kind {
 			ops, why = r.done, err
 			h.t.Logf("shrunk to %d steps", len(ops))
 			continue

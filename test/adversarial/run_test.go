@@ -27,11 +27,15 @@ import (
 )
 
 // violation is an invariant that did not hold, or an answer no op may get: the run fails with it.
-type violation struct{ msg string }
+// kind names the invariant (content-lost, delete-wedged, ...): shrinking keeps a shorter sequence
+// only when it violates the same one.
+type violation struct{ kind, msg string }
 
-func (v *violation) Error() string { return v.msg }
+func (v *violation) Error() string { return v.kind + ": " + v.msg }
 
-func violated(format string, args ...any) error { return &violation{msg: fmt.Sprintf(format, args...)} }
+func violated(kind, format string, args ...any) error {
+	return &violation{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
 
 // Bounds of the waits an invariant allows (generous for loaded CI machines; a wedge never ends).
 const (
@@ -111,7 +115,7 @@ func expect(what string, err error, allowed ...func(error) bool) error {
 			return nil
 		}
 	}
-	return violated("%s: unexpected answer: %v", what, err)
+	return violated("unexpected-answer", "%s: unexpected answer: %v", what, err)
 }
 
 func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.ClusterObjectSet {
@@ -133,7 +137,7 @@ func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.Cl
 func (r *runner) remember(name string, e *entry) error {
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
-		return violated("reading %s right after it was admitted: %v", name, err)
+		return violated("unexpected-answer", "reading %s right after it was admitted: %v", name, err)
 	}
 	e.refs = cos.ReferencedSecrets(testenv.SystemNamespace)
 	r.m.entries[name] = e
@@ -149,7 +153,7 @@ func (r *runner) apply(op Op) error {
 		cos.Spec.Phases[0].Name = "Not_A_DNS_Label"
 		err = r.admin.Create(r.ctx(), cos)
 		if !apierrors.IsInvalid(err) {
-			return violated("an invalid ClusterObjectSet: want Invalid, got %v", err)
+			return violated("unexpected-answer", "an invalid ClusterObjectSet: want Invalid, got %v", err)
 		}
 		// Refused before any Secret was written.
 		secrets := &corev1.SecretList{}
@@ -158,7 +162,7 @@ func (r *runner) apply(op Op) error {
 			return err
 		}
 		if len(secrets.Items) > 0 {
-			return violated("an invalid ClusterObjectSet left %d Secrets behind", len(secrets.Items))
+			return violated("half-written", "an invalid ClusterObjectSet left %d Secrets behind", len(secrets.Items))
 		}
 		return nil
 	case "create":
@@ -250,7 +254,7 @@ func (r *runner) deleteAndWait(name string, propagation metav1.DeletionPropagati
 		last = fmt.Sprintf("finalizers %v, conditions %v", cur.Finalizers, cur.Status.Conditions)
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
-		return violated("the %s delete of %s did not finish within %s (wedged): %s", propagation, name, deleteBound, last)
+		return violated("delete-wedged", "the %s delete of %s did not finish within %s (wedged): %s", propagation, name, deleteBound, last)
 	}
 	if e := r.m.entries[name]; e != nil {
 		e.gone = true
@@ -293,7 +297,7 @@ func (r *runner) restore(op Op) error {
 	for _, key := range stored.ReferencedSecrets(testenv.SystemNamespace) {
 		s := &corev1.Secret{}
 		if err := r.admin.Get(r.ctx(), key, s); err != nil {
-			return violated("backing up %s: a Secret it references: %v", name, err)
+			return violated("content-lost", "backing up %s: a Secret it references: %v", name, err)
 		}
 		secrets = append(secrets, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Labels: s.Labels, Annotations: s.Annotations},
@@ -319,7 +323,7 @@ func (r *runner) restore(op Op) error {
 			}
 			return len(secretuse.Users(list.Items, client.ObjectKeyFromObject(s), testenv.SystemNamespace)) > 0, nil
 		}); err != nil {
-			return violated("Secret %s of deleted %s was not collected within %s", s.Name, name, deleteBound)
+			return violated("delete-wedged", "Secret %s of deleted %s was not collected within %s", s.Name, name, deleteBound)
 		}
 	}
 	createCOS := func() error {
@@ -386,7 +390,7 @@ func (r *runner) secretOp(op Op) error {
 		err = r.alice.Update(r.ctx(), changed)
 	}
 	if err == nil && refuse {
-		return violated("%s of Secret %s was admitted while %s uses it", op.Kind, key, users[0].Name)
+		return violated("guard-bypassed", "%s of Secret %s was admitted while %s uses it", op.Kind, key, users[0].Name)
 	}
 	// A conflict: someone (the collector, ownership) changed it meanwhile.
 	return expect(op.Kind+" of Secret "+key.String(), err, apierrors.IsForbidden, apierrors.IsNotFound, apierrors.IsConflict)
@@ -462,13 +466,13 @@ func (r *runner) webhookDown(op Op) error {
 	err := r.admin.Create(r.ctx(), cos)
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		_ = r.admin.Delete(r.ctx(), cos)
-		return violated("an inline ClusterObjectSet with no webhook to answer: want a fail-closed refusal, got %v", err)
+		return violated("fail-open", "an inline ClusterObjectSet with no webhook to answer: want a fail-closed refusal, got %v", err)
 	}
 	if names := r.m.live(func(e *entry) bool { return len(e.refs) > 0 }); len(names) > 0 {
 		e := r.m.entries[names[int(op.Seed%uint64(len(names)))]]
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.refs[0].Namespace, Name: e.refs[0].Name}}
 		if err := r.alice.Delete(r.ctx(), s); err == nil {
-			return violated("deleting Secret %s with no guard to answer was admitted", e.refs[0])
+			return violated("fail-open", "deleting Secret %s with no guard to answer was admitted", e.refs[0])
 		}
 	}
 	return r.env.start()
@@ -488,7 +492,15 @@ func (r *runner) deleteSystemNamespace() error {
 		err := r.admin.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
-		return violated("the system namespace was not deleted within %s with the manager gone (wedged)", deleteBound)
+		// Unwedge it for the replays that follow (shrinking): without the webhooks the namespace
+		// controller finishes.
+		if err := testenv.Env.RemoveWebhooks(r.ctx()); err == nil {
+			_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
+				return apierrors.IsNotFound(r.admin.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})), nil
+			})
+		}
+		_ = r.env.start()
+		return violated("namespace-wedged", "the system namespace was not deleted within %s with the manager gone (wedged)", deleteBound)
 	}
 	return r.env.start()
 }
