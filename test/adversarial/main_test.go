@@ -95,12 +95,37 @@ func (h *harness) start() error {
 	if h.mgr != nil {
 		return nil
 	}
-	mgr, err := testenv.Env.StartManagerWith(context.Background(), func(o *app.Options) { o.SkipControllerNameValidation = true },
-		"--orphan-grace-period="+h.grace.String(), "--orphan-sweep-interval="+h.sweepEvery.String(), "--keep-archived-revisions=1")
+	mgr, err := h.startReplica()
 	if err != nil {
-		return fmt.Errorf("starting the manager: %w", err)
+		return err
 	}
 	h.mgr = mgr
+	return nil
+}
+
+// startReplica starts a manager that takes part in leader election; the webhooks point at it.
+func (h *harness) startReplica() (*testenv.Manager, error) {
+	mgr, err := testenv.Env.StartManagerWith(context.Background(), func(o *app.Options) { o.SkipControllerNameValidation = true },
+		"--leader-elect", "--orphan-grace-period="+h.grace.String(), "--orphan-sweep-interval="+h.sweepEvery.String(), "--keep-archived-revisions=1")
+	if err != nil {
+		return nil, fmt.Errorf("starting the manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// failover starts a second replica, which the webhooks then call, and kills the first (the leader):
+// the second takes the lease over and goes on with whatever the leader was doing.
+func (h *harness) failover() error {
+	next, err := h.startReplica()
+	if err != nil {
+		return err
+	}
+	if h.mgr != nil {
+		if err := h.mgr.Stop(); err != nil {
+			return err
+		}
+	}
+	h.mgr = next
 	return nil
 }
 

@@ -47,6 +47,7 @@ const (
 	opDrift      = "drift"       // another client edits a managed object
 	opBad        = "bad-refs"    // refs to a gzip bomb (Variant bomb) or a corrupt value (corrupt)
 	opRestart    = "restart"     // the manager restarts
+	opFailover   = "failover"    // a second replica starts, the leader is killed
 	opDown       = "webhook-down"
 	opNSDelete   = "delete-system-namespace" // the last op of a run
 )
@@ -106,6 +107,21 @@ func (m *model) live(filter func(*entry) bool) []string {
 	return out
 }
 
+// shares reports whether another live entry references one of e's Secrets.
+func (m *model) shares(e *entry) bool {
+	for _, o := range m.entries {
+		if o == e || o.gone {
+			continue
+		}
+		for _, k := range o.refs {
+			if slices.Contains(e.refs, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (m *model) latest(owner int) *entry {
 	var best *entry
 	for _, e := range m.entries {
@@ -152,9 +168,9 @@ var weighted = []struct {
 	kind   string
 	weight int
 }{
-	{opApply, 16}, {opCopy, 10}, {opEmpty, 3}, {opFill, 4}, {opArchive, 3}, {opDelete, 10}, {opRecreate, 5},
+	{opApply, 16}, {opCopy, 12}, {opEmpty, 5}, {opFill, 4}, {opArchive, 3}, {opDelete, 12}, {opRecreate, 5},
 	{opRestore, 5}, {opSecretDel, 6}, {opSecretColl, 4}, {opSecretEdit, 4}, {opDrift, 4}, {opBad, 2},
-	{opRestart, 3}, {opDown, 2},
+	{opRestart, 2}, {opFailover, 2}, {opDown, 2},
 }
 
 // owners is how many owners (extensions) a run has.
@@ -186,6 +202,16 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 		op.Owner, op.Rev = e.owner, e.rev
 		return e, true
 	}
+	// pickShared mostly picks a revision whose Secrets another live revision uses (refs copied from
+	// it, or copied by it): what its deletion or archiving must never take from the other.
+	pickShared := func() (*entry, bool) {
+		if shared := m.live(func(e *entry) bool { return m.shares(e) }); len(shared) > 0 && r.IntN(3) > 0 {
+			e := m.entries[shared[r.IntN(len(shared))]]
+			op.Owner, op.Rev = e.owner, e.rev
+			return e, true
+		}
+		return pickLive(nil)
+	}
 	next := func(owner int) {
 		op.Owner = owner
 		m.nextRev[owner]++
@@ -194,7 +220,7 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 	switch kind {
 	case opApply:
 		next(r.IntN(owners))
-		op.Variant = []string{"ssa", "ssa", "create", "kubectl", "large", "always", "invalid"}[r.IntN(7)]
+		op.Variant = []string{"ssa", "ssa", "create", "replace", "kubectl", "large", "always", "invalid"}[r.IntN(8)]
 	case opCopy:
 		src, ok := pickLive(func(e *entry) bool { return !e.bad && !e.empty && e.owner != badOwner })
 		if !ok {
@@ -205,7 +231,7 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 	case opEmpty:
 		// Mostly after a revision of the same owner: an empty revision must never archive it.
 		owner := r.IntN(owners)
-		if names := m.live(func(e *entry) bool { return !e.bad && e.owner != badOwner }); len(names) > 0 && r.IntN(4) > 0 {
+		if names := m.live(func(e *entry) bool { return !e.bad && e.owner != badOwner }); len(names) > 0 && r.IntN(6) > 0 {
 			owner = m.entries[names[r.IntN(len(names))]].owner
 		}
 		next(owner)
@@ -213,7 +239,11 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 		if _, ok := pickLive(func(e *entry) bool { return e.empty }); !ok {
 			return op, false
 		}
-	case opArchive, opSecretDel, opSecretColl, opDrift:
+	case opArchive:
+		if _, ok := pickShared(); !ok {
+			return op, false
+		}
+	case opSecretDel, opSecretColl, opDrift:
 		if _, ok := pickLive(func(e *entry) bool { return !e.empty }); !ok {
 			return op, false
 		}
@@ -223,7 +253,7 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 		}
 		op.Variant = []string{"label", "owners"}[r.IntN(2)]
 	case opDelete:
-		if _, ok := pickLive(nil); !ok {
+		if _, ok := pickShared(); !ok {
 			return op, false
 		}
 		op.Variant = []string{"Background", "Foreground", "Orphan"}[r.IntN(3)]

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,6 +98,8 @@ func (r *runner) exec(op Op) error {
 		return r.badRefs(op)
 	case opRestart:
 		return r.env.restart()
+	case opFailover:
+		return r.env.failover()
 	case opDown:
 		return r.webhookDown(op)
 	case opNSDelete:
@@ -167,6 +170,21 @@ func (r *runner) apply(op Op) error {
 		return nil
 	case "create":
 		err = r.admin.Create(r.ctx(), cos)
+	case "replace":
+		// Created, then replaced with the same manifests at the resourceVersion just read (a PUT, which
+		// also drops the finalizer the reconciler added; retried on conflict): the update gets the
+		// stored refs back.
+		if err = r.admin.Create(r.ctx(), cos.DeepCopy()); err == nil {
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				cur := &olmv1.ClusterObjectSet{}
+				if err := r.admin.Get(r.ctx(), client.ObjectKeyFromObject(cos), cur); err != nil {
+					return err
+				}
+				replaced := cos.DeepCopy()
+				replaced.ResourceVersion = cur.ResourceVersion
+				return r.admin.Update(r.ctx(), replaced)
+			})
+		}
 	case "always":
 		cos.Annotations = map[string]string{"cos-externalizer.io/externalize": "always"}
 		err = r.admin.Create(r.ctx(), cos)
