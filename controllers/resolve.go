@@ -22,6 +22,8 @@ import (
 // upstream's (OLM v1 operator-controller) and name Secrets, keys and phases, never content.
 type unresolvedRefs struct {
 	blocking, retryable string
+	// busy: a ref waited for room in ResolvePool and gave up; a later reconcile resolves it.
+	busy bool
 }
 
 // resolve returns the objects of every phase: inline ones as given, refs read from their Secrets.
@@ -60,6 +62,7 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 			out[i][j] = obj
 		}
 	}
+	unres.busy = waitCtx.Err() != nil
 	return out, unres, budget.Release
 }
 

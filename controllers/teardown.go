@@ -32,6 +32,12 @@ func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos 
 	if controllerutil.ContainsFinalizer(cos, Finalizer) {
 		resolved, unres, release := r.resolve(ctx, cos)
 		defer release()
+		if unres.busy {
+			// Other reconciles and admission requests hold the resolve pool: its objects are not
+			// unresolvable, only not resolved yet. Tearing down without them would leave them behind.
+			log.Info("waiting for room to resolve the objects to tear down", "missing", unres.retryable)
+			return reconcile.Result{RequeueAfter: teardownPoll}, nil
+		}
 		if unres.blocking != "" || unres.retryable != "" {
 			// Objects behind unresolvable refs cannot be identified: they are left to the garbage
 			// collector (their controller reference points at this ClusterObjectSet).
