@@ -257,25 +257,31 @@ func mustJSON(ops []Op) string {
 	return string(b)
 }
 
-// shrink removes ops from a failing sequence one at a time, from the first to the one before the
-// last, keeping each removal after which a replay (with names of its own) still violates the same
-// invariant (kind), until budget is spent. It returns the shortest sequence and its violation.
+// shrink removes chunks of ops from a failing sequence (halves first, then smaller, down to single
+// ops; never the last, failing one), keeping each removal after which a replay (with names of its
+// own) still violates the same invariant (kind), until budget is spent. It returns the shortest
+// sequence and its violation.
 func shrink(h *harness, ops []Op, kind string, budget time.Duration) ([]Op, error) {
 	deadline := time.Now().Add(budget)
 	var why error = errors.New("not shrunk")
-	for i := 0; i < len(ops)-1 && time.Now().Before(deadline); {
-		candidate := append(append([]Op{}, ops[:i]...), ops[i+1:]...)
-		r, err := h.newRunner()
-		if err != nil {
+	for size := max(1, (len(ops)-1)/2); time.Now().Before(deadline); size = max(1, size/2) {
+		for start := 0; start+size <= len(ops)-1 && time.Now().Before(deadline); {
+			candidate := append(append([]Op{}, ops[:start]...), ops[start+size:]...)
+			r, err := h.newRunner()
+			if err != nil {
+				return ops, why
+			}
+			err = r.replay(candidate)
+			if v := (*violation)(nil); errors.As(err, &v) && v.kind == kind {
+				ops, why = r.done, err
+				h.t.Logf("shrunk to %d steps", len(ops))
+				continue
+			}
+			start += size
+		}
+		if size == 1 {
 			break
 		}
-		err = r.replay(candidate)
-		if v := (*violation)(nil); errors.As(err, &v) && v.kind == kind {
-			ops, why = r.done, err
-			h.t.Logf("shrunk to %d steps", len(ops))
-			continue
-		}
-		i++
 	}
 	return ops, why
 }
