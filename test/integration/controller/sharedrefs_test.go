@@ -117,7 +117,9 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 // leaves its Secrets without owner; nobody uses them, so the sweep takes them after the grace period.
 func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
 	removeAfter(t, "orphaned-delete")
+	// Its objects outlive it without a controller: the next run (-count) adopts them.
 	create(t, builders.COS("orphaned-delete", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
+		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "orphaned-delete", 2)...)))
 	cos := waitFor(t, "orphaned-delete", olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	waitSecretsOwnedBy(t, cos)
