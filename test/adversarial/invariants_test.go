@@ -187,6 +187,9 @@ func (r *runner) quiesce() error {
 	if err := r.waitNoOrphans(); err != nil {
 		return err
 	}
+	if err := r.waitSweepsPast(); err != nil {
+		return err
+	}
 	if err := r.checkNoLeak(); err != nil {
 		return err
 	}
@@ -291,6 +294,33 @@ func (r *runner) waitNoOrphans() error {
 		return violated("orphan-kept", "an orphaned Secret outlived its grace period and a sweep (%s): %s", bound, last)
 	}
 	return nil
+}
+
+// waitSweepsPast waits until the grace period of every object-data Secret of the run has passed and
+// two sweeps have run since, so that the checks after it see whatever the sweep would delete.
+func (r *runner) waitSweepsPast() error {
+	secrets := &corev1.SecretList{}
+	if err := r.admin.List(r.ctx(), secrets, client.InNamespace(testenv.SystemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
+		return err
+	}
+	var newest time.Time
+	for _, s := range secrets.Items {
+		if !strings.HasPrefix(s.Labels[olmv1.LabelRevisionName], r.m.run+"-") {
+			continue
+		}
+		used := s.CreationTimestamp.Time
+		if u, ok := content.LastUsed(s.Annotations); ok && u.After(used) {
+			used = u
+		}
+		if used.After(newest) {
+			newest = used
+		}
+	}
+	// A condition on the clock: the sweep's grace is measured against it.
+	until := newest.Add(r.env.grace + 2*r.env.sweepEvery)
+	return wait.PollUntilContextTimeout(r.ctx(), pollInterval, r.env.grace+settleBound, true, func(context.Context) (bool, error) {
+		return time.Now().After(until), nil
+	})
 }
 
 func (r *runner) checkNoLeak() error {

@@ -70,7 +70,7 @@ func newHarness(t *testing.T) *harness {
 		current.t = t
 		return current
 	}
-	h := &harness{t: t, grace: 15 * time.Second, sweepEvery: 2 * time.Second}
+	h := &harness{t: t, grace: 5 * time.Second, sweepEvery: time.Second}
 	h.untap = testenv.TapLogs(func(line []byte) {
 		if i := bytes.Index(line, []byte(secretMark)); i >= 0 {
 			h.mu.Lock()
@@ -151,6 +151,9 @@ var runs int
 func (h *harness) newRunner() (*runner, error) {
 	runs++
 	m := newModel(fmt.Sprintf("r%d", runs))
+	h.mu.Lock()
+	h.peak = 0 // a run's heap peak is its own
+	h.mu.Unlock()
 	cfg := rest.CopyConfig(testenv.Env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:masters"}}
 	alice, err := client.New(cfg, client.Options{Scheme: scheme.New()})
