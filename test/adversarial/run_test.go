@@ -269,7 +269,11 @@ func (r *runner) deleteAndWait(name string, propagation metav1.DeletionPropagati
 	if err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
 		cur := &olmv1.ClusterObjectSet{}
 		err := r.admin.Get(ctx, client.ObjectKey{Name: name}, cur)
-		last = fmt.Sprintf("finalizers %v, conditions %v", cur.Finalizers, cur.Status.Conditions)
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprintf("finalizers %v, conditions %v", cur.Finalizers, cur.Status.Conditions)
+		}
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		return violated("delete-wedged", "the %s delete of %s did not finish within %s (wedged): %s", propagation, name, deleteBound, last)
