@@ -149,6 +149,16 @@ var runs int
 
 // newRunner starts a run with names of its own, so runs (and replays while shrinking) never meet.
 func (h *harness) newRunner() (*runner, error) {
+	if err := h.start(); err != nil {
+		return nil, err
+	}
+	if runs > 0 {
+		// The ClusterObjectSets of earlier runs go first: a replay's failures (its heap above all)
+		// are its own.
+		if err := clearRuns(); err != nil {
+			return nil, err
+		}
+	}
 	runs++
 	m := newModel(fmt.Sprintf("r%d", runs))
 	h.mu.Lock()
@@ -168,6 +178,21 @@ func (h *harness) newRunner() (*runner, error) {
 		return nil, err
 	}
 	return &runner{env: h, m: m, admin: testenv.Env.Client, alice: alice, logf: h.t.Logf}, nil
+}
+
+// clearRuns deletes every ClusterObjectSet and waits until they are gone.
+func clearRuns() error {
+	ctx := context.Background()
+	if err := testenv.Env.Client.DeleteAllOf(ctx, &olmv1.ClusterObjectSet{}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
+		list := &olmv1.ClusterObjectSetList{}
+		if err := testenv.Env.Client.List(ctx, list); err != nil {
+			return false, nil
+		}
+		return len(list.Items) == 0, nil
+	})
 }
 
 // warmUp waits until the garbage collector deletes the dependents of a ClusterObjectSet: it watches
