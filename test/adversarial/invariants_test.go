@@ -199,6 +199,9 @@ func (r *runner) quiesce() error {
 func (r *runner) waitSettled() error {
 	var last string
 	err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, settleBound, true, func(ctx context.Context) (bool, error) {
+		if r.env.heapPeak() > heapBound {
+			return true, nil // the heap invariant holds while waiting too: reported below
+		}
 		sets, err := r.runSets(ctx)
 		if err != nil {
 			return false, nil
@@ -237,6 +240,9 @@ func (r *runner) waitSettled() error {
 		}
 		return true, nil
 	})
+	if peak := r.env.heapPeak(); peak > heapBound {
+		return violated("heap", "heap in use peaked at %d bytes, over the bound of %d", peak, heapBound)
+	}
 	if err != nil {
 		return violated("not-settled", "not settled within %s: %s", settleBound, last)
 	}
