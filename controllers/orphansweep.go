@@ -102,6 +102,7 @@ func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNames
 	for i := range sets {
 		existing[sets[i].UID] = true
 	}
+	users := secretuse.BySecret(sets, systemNamespace)
 	var out []corev1.Secret
 	for _, sec := range secrets {
 		if sec.Type != olmv1.SecretTypeObjectData {
@@ -110,8 +111,7 @@ func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNames
 		owned := slices.ContainsFunc(sec.OwnerReferences, func(ref metav1.OwnerReference) bool {
 			return collision.IsClusterObjectSetRef(ref) && existing[ref.UID]
 		})
-		users := secretuse.Users(sets, client.ObjectKeyFromObject(&sec), systemNamespace)
-		if secretuse.Sweepable(users, owned, lastUsed(&sec), now, grace) {
+		if secretuse.Sweepable(users[client.ObjectKeyFromObject(&sec)], owned, lastUsed(&sec), now, grace) {
 			out = append(out, sec)
 		}
 	}

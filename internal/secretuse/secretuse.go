@@ -14,13 +14,16 @@ package secretuse
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 )
 
 // Use is a live ClusterObjectSet that references a Secret.
@@ -40,25 +43,26 @@ func Live(cos *olmv1.ClusterObjectSet) bool {
 // Users returns the live ClusterObjectSets among sets that reference the Secret key, sorted by name.
 // systemNamespace is what an empty ref.namespace means.
 func Users(sets []olmv1.ClusterObjectSet, key types.NamespacedName, systemNamespace string) []Use {
-	var out []Use
+	return BySecret(sets, systemNamespace)[key]
+}
+
+// BySecret returns the users (Users) of every Secret that sets reference, keyed by Secret, in one
+// pass over sets: for callers that judge many Secrets against the same ClusterObjectSets.
+func BySecret(sets []olmv1.ClusterObjectSet, systemNamespace string) map[types.NamespacedName][]Use {
+	out := map[types.NamespacedName][]Use{}
 	for i := range sets {
 		cos := &sets[i]
 		if !Live(cos) {
 			continue
 		}
-		if path, ok := cos.RefTo(key.Namespace, key.Name, systemNamespace); ok {
-			out = append(out, Use{Name: cos.Name, UID: cos.UID, Path: path})
+		for _, key := range cos.ReferencedSecrets(systemNamespace) {
+			path, _ := cos.RefTo(key.Namespace, key.Name, systemNamespace)
+			out[key] = append(out[key], Use{Name: cos.Name, UID: cos.UID, Path: path})
 		}
 	}
-	slices.SortFunc(out, func(a, b Use) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	for _, users := range out {
+		slices.SortFunc(users, func(a, b Use) int { return strings.Compare(a.Name, b.Name) })
+	}
 	return out
 }
 
@@ -68,15 +72,13 @@ func Users(sets []olmv1.ClusterObjectSet, key types.NamespacedName, systemNamesp
 func OwnerRef(u Use, controller bool) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: u.Name, UID: u.UID,
-		Controller: &controller, BlockOwnerDeletion: ptrTrue(),
+		Controller: &controller, BlockOwnerDeletion: ptr.To(true),
 	}
 }
 
-func ptrTrue() *bool { t := true; return &t }
-
 // Owners returns the ownerReferences an object-data Secret should have, and whether they differ from
-// refs. users are the Secret's users (Users); label is the ClusterObjectSet name its revision-name
-// label names (or ""); live reports whether the ClusterObjectSet of an owner reference is live (it
+// refs. users are the Secret's users (Users); label is its revision-name label (the ClusterObjectSet
+// name, hashed when too long for a label value: content.RevisionLabelValue), or ""; live reports whether the ClusterObjectSet of an owner reference is live (it
 // exists with that uid and is not being deleted).
 //
 //   - A Secret that no live ClusterObjectSet uses is left as it is: its owners' deletion (the garbage
@@ -117,8 +119,8 @@ func Owners(refs []metav1.OwnerReference, users []Use, label string, live func(t
 	}
 	// The user the label names becomes the controller when nothing controls the Secret.
 	for i := range out {
-		if !controlled && collision.IsClusterObjectSetRef(out[i]) && out[i].Name == label && isUser(users, out[i].UID) {
-			out[i].Controller = ptrTrue()
+		if !controlled && collision.IsClusterObjectSetRef(out[i]) && content.RevisionLabelValue(out[i].Name) == label && isUser(users, out[i].UID) {
+			out[i].Controller = ptr.To(true)
 			controlled, change = true, true
 		}
 	}
@@ -126,7 +128,7 @@ func Owners(refs []metav1.OwnerReference, users []Use, label string, live func(t
 		if has[u.UID] {
 			continue
 		}
-		controller := !controlled && u.Name == label
+		controller := !controlled && content.RevisionLabelValue(u.Name) == label
 		controlled = controlled || controller
 		out = append(out, OwnerRef(u, controller))
 		change = true

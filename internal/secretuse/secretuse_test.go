@@ -1,6 +1,7 @@
 package secretuse
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 )
 
 const sys = "olmv1-system"
@@ -74,6 +76,7 @@ func TestOwners(t *testing.T) {
 	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-cm"}
 	otherController := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "uid-d", Controller: ptr.To(true)}
 	// live: the uids of ClusterObjectSets that exist and are not being deleted.
+	long := strings.Repeat("long-name-", 10)
 	liveSet := map[types.UID]bool{"uid-x": true, "uid-b": true, "uid-c": true, "uid-nonuser": true}
 	tests := map[string]struct {
 		refs   []metav1.OwnerReference
@@ -109,6 +112,8 @@ func TestOwners(t *testing.T) {
 			users: []Use{use("x", "x")}, label: "x", want: []metav1.OwnerReference{cosRef("x", "x", true)}, change: true},
 		"duplicate references are merged": {refs: []metav1.OwnerReference{cosRef("x", "x", true), cosRef("x", "x", true)},
 			users: []Use{use("x", "x")}, label: "x", want: []metav1.OwnerReference{cosRef("x", "x", true)}, change: true},
+		"a name too long for a label: the hashed label still names its controller": {users: []Use{use(long, "x")}, label: content.RevisionLabelValue(long),
+			want: []metav1.OwnerReference{cosRef(long, "x", true)}, change: true},
 		"users in the order given": {users: []Use{use("b", "b"), use("c", "c")}, label: "x",
 			want: []metav1.OwnerReference{cosRef("b", "b", false), cosRef("c", "c", false)}, change: true},
 	}

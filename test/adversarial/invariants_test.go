@@ -284,12 +284,13 @@ func (r *runner) waitNoOrphans() error {
 		for _, c := range list.Items {
 			exists[c.UID] = true
 		}
+		users := secretuse.BySecret(list.Items, testenv.SystemNamespace)
 		for _, s := range secrets.Items {
 			if s.Type != olmv1.SecretTypeObjectData || !strings.HasPrefix(s.Labels[olmv1.LabelRevisionName], r.m.run+"-") {
 				continue
 			}
 			owned := slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return exists[o.UID] })
-			if !owned && len(secretuse.Users(list.Items, client.ObjectKeyFromObject(&s), testenv.SystemNamespace)) == 0 {
+			if !owned && len(users[client.ObjectKeyFromObject(&s)]) == 0 {
 				last = "Secret " + s.Name + " is used by no one and owned by no ClusterObjectSet"
 				return false, nil
 			}
