@@ -30,6 +30,9 @@ import (
 // selector against the old and the new object, so an update that removes the label is guarded too.
 // +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]},"matchConditions":[{"name":"not-exempt","expression":"!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller'])"}]}`
 
+// SecretGuardName is the secret guard's name in the ValidatingWebhookConfiguration.
+const SecretGuardName = "secret-guard.cos-externalizer.io"
+
 // NamespaceControllerUser is the identity of kube-controller-manager's namespace controller, which
 // deletes every Secret of a namespace being deleted: it is exempt, so that deleting the system
 // namespace never wedges.

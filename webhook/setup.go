@@ -8,7 +8,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -142,10 +141,7 @@ func (c *exemptionCheck) Start(ctx context.Context) error {
 // exemptConditionOf returns the expression of the secret guard's ExemptConditionName matchCondition.
 func exemptConditionOf(wc *admissionregistrationv1.ValidatingWebhookConfiguration) (string, bool) {
 	for _, w := range wc.Webhooks {
-		if w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil && *w.ClientConfig.Service.Path != SecretGuardPath {
-			continue
-		}
-		if w.ClientConfig.URL != nil && !strings.HasSuffix(*w.ClientConfig.URL, SecretGuardPath) {
+		if w.Name != SecretGuardName {
 			continue
 		}
 		for _, mc := range w.MatchConditions {

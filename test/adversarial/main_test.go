@@ -27,12 +27,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
-	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -164,9 +162,7 @@ func (h *harness) newRunner() (*runner, error) {
 	h.mu.Lock()
 	h.peak = 0 // a run's heap peak is its own
 	h.mu.Unlock()
-	cfg := rest.CopyConfig(testenv.Env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:masters"}}
-	alice, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	alice, err := testenv.Env.As("alice")
 	if err != nil {
 		return nil, err
 	}

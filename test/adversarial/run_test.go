@@ -121,12 +121,18 @@ func expect(what string, err error, allowed ...func(error) bool) error {
 	return violated("unexpected-answer", "%s: unexpected answer: %v", what, err)
 }
 
-func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.ClusterObjectSet {
-	name := r.m.name(op.Owner, op.Rev)
-	opts := []builders.Option{builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
+// revision is the ClusterObjectSet of revision op.Rev of owner op.Owner, with opts (its phases).
+func (r *runner) revision(op Op, opts ...builders.Option) *olmv1.ClusterObjectSet {
+	return builders.COS(r.m.name(op.Owner, op.Rev), append([]builders.Option{builders.WithRevision(op.Rev),
+		builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
 		// A revision deleted with orphan propagation leaves its objects without a controller: the
 		// next revision adopts them (under Prevent it would collide, as it should, and never succeed).
-		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController)}
+		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController)}, opts...)...)
+}
+
+// inlineCOS is revision op with objs inline, one phase per element.
+func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.ClusterObjectSet {
+	var opts []builders.Option
 	for i, phase := range objs {
 		var members []olmv1.ClusterObjectSetObject
 		for _, o := range phase {
@@ -134,7 +140,7 @@ func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.Cl
 		}
 		opts = append(opts, builders.WithPhase([]string{"configuration", "deploy"}[i], members...))
 	}
-	return builders.COS(name, opts...)
+	return r.revision(op, opts...)
 }
 
 func (r *runner) remember(name string, e *entry) error {
@@ -213,8 +219,7 @@ func (r *runner) copyRefs(op Op) error {
 		return nil // the source is gone: nothing to copy
 	}
 	name := r.m.name(op.Owner, op.Rev)
-	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
-		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController), builders.WithPhases(stored.Spec.Phases...))
+	cos := r.revision(op, builders.WithPhases(stored.Spec.Phases...))
 	if err := expect("creating "+name+" with copied refs", r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}
@@ -223,8 +228,7 @@ func (r *runner) copyRefs(op Op) error {
 
 func (r *runner) empty(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
-		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController))
+	cos := r.revision(op)
 	if err := expect("creating the empty revision "+name, r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}
@@ -467,8 +471,7 @@ func (r *runner) badRefs(op Op) error {
 	for _, key := range keys {
 		refs = append(refs, builders.Ref(sec.Name, "", key))
 	}
-	cos := builders.COS(name, builders.WithRevision(op.Rev), builders.WithLabels(map[string]string{olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}),
-		builders.WithPhase("configuration", refs...))
+	cos := r.revision(op, builders.WithPhase("configuration", refs...))
 	if err := expect("creating "+name+" with bad refs", r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
@@ -28,6 +29,14 @@ type Environment struct {
 	Client client.Client
 	// Clientset is the typed client-go clientset.
 	Clientset kubernetes.Interface
+}
+
+// As returns a client that acts as user, a cluster admin (system:masters) who is not the manager
+// and not exempt from the Secret guard.
+func (e *Environment) As(user string) (client.Client, error) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters"}}
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }
 
 // Env is the environment of the running test binary, set by Run.

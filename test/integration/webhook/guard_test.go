@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -28,7 +27,6 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -38,9 +36,7 @@ import (
 // asUser returns a client that acts as another cluster admin, not exempt from the Secret guard.
 func asUser(t *testing.T, name string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(testenv.Env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: []string{"system:masters"}}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := testenv.Env.As(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +272,7 @@ func deadGuard(t *testing.T, ns string) {
 			continue
 		}
 		for i := range wc.Webhooks {
-			if wc.Webhooks[i].Name == "secret-guard.cos-externalizer.io" {
+			if wc.Webhooks[i].Name == webhook.SecretGuardName {
 				guard = &wc.Webhooks[i]
 			}
 		}
