@@ -53,6 +53,19 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
 	w.list = append(w.list, text)
 }
 
+// warningClient returns a client whose requests' warnings are collected in the warnings returned.
+func warningClient(t *testing.T) (client.Client, *warnings) {
+	t.Helper()
+	seen := &warnings{}
+	cfg := rest.CopyConfig(testenv.Env.Config)
+	cfg.WarningHandler = seen
+	wc, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wc, seen
+}
+
 // TestGzipBombRefsAreBlocked: a thousand refs (20 phases of 50, the most the CRD allows) to one
 // 10 KB gzip bomb would inflate to 10 GB; the per-ClusterObjectSet budget (--max-resolved-bytes,
 // 64 MiB by default) blocks the rollout after six refs instead, the webhook refuses to compare more
@@ -96,16 +109,10 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 
 	// An update to refs under another key of the same content makes the webhook compare both sides:
 	// two values per object, so the budget runs out at object 3, and the update is refused.
-	var seen warnings
-	cfg := rest.CopyConfig(testenv.Env.Config)
-	cfg.WarningHandler = &seen
-	wc, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wc, seen := warningClient(t)
 	update := getCOS(t, name)
 	update.Spec.Phases = builders.COS(name, refs("plain-key")...).Spec.Phases
-	err = wc.Update(ctx, update)
+	err := wc.Update(ctx, update)
 	if !apierrors.IsInvalid(err) {
 		t.Errorf("update to other refs: %v, want Invalid (a change of immutable phases)", err)
 	}
@@ -195,13 +202,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 
 	// The webhook compares an update to the plain keys with the stored refs: the first stored value
 	// is refused by the budget, so the update is refused as a change of immutable phases.
-	var seen warnings
-	cfg := rest.CopyConfig(testenv.Env.Config)
-	cfg.WarningHandler = &seen
-	wc, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wc, seen := warningClient(t)
 	update := getCOS(t, name)
 	update.Spec.Phases = builders.COS(name, builders.WithPhase("p", refs(func(i int) string { return fmt.Sprintf("plain-%d", i) })...)).Spec.Phases
 	if err := wc.Update(ctx, update); !apierrors.IsInvalid(err) {

@@ -47,6 +47,21 @@ func createWithDeadline(name string, minutes int32, real bool, with ...builders.
 	return testenv.Env.Client.Create(context.Background(), cos, opts...)
 }
 
+// lowerDeadlineMinimum lowers the served CRD's minimum progress deadline to 1 until the test ends,
+// and then leaves the cluster as found: until the webhooks and the API server refuse 1 minute again
+// (probed with dry runs named after name).
+func lowerDeadlineMinimum(t *testing.T, name string) {
+	t.Helper()
+	setDeadlineMinimum(t, 1)
+	t.Cleanup(func() {
+		setDeadlineMinimum(t, olmv1.MinProgressDeadlineMinutes)
+		waitUntil(t, "a 1-minute deadline to be refused again", func() (bool, string) {
+			err := createWithDeadline(name+"-x", 1, false)
+			return apierrors.IsInvalid(err), fmt.Sprint(err)
+		})
+	})
+}
+
 // TestServedCRDBoundsApply lowers the CRD's minimum progress deadline: the webhooks follow the served
 // CRD (within their 10-second reading of it) instead of refusing with the generated bound.
 func TestServedCRDBoundsApply(t *testing.T) {
@@ -57,15 +72,7 @@ func TestServedCRDBoundsApply(t *testing.T) {
 		t.Fatalf("a 1-minute deadline under the generated CRD: want Invalid at spec.progressDeadlineMinutes, got %v", err)
 	}
 
-	setDeadlineMinimum(t, 1)
-	t.Cleanup(func() {
-		setDeadlineMinimum(t, olmv1.MinProgressDeadlineMinutes)
-		// Leave the cluster as found: until the webhooks and the API server refuse 1 minute again.
-		waitUntil(t, "a 1-minute deadline to be refused again", func() (bool, string) {
-			err := createWithDeadline(name+"-x", 1, false)
-			return apierrors.IsInvalid(err), fmt.Sprint(err)
-		})
-	})
+	lowerDeadlineMinimum(t, name)
 	waitUntil(t, "a 1-minute deadline to be admitted", func() (bool, string) {
 		err := createWithDeadline(name, 1, false)
 		return err == nil, fmt.Sprint(err)
@@ -91,14 +98,7 @@ func TestServedCRDBoundChangedJustNow(t *testing.T) {
 		t.Fatalf("a 1-minute deadline under the generated CRD: want Invalid at spec.progressDeadlineMinutes, got %v", err)
 	}
 
-	setDeadlineMinimum(t, 1)
-	t.Cleanup(func() {
-		setDeadlineMinimum(t, olmv1.MinProgressDeadlineMinutes)
-		waitUntil(t, "a 1-minute deadline to be refused again", func() (bool, string) {
-			err := createWithDeadline(name+"-x", 1, false)
-			return apierrors.IsInvalid(err), fmt.Sprint(err)
-		})
-	})
+	lowerDeadlineMinimum(t, name)
 	admittedByWebhooks(t, name, 1)
 	if err := createWithDeadline(name, 1, true); err != nil {
 		t.Fatalf("creating with the lowered minimum: %v", err)
