@@ -27,11 +27,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
-	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -191,32 +189,6 @@ func clearRuns() error {
 	})
 }
 
-// warmUp waits until the garbage collector deletes the dependents of a ClusterObjectSet: it watches
-// a CRD's kind only from its discovery resync after the CRD appeared (up to a minute), and the
-// delete bound of the invariants is not meant to measure that.
-func (h *harness) warmUp() error {
-	ctx := context.Background()
-	cos := builders.COS("adv-warm-up")
-	if err := testenv.Env.Client.Create(ctx, cos); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := testenv.Env.Client.Get(ctx, client.ObjectKeyFromObject(cos), cos); err != nil {
-		return err
-	}
-	cm := builders.ConfigMap("default", "adv-warm-up", nil)
-	cm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: cos.Name, UID: cos.UID}})
-	if err := testenv.Env.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := testenv.Env.Client.Delete(ctx, cos); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	return wait.PollUntilContextTimeout(ctx, pollInterval, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := testenv.Env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-		return apierrors.IsNotFound(err), nil
-	})
-}
-
 func envDuration(name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
@@ -240,7 +212,7 @@ func envUint(name string, def uint64) uint64 {
 // still fails, replayable on its own with COS_ADV_REPLAY.
 func TestAdversarial(t *testing.T) {
 	h := newHarness(t)
-	if err := h.warmUp(); err != nil {
+	if err := testenv.Env.WaitForGarbageCollector(context.Background()); err != nil {
 		t.Fatalf("warming up the garbage collector: %v", err)
 	}
 	seed := envUint("COS_ADV_SEED", defaultSeed)

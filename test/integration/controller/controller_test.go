@@ -61,6 +61,11 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		manager = mgr
+		// Deletion tests wait for dependents to go: not for the collector to start watching the CRD.
+		if err := env.WaitForGarbageCollector(ctx); err != nil {
+			_ = manager.Stop()
+			return nil, err
+		}
 		return func() { _ = manager.Stop() }, nil
 	})
 }
