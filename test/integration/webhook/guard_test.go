@@ -176,7 +176,13 @@ func TestSecretGuardBypasses(t *testing.T) {
 		"change the label": {func(s *corev1.Secret) { s.Labels[olmv1.LabelRevisionName] = "someone-else" }, "cannot change its " + olmv1.LabelRevisionName + " label"},
 		"drop the owner":   {func(s *corev1.Secret) { s.OwnerReferences = nil }, "cannot remove its owner reference to ClusterObjectSet guard-bypass"},
 		"point the owner elsewhere": {func(s *corev1.Secret) {
-			s.OwnerReferences[0].UID = "00000000-0000-0000-0000-000000000000"
+			// The ClusterObjectSet's reference: other owners may come first (an earlier run's "add an
+			// owner", kept on the reused Secret until the collector drops it).
+			for i := range s.OwnerReferences {
+				if s.OwnerReferences[i].UID == cos.UID {
+					s.OwnerReferences[i].UID = "00000000-0000-0000-0000-000000000000"
+				}
+			}
 		}, "cannot remove its owner reference to ClusterObjectSet guard-bypass"},
 		"add an annotation": {func(s *corev1.Secret) { metav1.SetMetaDataAnnotation(&s.ObjectMeta, "example.com/note", "hi") }, ""},
 		"add an owner": {func(s *corev1.Secret) {
