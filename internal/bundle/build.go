@@ -60,7 +60,7 @@ func Build(objs []Object, opts Options) (*olmv1.ClusterObjectSet, error) {
 		u := o.Object.DeepCopy()
 		md, _ := u.Object["metadata"].(map[string]any)
 		if _, isString := md["name"].(string); md == nil || (isString && md["name"] == "") || md["name"] == nil {
-			errs = append(errs, &Error{Source: o.Source, Object: describe(u), Field: "metadata.name",
+			errs = append(errs, &Error{Source: o.Source, Object: errorObject(u), Field: "metadata.name",
 				Detail: "Required value: objects of a ClusterObjectSet are applied by name"})
 			continue
 		}
@@ -72,7 +72,7 @@ func Build(objs []Object, opts Options) (*olmv1.ClusterObjectSet, error) {
 		// A namespace that is there but not a string is validation's to report.
 		if _, given := md["namespace"]; namespaced && !given {
 			if opts.Namespace == "" {
-				errs = append(errs, &Error{Source: o.Source, Object: describe(u), Field: "metadata.namespace",
+				errs = append(errs, &Error{Source: o.Source, Object: errorObject(u), Field: "metadata.namespace",
 					Detail: fmt.Sprintf("Required value: %s is namespaced; set metadata.namespace or pass --namespace", gk.Kind)})
 				continue
 			}
@@ -80,7 +80,7 @@ func Build(objs []Object, opts Options) (*olmv1.ClusterObjectSet, error) {
 		}
 		id := identity(u)
 		if first, dup := seen[id]; dup {
-			errs = append(errs, &Error{Source: o.Source, Object: describe(u),
+			errs = append(errs, &Error{Source: o.Source, Object: errorObject(u),
 				Detail: fmt.Sprintf("Duplicate value: the same object as %s", first)})
 			continue
 		}
@@ -199,7 +199,7 @@ func located(cos *olmv1.ClusterObjectSet, sources map[*unstructured.Unstructured
 			i, _ := strconv.Atoi(m[1])
 			j, _ := strconv.Atoi(m[2])
 			obj := &cos.Spec.Phases[i].Objects[j].Object
-			errs = append(errs, &Error{Source: bySpot[[2]int{i, j}], Object: describe(obj), Field: m[3], Detail: detail})
+			errs = append(errs, &Error{Source: bySpot[[2]int{i, j}], Object: errorObject(obj), Field: m[3], Detail: detail})
 			continue
 		}
 		where := path

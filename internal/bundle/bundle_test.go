@@ -22,7 +22,7 @@ type brief struct {
 func briefs(objs []Object) []brief {
 	var out []brief
 	for _, o := range objs {
-		out = append(out, brief{o.Source, describe(o.Object)})
+		out = append(out, brief{o.Source, errorObject(o.Object)})
 	}
 	return out
 }
@@ -180,7 +180,7 @@ metadata: {name: settings}
 		for _, p := range c.Spec.Phases {
 			row := []string{p.Name}
 			for _, o := range p.Objects {
-				row = append(row, describe(&o.Object))
+				row = append(row, errorObject(&o.Object))
 			}
 			out = append(out, row)
 		}

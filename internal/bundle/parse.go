@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/describe"
 )
 
 // Source is where an object was read.
@@ -268,40 +270,31 @@ func checkObject(src Source, m map[string]any) (Object, error) {
 		v, ok := m[f]
 		switch s, isString := v.(string); {
 		case !ok || v == nil:
-			return Object{}, &Error{Source: src, Object: describe(u), Field: f, Detail: "Required value"}
+			return Object{}, &Error{Source: src, Object: errorObject(u), Field: f, Detail: "Required value"}
 		case !isString:
-			return Object{}, &Error{Source: src, Object: describe(u), Field: f, Detail: fmt.Sprintf("Invalid value: must be a string, not %s", typeName(v))}
+			return Object{}, &Error{Source: src, Object: errorObject(u), Field: f, Detail: fmt.Sprintf("Invalid value: must be a string, not %s", typeName(v))}
 		case s == "":
-			return Object{}, &Error{Source: src, Object: describe(u), Field: f, Detail: "Required value"}
+			return Object{}, &Error{Source: src, Object: errorObject(u), Field: f, Detail: "Required value"}
 		}
 	}
 	if md, ok := m["metadata"]; ok && md != nil {
 		if _, ok := md.(map[string]any); !ok {
-			return Object{}, &Error{Source: src, Object: describe(u), Field: "metadata", Detail: fmt.Sprintf("Invalid value: must be a mapping, not %s", typeName(md))}
+			return Object{}, &Error{Source: src, Object: errorObject(u), Field: "metadata", Detail: fmt.Sprintf("Invalid value: must be a mapping, not %s", typeName(md))}
 		}
 	}
 	return Object{Source: src, Object: u}, nil
 }
 
-// describe names an object by kind, namespace and name, as far as they are strings.
-func describe(u *unstructured.Unstructured) string {
+// errorObject names u for an Error: empty when u has neither a kind nor a name (the Error then names
+// only its source), else as everywhere (describe.Object).
+func errorObject(u *unstructured.Unstructured) string {
 	kind, _ := u.Object["kind"].(string)
 	md, _ := u.Object["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
-	ns, _ := md["namespace"].(string)
-	switch {
-	case kind == "" && name == "":
+	if kind == "" && name == "" {
 		return ""
-	case kind == "":
-		kind = "object"
 	}
-	if name == "" {
-		return kind
-	}
-	if ns != "" {
-		return kind + " " + ns + "/" + name
-	}
-	return kind + " " + name
+	return describe.Object(u.Object)
 }
 
 func typeName(v any) string {

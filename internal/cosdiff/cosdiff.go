@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/describe"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 )
 
@@ -152,14 +153,14 @@ func filesOf(c *olmv1.ClusterObjectSet) (map[string]*file, error) {
 			u := &o.Object
 			name := fileName(u)
 			if _, dup := out[name]; dup {
-				return nil, fmt.Errorf("ClusterObjectSet %s holds %s twice", c.Name, describe(u))
+				return nil, fmt.Errorf("ClusterObjectSet %s holds %s twice", c.Name, describe.Unstructured(u))
 			}
 			header := fmt.Sprintf("# phase %d: %s\n", i+1, p.Name)
 			if cp := o.CollisionProtection; cp != "" {
 				header += "# collisionProtection: " + string(cp) + "\n"
 			}
 			gk := u.GroupVersionKind().GroupKind()
-			out[name] = &file{header: header, describe: describe(u), obj: u.Object, secret: gk.Group == "" && gk.Kind == "Secret"}
+			out[name] = &file{header: header, describe: describe.Unstructured(u), obj: u.Object, secret: gk.Group == "" && gk.Kind == "Secret"}
 		}
 	}
 	return out, nil
@@ -221,13 +222,6 @@ func fileName(u *unstructured.Unstructured) string {
 	}
 	parts = append(parts, u.GetName())
 	return strings.ReplaceAll(strings.Join(parts, "."), "/", "_") + ".yaml"
-}
-
-func describe(u *unstructured.Unstructured) string {
-	if ns := u.GetNamespace(); ns != "" {
-		return u.GetKind() + " " + ns + "/" + u.GetName()
-	}
-	return u.GetKind() + " " + u.GetName()
 }
 
 // render writes the header comments and the object as YAML.

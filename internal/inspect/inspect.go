@@ -26,6 +26,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/describe"
 	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 )
 
@@ -284,7 +285,7 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 		complete := true
 		for _, o := range p.Objects {
 			if !o.IsRef() {
-				ph.Objects = append(ph.Objects, Object{What: describe(o.Object.Object)})
+				ph.Objects = append(ph.Objects, Object{What: describe.Object(o.Object.Object)})
 				resolved = append(resolved, o.Object.Object)
 				continue
 			}
@@ -297,7 +298,7 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 			}
 			what := "(not resolved)"
 			if obj != nil {
-				what = describe(obj)
+				what = describe.Object(obj)
 				resolved = append(resolved, obj)
 			}
 			ph.Objects = append(ph.Objects, Object{What: what, Ref: ref})
@@ -420,21 +421,6 @@ func orphans(in Input, c *olmv1.ClusterObjectSet) []Orphan {
 	return out
 }
 
-// describe names an object by kind, namespace and name.
-func describe(obj map[string]any) string {
-	kind, _ := obj["kind"].(string)
-	md, _ := obj["metadata"].(map[string]any)
-	name, _ := md["name"].(string)
-	ns, _ := md["namespace"].(string)
-	if kind == "" {
-		kind = "(no kind)"
-	}
-	if ns != "" {
-		return kind + " " + ns + "/" + name
-	}
-	return kind + " " + name
-}
-
 // Render writes the report for people, in sections.
 func Render(w io.Writer, r *Report) error {
 	p := &printer{w: w}
@@ -475,7 +461,7 @@ func Render(w io.Writer, r *Report) error {
 			if ph.CompletedAt != nil {
 				state = "completed " + ph.CompletedAt.UTC().Format(time.RFC3339)
 			}
-			p.f("  %d. %s: %s, %s; digest %s\n", i+1, ph.Name, plural(len(ph.Objects), "object"), state, ph.DigestCheck)
+			p.f("  %d. %s: %s, %s; digest %s\n", i+1, ph.Name, describe.Count(len(ph.Objects), "object"), state, ph.DigestCheck)
 			for _, o := range ph.Objects {
 				if o.Ref == nil {
 					p.f("     %s\tinline\n", o.What)
@@ -574,7 +560,7 @@ func secretLine(s Secret) string {
 	default:
 		parts = append(parts, "owner "+s.Owner)
 	}
-	parts = append(parts, plural(s.Keys, "key"), byteSize(s.Data)+" of data")
+	parts = append(parts, describe.Count(s.Keys, "key"), byteSize(s.Data)+" of data")
 	return strings.Join(parts, ", ")
 }
 
@@ -591,13 +577,6 @@ func age(now, t time.Time) string {
 		return "?"
 	}
 	return duration.HumanDuration(now.Sub(t))
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func byteSize(n int) string {

@@ -14,6 +14,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/describe"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 )
 
@@ -277,7 +278,7 @@ func Render(w io.Writer, r *Report) error {
 	if name == "" {
 		name = "(no name)"
 	}
-	fmt.Fprintf(tw, "ClusterObjectSet %s: %s in %s (%d inline, %d refs)\n\n", name, plural(r.Objects, "object"), plural(r.Phases, "phase"),
+	fmt.Fprintf(tw, "ClusterObjectSet %s: %s in %s (%d inline, %d refs)\n\n", name, describe.Count(r.Objects, "object"), describe.Count(r.Phases, "phase"),
 		r.InlineObjects, r.Objects-r.InlineObjects)
 	ext := func(f func(*Form) string) string {
 		if r.Externalized == nil {
@@ -296,7 +297,7 @@ func Render(w io.Writer, r *Report) error {
 		if len(f.Secrets) == 0 {
 			return "none"
 		}
-		return fmt.Sprintf("%s, %s of data (largest %s)", plural(len(f.Secrets), "Secret"), byteSize(data), byteSize(largest))
+		return fmt.Sprintf("%s, %s of data (largest %s)", describe.Count(len(f.Secrets), "Secret"), byteSize(data), byteSize(largest))
 	}))
 	fmt.Fprintf(tw, "total stored\t%s\t%s\n", byteSize(r.Inline.Total), ext(func(f *Form) string {
 		return fmt.Sprintf("%s (%.1f%%)", byteSize(f.Total), r.StoredPercent)
@@ -315,13 +316,6 @@ func Render(w io.Writer, r *Report) error {
 	}
 	_, err := fmt.Fprintf(w, "\nWebhook: %s.\nAdvice: %s\n", strings.TrimSuffix(r.Webhook, "."), r.Advice)
 	return err
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // byteSize prints a size with thousands separators and its unit.
