@@ -9,7 +9,9 @@ import (
 
 // BenchmarkValidate measures the validator on real bundles as one inline ClusterObjectSet each: the
 // Argo CD install (650 KB) and the prometheus-operator CRDs (2.8 MB), the sizes of request the
-// webhook sees. An update archives the object: the phases, with every inline object, compare equal.
+// webhook sees (`make testdata`; TestFastPathTaken runs excerpts of them). It fails when the bodies of
+// their inline objects are not left unencoded. An update archives the object: the phases, with every
+// inline object, compare equal.
 func BenchmarkValidate(b_ *testing.B) {
 	for _, bundle := range []struct{ name, dir, namespace string }{
 		{"argocd", "argocd-install", "argocd"},
@@ -19,6 +21,9 @@ func BenchmarkValidate(b_ *testing.B) {
 			obj, err := b.Bundle("bench", bundle.dir, bundle.namespace)
 			if err != nil {
 				b_.Skip(err)
+			}
+			if _, bodies, ok := splitBodies(&obj.Spec); !ok || len(bodies) == 0 {
+				b_.Fatalf("%d bodies unencoded, fast path %t", len(bodies), ok)
 			}
 			archived := obj.DeepCopy()
 			archived.Spec.LifecycleState = olmv1.LifecycleStateArchived

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +15,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
+	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 )
 
 // wireOf is what the API server decodes from the JSON encoding of v.
@@ -185,15 +187,42 @@ func TestCycle(t *testing.T) {
 	}
 }
 
-// TestFastPathTaken: the inline objects of the real bundles are left unencoded.
-func TestFastPathTaken(t *testing.T) {
-	for _, bundle := range []struct{ dir, namespace string }{{"argocd-install", "argocd"}, {"prometheus-operator-crds", "monitoring"}} {
-		obj, err := b.Bundle("x", bundle.dir, bundle.namespace)
+// fixtures are small excerpts of the real bundles (testdata/, sources and licences in each file's
+// header), each as one inline ClusterObjectSet: the package's tests need no downloaded bundle.
+// BenchmarkValidate runs the full bundles.
+func fixtures(t testing.TB) map[string]*olmv1.ClusterObjectSet {
+	t.Helper()
+	out := map[string]*olmv1.ClusterObjectSet{}
+	for _, f := range []struct{ dir, namespace string }{{"argocd", "argocd"}, {"prometheus-operator", "monitoring"}} {
+		objs, err := manifests.ReadDir(filepath.Join("testdata", f.dir))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, bodies, ok := splitBodies(&obj.Spec); !ok || len(bodies) == 0 {
-			t.Errorf("%s: %d bodies unencoded, fast path %t", bundle.dir, len(bodies), ok)
+		if len(objs) == 0 {
+			t.Fatalf("testdata/%s holds no objects", f.dir)
 		}
+		obj, err := b.FromBundle("x", objs, f.namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f.dir] = obj
+	}
+	return out
+}
+
+// TestFastPathTaken: the inline objects of real manifests are left unencoded, and they validate.
+func TestFastPathTaken(t *testing.T) {
+	for name, obj := range fixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			if _, bodies, ok := splitBodies(&obj.Spec); !ok || len(bodies) == 0 {
+				t.Errorf("%d bodies unencoded, fast path %t", len(bodies), ok)
+			}
+			archived := obj.DeepCopy()
+			archived.Spec.LifecycleState = olmv1.LifecycleStateArchived
+			agree(t, nil, obj)
+			if got := agree(t, obj, archived); len(got) != 0 {
+				t.Errorf("archiving is refused: %q", got)
+			}
+		})
 	}
 }
