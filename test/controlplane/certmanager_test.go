@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -14,11 +15,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
 // TestCertManager starts cert-manager beside a control plane of its own and checks what tests of
@@ -97,13 +98,13 @@ func TestCertManager(t *testing.T) {
 			"issuerRef":   issuerRef("ca"),
 		},
 	})
-	certReady := func(name string) func() bool {
-		return func() bool {
-			crt, err := dyn.Resource(controlplane.CertificateGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-			return err == nil && controlplane.ConditionTrue(crt, "Ready")
+	framework.Eventually(t, ctx, "Certificate leaf to be Ready", func(ctx context.Context) (bool, string) {
+		crt, err := dyn.Resource(controlplane.CertificateGVR).Namespace(ns).Get(ctx, "leaf", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
 		}
-	}
-	waitFor(t, ctx, "Certificate leaf to be Ready", certReady("leaf"))
+		return controlplane.ConditionTrue(crt, "Ready"), fmt.Sprintf("conditions %v", crt.Object["status"])
+	})
 
 	secret, err := cs.CoreV1().Secrets(ns).Get(ctx, "leaf-tls", metav1.GetOptions{})
 	if err != nil {
@@ -119,9 +120,12 @@ func TestCertManager(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = api.Delete(context.Background(), wc.Name, metav1.DeleteOptions{}) }()
-		waitFor(t, ctx, "caBundle of "+wc.Name+" to be the CA", func() bool {
+		framework.Eventually(t, ctx, "caBundle of "+wc.Name+" to be the CA", func(ctx context.Context) (bool, string) {
 			got, err := api.Get(ctx, wc.Name, metav1.GetOptions{})
-			return err == nil && bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, caPEM)
+			if err != nil {
+				return false, err.Error()
+			}
+			return bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, caPEM), fmt.Sprintf("caBundle of %d bytes", len(got.Webhooks[0].ClientConfig.CABundle))
 		})
 	})
 
@@ -130,28 +134,32 @@ func TestCertManager(t *testing.T) {
 			t.Fatal(err)
 		}
 		var renewed *x509.Certificate
-		waitFor(t, ctx, "a renewed certificate in Secret leaf-tls", func() bool {
+		framework.Eventually(t, ctx, "a renewed certificate in Secret leaf-tls", func(ctx context.Context) (bool, string) {
 			s, err := cs.CoreV1().Secrets(ns).Get(ctx, "leaf-tls", metav1.GetOptions{})
 			if err != nil {
-				return false
+				return false, err.Error()
 			}
 			c, err := parseCert(s.Data["tls.crt"])
-			if err != nil || c.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
-				return false
+			if err != nil {
+				return false, err.Error()
+			}
+			if c.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
+				return false, "the first certificate, serial " + c.SerialNumber.String()
 			}
 			renewed = verifyLeaf(t, s.Data["tls.crt"], s.Data["ca.crt"])
-			return true
+			return true, ""
 		})
 		if bytes.Equal(renewed.RawSubjectPublicKeyInfo, leaf.RawSubjectPublicKeyInfo) {
 			t.Error("renewed certificate kept the private key despite rotationPolicy Always")
 		}
-		waitFor(t, ctx, "Certificate leaf to be Ready and no longer Issuing", func() bool {
+		framework.Eventually(t, ctx, "Certificate leaf to be Ready and no longer Issuing", func(ctx context.Context) (bool, string) {
 			crt, err := dyn.Resource(controlplane.CertificateGVR).Namespace(ns).Get(ctx, "leaf", metav1.GetOptions{})
 			if err != nil {
-				return false
+				return false, err.Error()
 			}
 			rev, _, _ := unstructured.NestedInt64(crt.Object, "status", "revision")
-			return rev == 2 && controlplane.ConditionTrue(crt, "Ready") && !controlplane.ConditionTrue(crt, "Issuing")
+			return rev == 2 && controlplane.ConditionTrue(crt, "Ready") && !controlplane.ConditionTrue(crt, "Issuing"),
+				fmt.Sprintf("status %v", crt.Object["status"])
 		})
 	})
 
@@ -235,15 +243,4 @@ func parseCert(certPEM []byte) (*x509.Certificate, error) {
 		return nil, errors.New("no PEM block")
 	}
 	return x509.ParseCertificate(block.Bytes)
-}
-
-// waitFor polls cond every 100 ms for up to two minutes (CI machines are slower than laptops).
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }

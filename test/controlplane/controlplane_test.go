@@ -18,11 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
 // TestControlPlane starts a control plane of its own and checks what the other tests rely on:
@@ -64,9 +64,9 @@ func TestControlPlane(t *testing.T) {
 		if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, ctx, "child to be garbage collected", func() bool {
+		framework.Eventually(t, ctx, "child to be garbage collected", func(ctx context.Context) (bool, string) {
 			_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "child", metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
+			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 		})
 	})
 
@@ -86,17 +86,18 @@ func TestControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, ctx, "Deployment web to be Available", func() bool {
+		framework.Eventually(t, ctx, "Deployment web to be Available", func(ctx context.Context) (bool, string) {
 			d, err := cs.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
-				return false
+				return false, err.Error()
 			}
+			seen := fmt.Sprintf("%d available, conditions %v", d.Status.AvailableReplicas, d.Status.Conditions)
 			for _, c := range d.Status.Conditions {
 				if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
-					return d.Status.AvailableReplicas == 2
+					return d.Status.AvailableReplicas == 2, seen
 				}
 			}
-			return false
+			return false, seen
 		})
 	})
 
@@ -113,16 +114,6 @@ func TestControlPlane(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("temporary directory %s not removed: %v", dir, err)
-	}
-}
-
-func eventually(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
@@ -165,22 +156,22 @@ func TestComponentsDieWithTheirParent(t *testing.T) {
 			}
 			go func() { _, _ = io.Copy(io.Discard, out) }()
 			_ = cmd.Wait()
-			err = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			t.Cleanup(func() { // a failed wait leaves no component behind
 				for _, pid := range pids {
 					if alive(pid) {
-						return false, nil
-					}
-				}
-				return true, nil
-			})
-			if err != nil {
-				for _, pid := range pids {
-					if alive(pid) {
-						t.Errorf("pid %d outlived its parent", pid)
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}
 				}
-			}
+			})
+			framework.Eventually(t, context.Background(), "the components to die with their parent", func(context.Context) (bool, string) {
+				var left []int
+				for _, pid := range pids {
+					if alive(pid) {
+						left = append(left, pid)
+					}
+				}
+				return len(left) == 0, fmt.Sprintf("pids %v outlived their parent", left)
+			})
 		})
 	}
 }
