@@ -1,6 +1,7 @@
-// Package conditions computes, as a pure function, the status conditions of a ClusterObjectSet
-// (Progressing, Available, Succeeded) that follow from what one reconcile observed, with upstream's
-// reasons and messages. The reconciler calls it once per reconcile, before its one status patch.
+// Package conditions computes, as pure functions, the status conditions of a ClusterObjectSet
+// (Progressing, Available, Succeeded) from what one reconcile observed (Observations, gathered once),
+// one function per condition, with upstream's reasons and messages; and which outcomes deserve an
+// Event (Changed). The reconciler calls Set once per reconcile, before its one status patch.
 package conditions
 
 import (
@@ -49,17 +50,6 @@ const (
 	MessageTeardownInProgress = "removing revision resources that are not owned by another revision"
 )
 
-// RollingOutMessage is upstream's Progressing message while rolling out: "Revision <v> is rolling
-// out.", v being the bundle-version annotation (empty when unset, as upstream leaves it).
-func RollingOutMessage(c *olmv1.ClusterObjectSet) string {
-	return fmt.Sprintf("Revision %s is rolling out.", c.Annotations[olmv1.AnnotationBundleVersion])
-}
-
-// RolledOutMessage is upstream's Progressing message once the revision has succeeded.
-func RolledOutMessage(c *olmv1.ClusterObjectSet) string {
-	return fmt.Sprintf("Revision %s has rolled out.", c.Annotations[olmv1.AnnotationBundleVersion])
-}
-
 // Deadline returns when the progress deadline of c passes, and whether it has one.
 func Deadline(c *olmv1.ClusterObjectSet) (time.Time, bool) {
 	// As upstream: an archived or deleted revision has no deadline.
@@ -69,58 +59,164 @@ func Deadline(c *olmv1.ClusterObjectSet) (time.Time, bool) {
 	return c.CreationTimestamp.Add(time.Duration(c.Spec.ProgressDeadlineMinutes) * time.Minute), true
 }
 
-// Set updates the conditions of c for the outcome at now, as upstream's reconciler does:
-//   - Archived: Progressing False and Available Unknown, both Archived.
-//   - Blocked: Progressing False/Blocked; Available and Succeeded are left as they are.
-//   - Retrying: Progressing True/Retrying; Available Unknown/Reconciling with the same message, but
-//     only if Available has been set before.
-//   - Complete: Progressing True/Succeeded, Available True/ProbesSucceeded, Succeeded True.
-//   - rolling out: Progressing True/RollingOut, Available False/ProbeFailure naming the object waited on.
-//   - Empty (ours: upstream would report success): rolling out, Available Unknown/Reconciling.
-//
-// While rolling out or retrying, a passed progress deadline turns Progressing False/
-// ProgressDeadlineExceeded ("... Last status: <message>"), unless the revision has succeeded once.
-// Succeeded, once True, is never cleared.
+// Observations is everything the conditions of a ClusterObjectSet follow from, gathered once per
+// reconcile (Observe) before any condition is set. A condition that does not follow rollout progress
+// adds what it needs here and a function of its own to Conditions.
+type Observations struct {
+	// Generation is the spec generation observed (every condition's observedGeneration).
+	Generation int64
+	// Version is the olm.operatorframework.io/bundle-version annotation, empty when unset.
+	Version string
+	// Outcome is what the reconcile found.
+	Outcome Outcome
+	// Now is when it found it.
+	Now time.Time
+	// DeadlineMinutes is spec.progressDeadlineMinutes; DeadlinePassed: the deadline applies
+	// (Deadline) and has passed.
+	DeadlineMinutes int32
+	DeadlinePassed  bool
+	// Succeeded: the Succeeded condition is True already (it is never cleared).
+	Succeeded bool
+	// AvailableSet: the Available condition has been set before.
+	AvailableSet bool
+}
+
+// Observe gathers the observations of c for the outcome o at now.
+func Observe(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) Observations {
+	deadline, ok := Deadline(c)
+	return Observations{
+		Generation: c.Generation, Version: c.Annotations[olmv1.AnnotationBundleVersion], Outcome: o, Now: now,
+		DeadlineMinutes: c.Spec.ProgressDeadlineMinutes, DeadlinePassed: ok && !now.Before(deadline),
+		Succeeded:    apimeta.IsStatusConditionTrue(c.Status.Conditions, olmv1.ConditionSucceeded),
+		AvailableSet: apimeta.FindStatusCondition(c.Status.Conditions, olmv1.ConditionAvailable) != nil,
+	}
+}
+
+// Conditions are the functions that set each condition from the observations, in order. Each
+// returns the condition to set, or nil to leave it as it is.
+var Conditions = []func(Observations) *metav1.Condition{Progressing, Available, Succeeded}
+
+// Set updates the conditions of c for the outcome at now, as upstream's reconciler does (see
+// Progressing, Available and Succeeded), with apimeta.SetStatusCondition: a condition's
+// lastTransitionTime moves only when its status does.
 func Set(c *olmv1.ClusterObjectSet, o Outcome, now time.Time) {
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: c.Generation,
-			LastTransitionTime: metav1.NewTime(now),
-		})
-	}
-	progressing := func(reason, msg string) {
-		if deadline, ok := Deadline(c); ok && !now.Before(deadline) && !apimeta.IsStatusConditionTrue(c.Status.Conditions, olmv1.ConditionSucceeded) {
-			set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded,
-				fmt.Sprintf("Revision has not rolled out for %d minute(s). Last status: %s", c.Spec.ProgressDeadlineMinutes, msg))
-			return
+	obs := Observe(c, o, now)
+	for _, f := range Conditions {
+		if cond := f(obs); cond != nil {
+			apimeta.SetStatusCondition(&c.Status.Conditions, *cond)
 		}
-		set(olmv1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
 	}
-	switch o.Kind {
+}
+
+func (obs Observations) condition(t string, s metav1.ConditionStatus, reason, msg string) *metav1.Condition {
+	return &metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: obs.Generation, LastTransitionTime: metav1.NewTime(obs.Now)}
+}
+
+// rollingOutMessage is upstream's Progressing message while rolling out: "Revision <v> is rolling
+// out.", v being the bundle-version annotation (empty when unset, as upstream leaves it).
+func (obs Observations) rollingOutMessage() string {
+	return fmt.Sprintf("Revision %s is rolling out.", obs.Version)
+}
+
+func (obs Observations) emptyMessage() string {
+	return obs.rollingOutMessage() + " The revision has no phases yet: waiting for spec.phases to be filled."
+}
+
+// Progressing says whether the rollout moves:
+//   - Archived: False/Archived.
+//   - Blocked: False/Blocked with the cause.
+//   - Retrying: True/Retrying with the cause.
+//   - Complete: True/Succeeded, "Revision <v> has rolled out.".
+//   - rolling out: True/RollingOut, "Revision <v> is rolling out."; Empty (ours: upstream would
+//     report success) says the revision has no phases yet.
+//
+// While rolling out or retrying, a passed progress deadline turns it False/ProgressDeadlineExceeded
+// ("... Last status: <message>"), unless the revision has succeeded once.
+func Progressing(obs Observations) *metav1.Condition {
+	var reason, msg string
+	switch obs.Outcome.Kind {
 	case Archived:
-		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived, MessageArchived)
-		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonArchived, MessageArchived)
+		return obs.condition(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived, MessageArchived)
 	case Blocked:
-		set(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked, o.Message)
-	case Retrying:
-		progressing(olmv1.ReasonRetrying, o.Message)
-		if apimeta.FindStatusCondition(c.Status.Conditions, olmv1.ConditionAvailable) != nil {
-			set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, o.Message)
-		}
+		return obs.condition(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked, obs.Outcome.Message)
 	case Complete:
-		set(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, RolledOutMessage(c))
-		set(olmv1.ConditionAvailable, metav1.ConditionTrue, olmv1.ReasonProbesSucceeded, MessageProbesSucceeded)
-		set(olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded, MessageSucceeded)
+		return obs.condition(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, fmt.Sprintf("Revision %s has rolled out.", obs.Version))
+	case Retrying:
+		reason, msg = olmv1.ReasonRetrying, obs.Outcome.Message
 	case Empty:
-		msg := RollingOutMessage(c) + " The revision has no phases yet: waiting for spec.phases to be filled."
-		progressing(olmv1.ReasonRollingOut, msg)
-		set(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, msg)
+		reason, msg = olmv1.ReasonRollingOut, obs.emptyMessage()
 	default:
-		progressing(olmv1.ReasonRollingOut, RollingOutMessage(c))
-		if o.Message != "" {
-			set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, o.Message)
-		} else {
-			set(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonRollingOut, RollingOutMessage(c))
-		}
+		reason, msg = olmv1.ReasonRollingOut, obs.rollingOutMessage()
 	}
+	if obs.DeadlinePassed && !obs.Succeeded {
+		return obs.condition(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded,
+			fmt.Sprintf("Revision has not rolled out for %d minute(s). Last status: %s", obs.DeadlineMinutes, msg))
+	}
+	return obs.condition(olmv1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
+}
+
+// Available says whether the objects pass their probes:
+//   - Archived: Unknown/Archived.
+//   - Blocked: left as it is.
+//   - Retrying: Unknown/Reconciling with the cause, but only once Available has been set.
+//   - Complete: True/ProbesSucceeded.
+//   - rolling out: False/ProbeFailure naming the object waited on (False/RollingOut when no probe
+//     failed); Empty: Unknown/Reconciling.
+func Available(obs Observations) *metav1.Condition {
+	switch obs.Outcome.Kind {
+	case Archived:
+		return obs.condition(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonArchived, MessageArchived)
+	case Blocked:
+		return nil
+	case Retrying:
+		if !obs.AvailableSet {
+			return nil
+		}
+		return obs.condition(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, obs.Outcome.Message)
+	case Complete:
+		return obs.condition(olmv1.ConditionAvailable, metav1.ConditionTrue, olmv1.ReasonProbesSucceeded, MessageProbesSucceeded)
+	case Empty:
+		return obs.condition(olmv1.ConditionAvailable, metav1.ConditionUnknown, olmv1.ReasonReconciling, obs.emptyMessage())
+	}
+	if obs.Outcome.Message != "" {
+		return obs.condition(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure, obs.Outcome.Message)
+	}
+	return obs.condition(olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonRollingOut, obs.rollingOutMessage())
+}
+
+// Succeeded is set True the first time the revision is Complete, and never cleared.
+func Succeeded(obs Observations) *metav1.Condition {
+	if obs.Outcome.Kind != Complete {
+		return nil
+	}
+	return obs.condition(olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded, MessageSucceeded)
+}
+
+// Change is what an outcome changes that deserves an Event.
+type Change int
+
+const (
+	// NoChange: nothing new.
+	NoChange Change = iota
+	// NewBlockedCause: Blocked, for another cause than the Progressing condition shows.
+	NewBlockedCause
+	// NewRetryingCause: Retrying, for another cause than the Progressing condition shows.
+	NewRetryingCause
+	// FirstSuccess: Complete, and Succeeded was not True yet.
+	FirstSuccess
+)
+
+// Changed compares an outcome with the conditions before it.
+func Changed(before []metav1.Condition, o Outcome) Change {
+	prev := apimeta.FindStatusCondition(before, olmv1.ConditionProgressing)
+	same := func(reason string) bool { return prev != nil && prev.Reason == reason && prev.Message == o.Message }
+	switch {
+	case o.Kind == Blocked && !same(olmv1.ReasonBlocked):
+		return NewBlockedCause
+	case o.Kind == Retrying && !same(olmv1.ReasonRetrying):
+		return NewRetryingCause
+	case o.Kind == Complete && !apimeta.IsStatusConditionTrue(before, olmv1.ConditionSucceeded):
+		return FirstSuccess
+	}
+	return NoChange
 }

@@ -109,3 +109,110 @@ func versioned(c *olmv1.ClusterObjectSet, v string) *olmv1.ClusterObjectSet {
 	c.Annotations = map[string]string{olmv1.AnnotationBundleVersion: v}
 	return c
 }
+
+// TestEachConditionFromObservations: each condition is a function of the observations alone, nil
+// when it is left as it is.
+func TestEachConditionFromObservations(t *testing.T) {
+	now := created.Add(time.Hour)
+	obs := func(k Kind, msg string, edit ...func(*Observations)) Observations {
+		o := Observations{Generation: 7, Version: "1.2.3", Outcome: Outcome{Kind: k, Message: msg}, Now: now, DeadlineMinutes: 10}
+		for _, e := range edit {
+			e(&o)
+		}
+		return o
+	}
+	passed := func(o *Observations) { o.DeadlinePassed = true }
+	succeeded := func(o *Observations) { o.Succeeded = true }
+	availableSet := func(o *Observations) { o.AvailableSet = true }
+	render := func(c *metav1.Condition) string {
+		if c == nil {
+			return "unchanged"
+		}
+		if c.ObservedGeneration != 7 || !c.LastTransitionTime.Time.Equal(now) {
+			return "wrong observedGeneration or time"
+		}
+		return string(c.Status) + "/" + c.Reason + ": " + c.Message
+	}
+	tests := map[string]struct {
+		obs                              Observations
+		progressing, available, succeded string
+	}{
+		"rolling out":                   {obs: obs(RollingOut, "probe"), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeded: "unchanged"},
+		"rolling out, nothing failing":  {obs: obs(RollingOut, ""), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/RollingOut: Revision 1.2.3 is rolling out.", succeded: "unchanged"},
+		"rolling out past the deadline": {obs: obs(RollingOut, "probe", passed), progressing: "False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeded: "unchanged"},
+		"past the deadline, succeeded":  {obs: obs(RollingOut, "probe", passed, succeeded), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeded: "unchanged"},
+		"retrying, Available never set": {obs: obs(Retrying, "gone"), progressing: "True/Retrying: gone", available: "unchanged", succeded: "unchanged"},
+		"retrying, Available set":       {obs: obs(Retrying, "gone", availableSet), progressing: "True/Retrying: gone", available: "Unknown/Reconciling: gone", succeded: "unchanged"},
+		"blocked: only Progressing":     {obs: obs(Blocked, "changed", passed, availableSet), progressing: "False/Blocked: changed", available: "unchanged", succeded: "unchanged"},
+		"complete":                      {obs: obs(Complete, "", passed), progressing: "True/Succeeded: Revision 1.2.3 has rolled out.", available: "True/ProbesSucceeded: Objects are available and pass all probes.", succeded: "True/Succeeded: Revision succeeded rolling out."},
+		"archived":                      {obs: obs(Archived, "", succeeded), progressing: "False/Archived: revision is archived", available: "Unknown/Archived: revision is archived", succeded: "unchanged"},
+		"empty":                         {obs: obs(Empty, ""), progressing: "True/RollingOut: " + emptyV, available: "Unknown/Reconciling: " + emptyV, succeded: "unchanged"},
+		"empty past the deadline":       {obs: obs(Empty, "", passed), progressing: "False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: " + emptyV, available: "Unknown/Reconciling: " + emptyV, succeded: "unchanged"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := []string{render(Progressing(tc.obs)), render(Available(tc.obs)), render(Succeeded(tc.obs))}
+			if diff := cmp.Diff([]string{tc.progressing, tc.available, tc.succeded}, got); diff != "" {
+				t.Errorf("Progressing, Available, Succeeded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const emptyV = "Revision 1.2.3 is rolling out. The revision has no phases yet: waiting for spec.phases to be filled."
+
+func TestObserve(t *testing.T) {
+	available := metav1.Condition{Type: olmv1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: olmv1.ReasonProbeFailure}
+	succeeded := metav1.Condition{Type: olmv1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: olmv1.ReasonSucceeded}
+	o := Outcome{Kind: Retrying, Message: "m"}
+	tests := map[string]struct {
+		cos  *olmv1.ClusterObjectSet
+		now  time.Time
+		want Observations
+	}{
+		"no deadline": {cos: versioned(cos(0), "2.0.0"), now: created.Add(time.Hour),
+			want: Observations{Generation: 3, Version: "2.0.0", Outcome: o, Now: created.Add(time.Hour)}},
+		"before the deadline": {cos: cos(10, available), now: created.Add(9 * time.Minute),
+			want: Observations{Generation: 3, Outcome: o, Now: created.Add(9 * time.Minute), DeadlineMinutes: 10, AvailableSet: true}},
+		"at the deadline": {cos: cos(10, succeeded), now: created.Add(10 * time.Minute),
+			want: Observations{Generation: 3, Outcome: o, Now: created.Add(10 * time.Minute), DeadlineMinutes: 10, DeadlinePassed: true, Succeeded: true}},
+		"archived: no deadline": {cos: archived(cos(10)), now: created.Add(time.Hour),
+			want: Observations{Generation: 3, Outcome: o, Now: created.Add(time.Hour), DeadlineMinutes: 10}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Observe(tc.cos, o, tc.now)); diff != "" {
+				t.Errorf("Observe (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestChanged(t *testing.T) {
+	progressing := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: olmv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+	}
+	succeeded := metav1.Condition{Type: olmv1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: olmv1.ReasonSucceeded}
+	tests := map[string]struct {
+		before []metav1.Condition
+		o      Outcome
+		want   Change
+	}{
+		"first block":                          {o: Outcome{Kind: Blocked, Message: "a"}, want: NewBlockedCause},
+		"blocked again, same cause":            {before: []metav1.Condition{progressing(olmv1.ReasonBlocked, "a")}, o: Outcome{Kind: Blocked, Message: "a"}},
+		"blocked again, another cause":         {before: []metav1.Condition{progressing(olmv1.ReasonBlocked, "a")}, o: Outcome{Kind: Blocked, Message: "b"}, want: NewBlockedCause},
+		"retrying after blocked, same message": {before: []metav1.Condition{progressing(olmv1.ReasonBlocked, "a")}, o: Outcome{Kind: Retrying, Message: "a"}, want: NewRetryingCause},
+		"retrying again, same cause":           {before: []metav1.Condition{progressing(olmv1.ReasonRetrying, "a")}, o: Outcome{Kind: Retrying, Message: "a"}},
+		"first success":                        {before: []metav1.Condition{progressing(olmv1.ReasonRollingOut, "")}, o: Outcome{Kind: Complete}, want: FirstSuccess},
+		"complete again":                       {before: []metav1.Condition{succeeded}, o: Outcome{Kind: Complete}},
+		"rolling out: nothing to say":          {o: Outcome{Kind: RollingOut, Message: "probe"}},
+		"archived: said by teardown":           {o: Outcome{Kind: Archived}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := Changed(tc.before, tc.o); got != tc.want {
+				t.Errorf("Changed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
