@@ -170,6 +170,25 @@ func (w *Writer) liveOwners(ctx context.Context, refs []metav1.OwnerReference) (
 	return live, nil
 }
 
+// GetClusterObjectSet reads the ClusterObjectSet name with Reader (the API server's NotFound when
+// there is none).
+func (w *Writer) GetClusterObjectSet(ctx context.Context, name string) (*olmv1.ClusterObjectSet, error) {
+	cos := &olmv1.ClusterObjectSet{}
+	if err := w.Reader.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
+		return nil, err
+	}
+	return cos, nil
+}
+
+// GetSecret reads a Secret with Reader (the API server's NotFound when there is none).
+func (w *Writer) GetSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+	sec := &corev1.Secret{}
+	if err := w.Reader.Get(ctx, key, sec); err != nil {
+		return nil, err
+	}
+	return sec, nil
+}
+
 // Missing returns the names of the planned Secrets of the ClusterObjectSet cosName that do not exist,
 // read uncached, in plan order. It writes nothing.
 func (w *Writer) Missing(ctx context.Context, cosName string, plan *content.Plan) ([]string, error) {
@@ -244,6 +263,17 @@ func Resolver(ctx context.Context, reader client.Reader, systemNamespace string,
 // requests hold, and fails wrapping content.ErrBusy when ctx ends first. The budget goes back to the
 // pool when ctx ends, so ctx must be the request's.
 func PoolResolver(ctx context.Context, pool *content.Pool, reader client.Reader, systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
+	return SecretResolver(ctx, pool, func(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+		sec := &corev1.Secret{}
+		if err := reader.Get(ctx, key, sec); err != nil {
+			return nil, err
+		}
+		return sec, nil
+	}, systemNamespace, maxResolvedBytes)
+}
+
+// SecretResolver is PoolResolver reading Secrets with get.
+func SecretResolver(ctx context.Context, pool *content.Pool, get func(context.Context, client.ObjectKey) (*corev1.Secret, error), systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
 	cache := map[client.ObjectKey]*corev1.Secret{}
 	budget := pool.NewBudget(maxResolvedBytes)
 	if pool != nil {
@@ -253,8 +283,8 @@ func PoolResolver(ctx context.Context, pool *content.Pool, reader client.Reader,
 		key := client.ObjectKey{Namespace: ref.NamespaceOr(systemNamespace), Name: ref.Name}
 		sec, ok := cache[key]
 		if !ok {
-			sec = &corev1.Secret{}
-			if err := reader.Get(ctx, key, sec); err != nil {
+			var err error
+			if sec, err = get(ctx, key); err != nil {
 				return nil, fmt.Errorf("reading Secret %s: %w", key, err)
 			}
 			cache[key] = sec

@@ -1,0 +1,395 @@
+// Package admission is the one admission pipeline of ClusterObjectSets, shared by the mutating webhook
+// and kubectl cos apply: validation with the served CRD's bounds, a create of an existing name,
+// immutable phases and restoring the stored ones, the externalization policy, planning the Secrets
+// (internal/externalize, internal/content), writing them, and healing the Secrets of stored refs. It
+// reads and writes only through Store, and answers with the phases to store, warnings, a refusal and
+// stats; the front ends translate that answer (an admission patch and metrics, or the plugin's
+// requests and output). It never puts Secret or object content in a warning or error.
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+	"github.com/cos-externalizer/cos-externalizer/objectdata"
+)
+
+// WarningPrefix starts every warning of the pipeline, so that both front ends print the same lines.
+const WarningPrefix = "cos-externalizer: "
+
+// Store is what the pipeline reads and writes. Reads must be uncached, so that a Secret written a
+// moment ago is seen; a missing object is the API server's NotFound error. objectdata.Writer is one.
+type Store interface {
+	// GetClusterObjectSet reads the stored ClusterObjectSet of that name.
+	GetClusterObjectSet(ctx context.Context, name string) (*olmv1.ClusterObjectSet, error)
+	// GetSecret reads a Secret.
+	GetSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error)
+	// Write creates the planned Secrets of the ClusterObjectSet cosName, or reuses existing ones that
+	// are exactly ours; a dry run checks existing ones and writes nothing (objectdata.Writer.Write).
+	// It returns how many it created; a Secret that is not ours is an *objectdata.ConflictError.
+	Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error)
+}
+
+// Limits validates with the bounds of the CRD the cluster serves (the webhook's ServedLimits).
+type Limits interface {
+	Validate(ctx context.Context, validate func(validation.Limits) field.ErrorList) field.ErrorList
+}
+
+// FixedLimits are bounds read once (kubectl cos apply).
+type FixedLimits validation.Limits
+
+// Validate validates with l.
+func (l FixedLimits) Validate(_ context.Context, validate func(validation.Limits) field.ErrorList) field.ErrorList {
+	return validate(validation.Limits(l))
+}
+
+// Operation is what the request does to the ClusterObjectSet.
+type Operation string
+
+// The operations the pipeline decides on; any other is admitted as it is.
+const (
+	Create Operation = "CREATE"
+	Update Operation = "UPDATE"
+)
+
+// Request is one ClusterObjectSet to admit.
+type Request struct {
+	Operation Operation
+	// Old is the stored ClusterObjectSet of an update.
+	Old *olmv1.ClusterObjectSet
+	// New is the ClusterObjectSet as submitted (externalize.DecodeCOS); the pipeline does not change it.
+	New *olmv1.ClusterObjectSet
+	// SpecSize is the size of New's spec as sent, which the policy decides by.
+	SpecSize int
+	DryRun   bool
+	// Limits validate New; nil: the generated CRD's bounds.
+	Limits Limits
+}
+
+// Reason says why a request was refused; the values are the webhook's refusal metric labels.
+type Reason string
+
+// Refusal reasons.
+const (
+	ReasonInvalid        Reason = "invalid"         // the object breaks an invariant of the API
+	ReasonTooLarge       Reason = "too_large"       // an object is over the size of a Secret
+	ReasonNameRequired   Reason = "name_required"   // generateName without a name cannot be externalized
+	ReasonSecretConflict Reason = "secret_conflict" // a Secret under our name holds other content
+	ReasonWriteFailed    Reason = "write_failed"    // reading or writing a Secret or the stored COS failed
+	ReasonInternal       Reason = "bad_request"     // planning failed for another reason
+)
+
+// Refusal is why a request must not be admitted.
+type Refusal struct {
+	Reason Reason
+	// Errs are the field errors of an Invalid refusal: the API server's Invalid status names them.
+	Errs field.ErrorList
+	// Err is the error of any other refusal; it names Secrets, never content.
+	Err error
+	// Code is the HTTP status of Err.
+	Code int32
+}
+
+// Stats say what the pipeline did.
+type Stats struct {
+	// Decision is the externalization policy's decision; zero when the stored phases stand.
+	Decision externalize.Decision
+	// Plan sums up the Secrets planned for the externalized objects (Secrets 0: none).
+	Plan content.Stats
+	// Created is how many Secrets were created.
+	Created int
+	// Kept: an update whose stored phases stand (the submitted objects are their content).
+	Kept bool
+	// Healed names the Secrets of the stored refs that were missing and were written again (on a dry
+	// run: would be).
+	Healed []string
+	// DryRun: nothing was written (a dry run, or a create of an existing name).
+	DryRun bool
+}
+
+// Summary is the line that says what was externalized, with extra notes inside its parentheses.
+func (s Stats) Summary(systemNamespace string, extra ...string) string {
+	notes := append([]string{fmt.Sprintf("%d bytes inline, %d bytes stored", s.Plan.InlineBytes, s.Plan.StoredBytes), s.Decision.Reason}, extra...)
+	return fmt.Sprintf("externalized %s into %s in %s (%s)", Plural(s.Plan.Objects, "object"), Plural(s.Plan.Secrets, "Secret"),
+		systemNamespace, strings.Join(notes, "; "))
+}
+
+// Response is the pipeline's answer.
+type Response struct {
+	// Phases are the phases to store: New's, unless PhasesChanged.
+	Phases []olmv1.ClusterObjectSetPhase
+	// PhasesChanged: Phases are not New's (refs in place of inline objects, or the stored phases).
+	PhasesChanged bool
+	// Warnings start with WarningPrefix; a refusal keeps those found before it.
+	Warnings []string
+	// Refusal is nil when the request is admitted.
+	Refusal *Refusal
+	Stats   Stats
+}
+
+// Pipeline admits ClusterObjectSets.
+type Pipeline struct {
+	Store Store
+	// SystemNamespace holds the object-data Secrets.
+	SystemNamespace string
+	// Mode and Threshold are the externalization policy (externalize.Decide).
+	Mode      externalize.Mode
+	Threshold int
+	// MaxResolvedBytes caps the resolved content of the stored refs an update is compared with; 0
+	// means content.DefaultMaxResolvedBytes. ResolvePool, when set, bounds it across requests.
+	MaxResolvedBytes int64
+	ResolvePool      *content.Pool
+}
+
+// Admit decides one request, writing the Secrets it needs unless it is a dry run. A refusal comes
+// before any write, except a write that fails part way (its Secrets go to the orphan sweep).
+func (p *Pipeline) Admit(ctx context.Context, req Request) Response {
+	switch req.Operation {
+	case Create:
+		return p.create(ctx, req)
+	case Update:
+		return p.update(ctx, req)
+	default:
+		return Response{Phases: req.New.Spec.Phases}
+	}
+}
+
+// create: the API server refuses a create of an existing name only after admission, and a
+// server-side apply that lost a create race is retried as an update: such a create is answered as a
+// dry run is, the same refs and nothing written.
+func (p *Pipeline) create(ctx context.Context, req Request) Response {
+	obj := req.New
+	if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return l.ValidateCreate(obj) }); len(errs) > 0 {
+		return refused(nil, invalid(ReasonInvalid, errs))
+	}
+	dryRun, warnings := req.DryRun, []string(nil)
+	if obj.Name != "" && !dryRun {
+		_, err := p.Store.GetClusterObjectSet(ctx, obj.Name)
+		switch {
+		case err == nil:
+			dryRun = true
+			warnings = append(warnings, fmt.Sprintf("%sClusterObjectSet %s already exists: this create writes no Secrets", WarningPrefix, obj.Name))
+		case !apierrors.IsNotFound(err):
+			return refused(nil, &Refusal{Reason: ReasonWriteFailed, Code: http.StatusServiceUnavailable,
+				Err: fmt.Errorf("checking whether ClusterObjectSet %s exists: %w", obj.Name, err)})
+		}
+	}
+	return p.externalize(ctx, obj, req.SpecSize, dryRun, warnings)
+}
+
+// update: an update of a ClusterObjectSet without phases fills them once, as a create does; otherwise
+// the stored phases stand when the submitted objects are their content, their Secrets healed when
+// some are missing (heal), and other phases are refused: phases are immutable.
+func (p *Pipeline) update(ctx context.Context, req Request) Response {
+	old, obj := req.Old, req.New
+	if len(old.Spec.Phases) == 0 {
+		if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, obj) }); len(errs) > 0 {
+			return refused(nil, invalid(ReasonInvalid, errs))
+		}
+		return p.externalize(ctx, obj, req.SpecSize, req.DryRun, nil)
+	}
+	resp := Response{Phases: obj.Spec.Phases, Stats: Stats{DryRun: req.DryRun}}
+	var h heal
+	kept := apiequality.Semantic.DeepEqual(old.Spec.Phases, obj.Spec.Phases)
+	if !kept {
+		var warning string
+		var r *Refusal
+		if kept, h, warning, r = p.sameAsStored(ctx, old, obj); r != nil {
+			return refused(nil, r)
+		}
+		if warning != "" {
+			resp.Warnings = append(resp.Warnings, warning)
+		}
+		if kept {
+			resp.Phases, resp.PhasesChanged = old.Spec.Phases, true
+		}
+	}
+	checked := *obj
+	checked.Spec.Phases = resp.Phases
+	if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, &checked) }); len(errs) > 0 {
+		return refused(resp.Warnings, invalid(ReasonInvalid, errs))
+	}
+	resp.Stats.Kept = kept
+	if h.plan == nil {
+		return resp
+	}
+	n, err := p.Store.Write(ctx, obj.Name, h.plan, req.DryRun)
+	if err != nil {
+		return refused(resp.Warnings, writeRefusal(err))
+	}
+	resp.Stats.Created, resp.Stats.Healed = n, h.missing
+	what := fmt.Sprintf("%s%s of the stored refs missing (%s): ", WarningPrefix, Plural(len(h.missing), "Secret"), strings.Join(h.missing, ", "))
+	if req.DryRun {
+		what += "the submitted objects are their content and would re-create them; nothing written"
+	} else {
+		what += "the submitted objects are their content: re-created " + Plural(n, "Secret")
+	}
+	resp.Warnings = append(resp.Warnings, what)
+	return resp
+}
+
+// heal is the Secrets of the stored refs to write again: plan is nil when none is missing.
+type heal struct {
+	plan    *content.Plan
+	missing []string
+}
+
+// sameAsStored reports whether the submitted phases of an update carry the stored content. First by
+// plan: when the submitted objects, planned for this ClusterObjectSet, give exactly the stored refs,
+// they are the stored content (content keys are SHA-256 of the content), whether the stored Secrets
+// can be read or not; the planned Secrets that are missing, or not exactly ours, are to be written
+// again (heal), so a re-apply of the same manifests restores Secrets someone deleted. Otherwise by
+// resolving the stored refs and comparing canonical content (externalize.SameContent), so that a
+// later release that plans differently never changes the refs of an existing ClusterObjectSet; when
+// they cannot be read, a warning says so and the update is not the same.
+func (p *Pipeline) sameAsStored(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (bool, heal, string, *Refusal) {
+	if obj.Name != "" && externalize.CountInline(obj.Spec.Phases) > 0 {
+		plan, err := content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{})
+		if err == nil && apiequality.Semantic.DeepEqual(old.Spec.Phases, externalize.WithRefs(obj.Spec.Phases, plan, p.SystemNamespace)) {
+			h, r := p.toHeal(ctx, obj.Name, plan)
+			return true, h, "", r
+		}
+	}
+	resolve := objectdata.SecretResolver(ctx, p.ResolvePool, p.Store.GetSecret, p.SystemNamespace, p.MaxResolvedBytes)
+	same, err := externalize.SameContent(old.Spec.Phases, obj.Spec.Phases, p.SystemNamespace, resolve)
+	if err != nil {
+		return false, heal{}, WarningPrefix + "could not compare the submitted phases with the stored ones: " + err.Error(), nil
+	}
+	return same, heal{}, "", nil
+}
+
+// toHeal reads the planned Secrets of the stored refs: the plan is to be written again when one is
+// missing or not exactly ours (Write then refuses it as a conflict).
+func (p *Pipeline) toHeal(ctx context.Context, cosName string, plan *content.Plan) (heal, *Refusal) {
+	var h heal
+	damaged := false
+	for _, s := range plan.Secrets {
+		want := externalize.ObjectDataSecret(cosName, p.SystemNamespace, s)
+		key := types.NamespacedName{Namespace: want.Namespace, Name: want.Name}
+		got, err := p.Store.GetSecret(ctx, key)
+		switch {
+		case apierrors.IsNotFound(err):
+			h.missing = append(h.missing, key.Name)
+		case err != nil:
+			return heal{}, writeRefusal(&objectdata.WriteError{Secret: key, Err: err})
+		case len(externalize.Unusable(got, want)) > 0:
+			damaged = true
+		}
+	}
+	if len(h.missing) > 0 || damaged {
+		h.plan = plan
+	}
+	return h, nil
+}
+
+// externalize applies the policy to a ClusterObjectSet being created (or filled once): plan, write
+// and put refs in place of the inline objects.
+func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet, specSize int, dryRun bool, warnings []string) Response {
+	decision, ferr := externalize.Decide(p.Mode, p.Threshold, obj.Annotations, specSize, externalize.CountInline(obj.Spec.Phases))
+	if ferr != nil {
+		return refused(warnings, invalid(ReasonInvalid, field.ErrorList{ferr}))
+	}
+	warnings = append(warnings, p.checkUserRefs(ctx, obj)...)
+	resp := Response{Phases: obj.Spec.Phases, Warnings: warnings, Stats: Stats{Decision: decision, DryRun: dryRun}}
+	if !decision.Externalize {
+		return resp
+	}
+	if obj.Name == "" {
+		return refused(warnings, invalid(ReasonNameRequired, field.ErrorList{field.Required(field.NewPath("metadata", "name"),
+			"a ClusterObjectSet whose objects are externalized needs a name: generateName is not supported")}))
+	}
+	plan, err := content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{})
+	if err != nil {
+		var tooLarge *content.TooLargeError
+		if errors.As(err, &tooLarge) {
+			return refused(warnings, invalid(ReasonTooLarge, field.ErrorList{externalize.TooLargeFieldError(tooLarge)}))
+		}
+		return refused(warnings, &Refusal{Reason: ReasonInternal, Code: http.StatusInternalServerError, Err: fmt.Errorf("planning the Secrets: %w", err)})
+	}
+	n, err := p.Store.Write(ctx, obj.Name, plan, dryRun)
+	if err != nil {
+		return refused(warnings, writeRefusal(err))
+	}
+	resp.Phases, resp.PhasesChanged = externalize.WithRefs(obj.Spec.Phases, plan, p.SystemNamespace), true
+	resp.Stats.Plan, resp.Stats.Created = plan.Stats, n
+	return resp
+}
+
+// checkUserRefs warns about refs given by the user that name a Secret or key that does not exist. A
+// Secret that cannot be read is not warned about.
+func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSet) []string {
+	var warnings []string
+	secrets := map[types.NamespacedName]*corev1.Secret{}
+	for i, ph := range obj.Spec.Phases {
+		for j, o := range ph.Objects {
+			if !o.IsRef() {
+				continue
+			}
+			key := types.NamespacedName{Namespace: o.Ref.NamespaceOr(p.SystemNamespace), Name: o.Ref.Name}
+			sec, seen := secrets[key]
+			if !seen {
+				var err error
+				if sec, err = p.Store.GetSecret(ctx, key); err != nil {
+					sec = nil
+					if !apierrors.IsNotFound(err) {
+						continue
+					}
+				}
+				secrets[key] = sec
+			}
+			path := field.NewPath("spec", "phases").Index(i).Child("objects").Index(j).Child("ref")
+			switch {
+			case sec == nil:
+				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s does not exist (yet)", WarningPrefix, path, key))
+			case sec.Data[o.Ref.Key] == nil:
+				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s has no key %q", WarningPrefix, path, key, o.Ref.Key))
+			}
+		}
+	}
+	return warnings
+}
+
+func validate(ctx context.Context, limits Limits, f func(validation.Limits) field.ErrorList) field.ErrorList {
+	if limits == nil {
+		return f(validation.Limits{})
+	}
+	return limits.Validate(ctx, f)
+}
+
+func invalid(reason Reason, errs field.ErrorList) *Refusal {
+	return &Refusal{Reason: reason, Errs: errs, Code: http.StatusUnprocessableEntity}
+}
+
+// writeRefusal refuses for a failed Store.Write.
+func writeRefusal(err error) *Refusal {
+	var conflict *objectdata.ConflictError
+	if errors.As(err, &conflict) {
+		return &Refusal{Reason: ReasonSecretConflict, Code: http.StatusConflict, Err: err}
+	}
+	return &Refusal{Reason: ReasonWriteFailed, Code: http.StatusInternalServerError, Err: err}
+}
+
+func refused(warnings []string, r *Refusal) Response {
+	return Response{Warnings: warnings, Refusal: r}
+}
+
+// Plural is "1 noun" or "n nouns".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
