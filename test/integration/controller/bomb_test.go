@@ -3,6 +3,7 @@ package controller_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -136,11 +138,11 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the ClusterObjectSet to be gone", func() (bool, string) {
+	framework.Eventually(t, ctx, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	eventually(t, "the Secret to be gone", func() (bool, string) {
+	framework.Eventually(t, ctx, "the Secret to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Delete(ctx, &corev1.Secret{ObjectMeta: sec.ObjectMeta})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -227,7 +229,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the ClusterObjectSet to be gone", func() (bool, string) {
+	framework.Eventually(t, ctx, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +27,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -74,20 +74,6 @@ var ctx = context.Background()
 
 func c() client.Client { return testenv.Env.Client }
 
-// eventually polls cond every 100 ms for up to two minutes.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
-	}
-}
-
 func getCOS(t *testing.T, name string) *olmv1.ClusterObjectSet {
 	t.Helper()
 	cos := &olmv1.ClusterObjectSet{}
@@ -109,7 +95,7 @@ func conditions(cos *olmv1.ClusterObjectSet) string {
 func waitFor(t *testing.T, name, condType string, status metav1.ConditionStatus, reason string) *olmv1.ClusterObjectSet {
 	t.Helper()
 	var cos *olmv1.ClusterObjectSet
-	eventually(t, fmt.Sprintf("%s %s=%s/%s", name, condType, status, reason), func() (bool, string) {
+	framework.Eventually(t, ctx, fmt.Sprintf("%s %s=%s/%s", name, condType, status, reason), func(ctx context.Context) (bool, string) {
 		cos = &olmv1.ClusterObjectSet{}
 		if err := c().Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
 			return false, err.Error()
@@ -118,14 +104,6 @@ func waitFor(t *testing.T, name, condType string, status metav1.ConditionStatus,
 		return cond != nil && cond.Status == status && (reason == "" || cond.Reason == reason) && cond.ObservedGeneration == cos.Generation, conditions(cos)
 	})
 	return cos
-}
-
-func ensureNamespace(t *testing.T, name string) {
-	t.Helper()
-	err := c().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 }
 
 func create(t *testing.T, cos *olmv1.ClusterObjectSet) {
@@ -172,7 +150,7 @@ func toUnstructured(o any) (*unstructured.Unstructured, error) {
 }
 
 func TestArgoCDRollsOutPhaseByPhase(t *testing.T) {
-	ensureNamespace(t, "argocd")
+	testenv.Env.EnsureNamespace(t, "argocd")
 	cos, err := builders.Bundle("argocd-rollout", "argocd-install", "argocd")
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +184,7 @@ func TestArgoCDRollsOutPhaseByPhase(t *testing.T) {
 }
 
 func TestCRDsEstablishedBeforeTheNextPhase(t *testing.T) {
-	ensureNamespace(t, "monitoring")
+	testenv.Env.EnsureNamespace(t, "monitoring")
 	cos, err := builders.Bundle("prometheus-crds", "prometheus-operator-crds", "monitoring",
 		builders.WithPhase("after", builders.Inline(builders.ConfigMap("monitoring", "after-crds", map[string]string{"a": "b"}))))
 	if err != nil {
@@ -250,7 +228,7 @@ func TestCRDsEstablishedBeforeTheNextPhase(t *testing.T) {
 
 func TestRevisionHandover(t *testing.T) {
 	ns := "handover"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	owner := map[string]string{olmv1.LabelOwnerName: "handover-app"}
 	keep := builders.ConfigMap(ns, "kept", map[string]string{"a": "1"})
 	removed := builders.ConfigMap(ns, "removed", map[string]string{"b": "2"})
@@ -273,7 +251,7 @@ func TestRevisionHandover(t *testing.T) {
 	if getCOS(t, rev1.Name).Spec.LifecycleState != olmv1.LifecycleStateArchived {
 		t.Error("revision 1 not archived")
 	}
-	eventually(t, "the removed ConfigMap to be deleted", func() (bool, string) {
+	framework.Eventually(t, ctx, "the removed ConfigMap to be deleted", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "removed"}, &corev1.ConfigMap{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -303,7 +281,7 @@ func TestRevisionHandover(t *testing.T) {
 
 func TestCollisionProtection(t *testing.T) {
 	ns := "collisions"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	// A pre-existing ConfigMap without a controller, and one controlled by another owner.
 	free := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}}
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "some-owner"}}
@@ -377,7 +355,7 @@ func TestMissingSecretThenCreated(t *testing.T) {
 	}
 	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	// The Secret is now owned by the ClusterObjectSet.
-	eventually(t, "the Secret's owner reference", func() (bool, string) {
+	framework.Eventually(t, ctx, "the Secret's owner reference", func(ctx context.Context) (bool, string) {
 		s := &corev1.Secret{}
 		if err := c().Get(ctx, client.ObjectKeyFromObject(sec), s); err != nil {
 			return false, err.Error()
@@ -406,7 +384,7 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 	}
 	t.Cleanup(func() { deleteSecret(t, client.ObjectKeyFromObject(sec)) })
 	create(t, cos)
-	removeAfter(t, cos.Name)
+	testenv.Env.RemoveAfter(t, cos.Name)
 	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 
 	replace := func(d []byte) {
@@ -433,7 +411,7 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 	if !strings.HasPrefix(msg, `resolved content of 1 phase(s) has changed: phase "configuration" (expected digest sha256:`) || strings.Contains(msg, "value-after-9d2e") {
 		t.Errorf("Blocked message %q: want the phase named and no content", msg)
 	}
-	eventually(t, "a Blocked Event", func() (bool, string) {
+	framework.Eventually(t, ctx, "a Blocked Event", func(ctx context.Context) (bool, string) {
 		events := &eventsv1.EventList{}
 		if err := c().List(ctx, events); err != nil {
 			return false, err.Error()
@@ -456,7 +434,7 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 
 func TestProgressDeadline(t *testing.T) {
 	ns := "deadline"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	// The Deployment's Pod can only run on a node labelled deadline=ok: none is, yet.
 	cos := builders.COS("deadline", builders.WithProgressDeadline(10),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"deadline": "ok"}))))
@@ -484,7 +462,7 @@ func labelNode(t *testing.T, key, value string) {
 
 func TestManagerRestartMidRollout(t *testing.T) {
 	ns := "restart"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	cos := builders.COS("restart", builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, "first", nil))),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"restart": "ok"}))),
 		builders.WithPhase("publish", builders.Inline(builders.ConfigMap(ns, "last", nil))))
@@ -518,7 +496,7 @@ func TestOrphanSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A ClusterObjectSet whose Secret it references must survive any sweep.
-	removeAfter(t, "sweep-keeps")
+	testenv.Env.RemoveAfter(t, "sweep-keeps")
 	kept := builders.COS("sweep-keeps", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-keeps", 2)...))
 	create(t, kept)
@@ -557,14 +535,14 @@ func (f fixedClock) Since(t time.Time) time.Duration { return f.t.Sub(t) }
 
 func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 	ns := "deletion"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	cos := builders.COS("deletion", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps(ns, "gone", 3)...),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "gone", "example.invalid/gone:1", nil))))
 	create(t, cos)
 	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	secretName := got.Spec.Phases[0].Objects[0].Ref.Name
-	eventually(t, "the Secret to be owned", func() (bool, string) {
+	framework.Eventually(t, ctx, "the Secret to be owned", func(ctx context.Context) (bool, string) {
 		s := &corev1.Secret{}
 		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: secretName}, s); err != nil {
 			return false, err.Error()
@@ -574,7 +552,7 @@ func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the ClusterObjectSet, its objects and its Secrets to be gone", func() (bool, string) {
+	framework.Eventually(t, ctx, "the ClusterObjectSet, its objects and its Secrets to be gone", func(ctx context.Context) (bool, string) {
 		var left []string
 		if err := c().Get(ctx, client.ObjectKey{Name: cos.Name}, &olmv1.ClusterObjectSet{}); !apierrors.IsNotFound(err) {
 			left = append(left, "ClusterObjectSet")
@@ -602,7 +580,7 @@ func TestKeepsFiveArchivedRevisions(t *testing.T) {
 		create(t, cos)
 		waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	}
-	eventually(t, "revisions 2 to 6 archived, 1 deleted, 7 active", func() (bool, string) {
+	framework.Eventually(t, ctx, "revisions 2 to 6 archived, 1 deleted, 7 active", func(ctx context.Context) (bool, string) {
 		list := &olmv1.ClusterObjectSetList{}
 		if err := c().List(ctx, list, client.MatchingLabels(owner)); err != nil {
 			return false, err.Error()

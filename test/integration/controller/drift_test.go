@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -27,7 +29,7 @@ import (
 // minutes and the wait at most two: the watch events of the changes do it.
 func TestDriftIsRestored(t *testing.T) {
 	ns := "drift"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	cm := builders.ConfigMap(ns, "settings", map[string]string{"mode": "fast"})
 	cm.SetLabels(map[string]string{"team": "platform"})
 	cm.SetAnnotations(map[string]string{"owner": "team-a"})
@@ -36,7 +38,7 @@ func TestDriftIsRestored(t *testing.T) {
 	cos := builders.COS("drift", builders.WithPhase("configuration", builders.Inline(cm)),
 		builders.WithPhase("deploy", builders.Inline(web)))
 	create(t, cos)
-	removeAfter(t, cos.Name)
+	testenv.Env.RemoveAfter(t, cos.Name)
 	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 
 	configMap := func() client.Object { return &corev1.ConfigMap{} }
@@ -75,7 +77,7 @@ func TestDriftIsRestored(t *testing.T) {
 			if ok, got := tc.restored(target); ok {
 				t.Fatalf("the patch changed nothing: %s", got)
 			}
-			eventually(t, name+" to be restored", func() (bool, string) {
+			framework.Eventually(t, ctx, name+" to be restored", func(ctx context.Context) (bool, string) {
 				live := tc.newObj()
 				if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.name}, live); err != nil {
 					return false, err.Error()
@@ -102,12 +104,12 @@ func upstreamPhaseDigest(t *testing.T, phase string, objects []*unstructured.Uns
 // definition, so that OLM's reconciler verifies them after a switch instead of blocking.
 func TestObservedPhasesReadableByUpstream(t *testing.T) {
 	ns := "digests"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	cos := builders.COS("digests",
 		builders.WithPhase("configuration", builders.InlineConfigMaps(ns, "digests", 3)...),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "web", "example.invalid/web:1", nil))))
 	create(t, cos)
-	removeAfter(t, cos.Name)
+	testenv.Env.RemoveAfter(t, cos.Name)
 	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	for i, p := range got.Spec.Phases {
 		objs := make([]*unstructured.Unstructured, len(p.Objects))
@@ -126,7 +128,7 @@ func TestObservedPhasesReadableByUpstream(t *testing.T) {
 // as it is. A digest that matches neither form blocks.
 func TestDigestsOfEarlierReleasesAreKept(t *testing.T) {
 	ns := "legacy-digests"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	cm := builders.ConfigMap(ns, "legacy", map[string]string{"a": "b"})
 	data, err := content.Canonical(cm.Object)
 	if err != nil {
@@ -157,7 +159,7 @@ func TestDigestsOfEarlierReleasesAreKept(t *testing.T) {
 			})
 			cos := builders.COS(cosName, builders.WithPhase("configuration", builders.Ref(secretName, "", key)))
 			create(t, cos)
-			removeAfter(t, cos.Name)
+			testenv.Env.RemoveAfter(t, cos.Name)
 			waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
 			patch := []byte(fmt.Sprintf(`{"status":{"observedPhases":[{"name":"configuration","digest":%q}]}}`, tc.digest))
 			if err := c().Status().Patch(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: cos.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -29,9 +31,9 @@ var always = builders.WithAnnotations(map[string]string{"cos-externalizer.io/ext
 // phases are filled it rolls out and takes over.
 func TestEmptyRevisionNeverArchivesItsPredecessor(t *testing.T) {
 	ns := "empty-revision"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	owner := builders.WithLabels(map[string]string{olmv1.LabelOwnerName: "empty-revision-app"})
-	removeAfter(t, "empty-revision-1", "empty-revision-2")
+	testenv.Env.RemoveAfter(t, "empty-revision-1", "empty-revision-2")
 	rev1 := builders.COS("empty-revision-1", owner,
 		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, "served", map[string]string{"rev": "1"}))))
 	create(t, rev1)
@@ -75,8 +77,8 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 	for name, whileTerminating := range map[string]bool{"immediately": false, "while-terminating": true} {
 		t.Run(name, func(t *testing.T) {
 			cosName := "recreate-" + name
-			removeAfter(t, cosName)
-			ensureNamespace(t, cosName)
+			testenv.Env.RemoveAfter(t, cosName)
+			testenv.Env.EnsureNamespace(t, cosName)
 			build := func() *olmv1.ClusterObjectSet {
 				return builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 3)...))
 			}
@@ -97,7 +99,7 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 			}
 			if whileTerminating {
 				// Our teardown runs; the hold is released while the producer already retries.
-				eventually(t, "the teardown to finish", func() (bool, string) {
+				framework.Eventually(t, ctx, "the teardown to finish", func(ctx context.Context) (bool, string) {
 					cur := getCOS(t, cosName)
 					return !controllerutil.ContainsFinalizer(cur, controllers.Finalizer), fmt.Sprint(cur.Finalizers)
 				})
@@ -108,12 +110,12 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 					t.Fatal(err)
 				}
 				// A GitOps tool re-applies until the name is free.
-				eventually(t, "the re-create to be accepted", func() (bool, string) {
+				framework.Eventually(t, ctx, "the re-create to be accepted", func(ctx context.Context) (bool, string) {
 					err := c().Create(ctx, build())
 					return err == nil, fmt.Sprint(err)
 				})
 			} else {
-				eventually(t, "the ClusterObjectSet to be gone", func() (bool, string) {
+				framework.Eventually(t, ctx, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 					err := c().Get(ctx, client.ObjectKey{Name: cosName}, &olmv1.ClusterObjectSet{})
 					return apierrors.IsNotFound(err), fmt.Sprint(err)
 				})
@@ -133,8 +135,8 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 // garbage collector must not delete them, and the restored ClusterObjectSet takes them over.
 func TestRestoreFromBackupKeepsContent(t *testing.T) {
 	cosName := "restore"
-	removeAfter(t, cosName)
-	ensureNamespace(t, cosName)
+	testenv.Env.RemoveAfter(t, cosName)
+	testenv.Env.EnsureNamespace(t, cosName)
 	create(t, builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 2)...)))
 	lost := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	secrets := waitSecretsControlledBy(t, lost)
@@ -143,7 +145,7 @@ func TestRestoreFromBackupKeepsContent(t *testing.T) {
 	if err := c().Delete(ctx, lost); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the ClusterObjectSet and its Secrets to be gone", func() (bool, string) {
+	framework.Eventually(t, ctx, "the ClusterObjectSet and its Secrets to be gone", func(ctx context.Context) (bool, string) {
 		left := 0
 		for _, s := range secrets {
 			if err := c().Get(ctx, client.ObjectKeyFromObject(&s), &corev1.Secret{}); !apierrors.IsNotFound(err) {
@@ -180,7 +182,7 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 	// A name of its own per run: the Secret names follow from it, and those of an earlier run may
 	// still wait for the garbage collector.
 	name := fmt.Sprintf("sweep-reuse-%d", time.Now().UnixNano())
-	removeAfter(t, name)
+	testenv.Env.RemoveAfter(t, name)
 	cos := builders.COS(name, always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "sweep-reuse", 2)...))
 	plan, err := testenv.PlannedSecrets(cos)
 	if err != nil {
@@ -255,7 +257,7 @@ func TestWebhookOnlyModeReleasesOnlyOurFinalizer(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "our ClusterObjectSet to be gone", func() (bool, string) {
+	framework.Eventually(t, ctx, "our ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Name: ours.Name}, &olmv1.ClusterObjectSet{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -270,31 +272,12 @@ func TestWebhookOnlyModeReleasesOnlyOurFinalizer(t *testing.T) {
 	}
 }
 
-// removeAfter deletes the ClusterObjectSets when the test ends and waits until they are gone, so
-// that the test can run again (-count) in the same cluster.
-func removeAfter(t *testing.T, names ...string) {
-	t.Helper()
-	t.Cleanup(func() {
-		for _, name := range names {
-			if err := c().Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
-				t.Errorf("deleting %s: %v", name, err)
-			}
-		}
-		for _, name := range names {
-			eventually(t, name+" to be gone", func() (bool, string) {
-				err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
-				return apierrors.IsNotFound(err), fmt.Sprint(err)
-			})
-		}
-	})
-}
-
 // waitSecretsControlledBy waits until every object-data Secret cos references exists with cos as
 // its controller and no owner reference to any of the stale uids, and returns them.
 func waitSecretsControlledBy(t *testing.T, cos *olmv1.ClusterObjectSet, stale ...types.UID) []corev1.Secret {
 	t.Helper()
 	var secrets []corev1.Secret
-	eventually(t, "the Secrets of "+cos.Name+" to be controlled by it", func() (bool, string) {
+	framework.Eventually(t, ctx, "the Secrets of "+cos.Name+" to be controlled by it", func(ctx context.Context) (bool, string) {
 		secrets = secrets[:0]
 		seen := map[string]bool{}
 		for _, p := range cos.Spec.Phases {

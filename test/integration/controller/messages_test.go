@@ -18,6 +18,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 // TestConditionMessagesReadLikeUpstream sets up each situation upstream's e2e suite
@@ -26,7 +27,7 @@ import (
 // The manager's clock runs 15 minutes ahead, so a 10-minute deadline has passed at creation.
 func TestConditionMessagesReadLikeUpstream(t *testing.T) {
 	ns := "messages"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	type situation struct {
 		// setup creates what the ClusterObjectSet needs besides itself and returns the COS, and
 		// optionally an action to run once it reached the first wanted condition.
@@ -147,7 +148,7 @@ func TestConditionMessagesReadLikeUpstream(t *testing.T) {
 			cosName = strings.ReplaceAll(cosName, "--", "-")
 			cos := tc.setup(t, cosName)
 			create(t, cos)
-			removeAfter(t, cos.Name)
+			testenv.Env.RemoveAfter(t, cos.Name)
 			got := waitFor(t, cos.Name, tc.condType, tc.status, tc.reason)
 			if msg := apimeta.FindStatusCondition(got.Status.Conditions, tc.condType).Message; msg != tc.message(cosName) {
 				t.Errorf("%s message\n got: %s\nwant: %s", tc.condType, msg, tc.message(cosName))
@@ -160,11 +161,11 @@ func TestConditionMessagesReadLikeUpstream(t *testing.T) {
 // first: content changed behind a ref, and archival.
 func TestArchivedAndContentChangedMessages(t *testing.T) {
 	ns := "messages"
-	ensureNamespace(t, ns)
+	testenv.Env.EnsureNamespace(t, ns)
 	cm := builders.ConfigMap(ns, "msg-archived", map[string]string{"key": "value"})
 	cos := builders.COS("msg-archived", builders.WithPhase("configmap", builders.Inline(cm)))
 	create(t, cos)
-	removeAfter(t, cos.Name)
+	testenv.Env.RemoveAfter(t, cos.Name)
 	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	patch := []byte(`{"spec":{"lifecycleState":"Archived"}}`)
 	if err := c().Patch(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: cos.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -194,7 +195,7 @@ func TestArchivedAndContentChangedMessages(t *testing.T) {
 	t.Cleanup(func() { deleteSecret(t, client.ObjectKeyFromObject(sec)) })
 	changed := builders.COS("msg-changed", builders.WithPhase("resources", builders.Ref(sec.Name, "", "configmap")))
 	create(t, changed)
-	removeAfter(t, changed.Name)
+	testenv.Env.RemoveAfter(t, changed.Name)
 	rolled := waitFor(t, changed.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	deleteSecret(t, client.ObjectKeyFromObject(sec))
 	if err := c().Create(ctx, objectDataSecret(sec.Name, changed.Name, map[string][]byte{"configmap": data(after)})); err != nil {

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -29,7 +31,7 @@ func copyRefs(t *testing.T, writer *olmv1.ClusterObjectSet, name string) *olmv1.
 // ClusterObjectSet in gone.
 func waitSecretsOwnedBy(t *testing.T, cos *olmv1.ClusterObjectSet, gone ...*olmv1.ClusterObjectSet) {
 	t.Helper()
-	eventually(t, "the Secrets of "+cos.Name+" to be owned by it", func() (bool, string) {
+	framework.Eventually(t, ctx, "the Secrets of "+cos.Name+" to be owned by it", func(ctx context.Context) (bool, string) {
 		for _, key := range cos.ReferencedSecrets(testenv.SystemNamespace) {
 			s := &corev1.Secret{}
 			if err := c().Get(ctx, key, s); err != nil {
@@ -62,8 +64,8 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			writer, user := "xa-"+name, "xb-"+name
-			removeAfter(t, writer, user)
-			ensureNamespace(t, "shared-"+name)
+			testenv.Env.RemoveAfter(t, writer, user)
+			testenv.Env.EnsureNamespace(t, "shared-"+name)
 			create(t, builders.COS(writer, builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 				builders.WithCollisionProtection(olmv1.CollisionProtectionNone),
 				builders.WithPhase("configuration", builders.InlineConfigMaps("shared-"+name, "cm", 3)...)))
@@ -77,7 +79,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			if err := c().Delete(ctx, xa, client.PropagationPolicy(propagation)); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, writer+" to be gone", func() (bool, string) {
+			framework.Eventually(t, ctx, writer+" to be gone", func(ctx context.Context) (bool, string) {
 				cur := &olmv1.ClusterObjectSet{}
 				err := c().Get(ctx, client.ObjectKey{Name: writer}, cur)
 				return apierrors.IsNotFound(err), fmt.Sprintf("%v finalizers %v", err, cur.Finalizers)
@@ -101,7 +103,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			if err := c().Delete(ctx, xb, client.PropagationPolicy(propagation)); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the Secrets to go with their last user", func() (bool, string) {
+			framework.Eventually(t, ctx, "the Secrets to go with their last user", func(ctx context.Context) (bool, string) {
 				for _, key := range xb.ReferencedSecrets(testenv.SystemNamespace) {
 					if err := c().Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 						return false, fmt.Sprintf("Secret %s: %v", key, err)
@@ -116,7 +118,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 // TestOrphanPropagationLeavesSecretsToTheSweep: deleted with orphan propagation, a ClusterObjectSet
 // leaves its Secrets without owner; nobody uses them, so the sweep takes them after the grace period.
 func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
-	removeAfter(t, "orphaned-delete")
+	testenv.Env.RemoveAfter(t, "orphaned-delete")
 	// Its objects outlive it without a controller: the next run (-count) adopts them.
 	create(t, builders.COS("orphaned-delete", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController),
@@ -127,7 +129,7 @@ func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := cos.ReferencedSecrets(testenv.SystemNamespace)
-	eventually(t, "the Secrets to lose their owner", func() (bool, string) {
+	framework.Eventually(t, ctx, "the Secrets to lose their owner", func(ctx context.Context) (bool, string) {
 		for _, key := range keys {
 			s := &corev1.Secret{}
 			if err := c().Get(ctx, key, s); err != nil {

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -27,7 +29,7 @@ import (
 // which upstream's reconciler also reacts to).
 func TestContentChangedAfterSucceededBlocks(t *testing.T) {
 	userNS := "tamper-user"
-	ensureNamespace(t, userNS)
+	testenv.Env.EnsureNamespace(t, userNS)
 	tests := map[string]struct {
 		secretNS string // "" is the system namespace
 		touch    bool
@@ -64,7 +66,7 @@ func TestContentChangedAfterSucceededBlocks(t *testing.T) {
 			t.Cleanup(func() { deleteSecret(t, client.ObjectKeyFromObject(original)) })
 			cos := builders.COS(cosName, builders.WithPhase("configuration", builders.Ref(original.Name, tc.secretNS, "configmap")))
 			create(t, cos)
-			removeAfter(t, cos.Name)
+			testenv.Env.RemoveAfter(t, cos.Name)
 			waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 
 			deleteSecret(t, client.ObjectKeyFromObject(original))
@@ -95,7 +97,7 @@ func deleteSecret(t *testing.T, key client.ObjectKey) {
 	if err := c().Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Secret "+key.String()+" to be gone", func() (bool, string) {
+	framework.Eventually(t, ctx, "Secret "+key.String()+" to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, key, &corev1.Secret{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

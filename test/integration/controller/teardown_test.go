@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
 // TestDeletingRightAfterRolloutRemovesCRDs deletes a revision of ten CRDs of one group as soon as it
@@ -35,7 +37,7 @@ func TestDeletingRightAfterRolloutRemovesCRDs(t *testing.T) {
 		if err := c().Delete(ctx, got); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, fmt.Sprintf("round %d: %s and its CRDs to be gone", round, name), func() (bool, string) {
+		framework.Eventually(t, ctx, fmt.Sprintf("round %d: %s and its CRDs to be gone", round, name), func(ctx context.Context) (bool, string) {
 			var left []string
 			if err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{}); !apierrors.IsNotFound(err) {
 				left = append(left, "the ClusterObjectSet")

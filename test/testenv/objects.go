@@ -1,0 +1,145 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
+)
+
+// The test/framework helpers, bound to the environment's client and to ClusterObjectSets by name.
+
+// EnsureNamespace creates the namespace unless it exists.
+func (e *Environment) EnsureNamespace(t testing.TB, name string) {
+	t.Helper()
+	framework.EnsureNamespace(t, context.Background(), e.Client, name)
+}
+
+// RemoveAfter deletes the ClusterObjectSets when the test ends and waits until they are gone (their
+// Secrets may outlive them: the garbage collector takes them), so that the test can run again (-count).
+func (e *Environment) RemoveAfter(t testing.TB, names ...string) {
+	t.Helper()
+	framework.RemoveAfter(t, e.Client, clusterObjectSets(names)...)
+}
+
+// RemoveWithSecretsAfter deletes the ClusterObjectSets when the test ends and waits until they and
+// their object-data Secrets are gone (DeleteWithSecrets), for tests that run again (-count) with the
+// same objects and count the Secrets they write.
+func (e *Environment) RemoveWithSecretsAfter(t testing.TB, names ...string) {
+	t.Cleanup(func() {
+		for _, n := range names {
+			e.DeleteWithSecrets(t, n)
+		}
+	})
+}
+
+func clusterObjectSets(names []string) []client.Object {
+	objs := make([]client.Object, len(names))
+	for i, n := range names {
+		objs[i] = &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: n}}
+	}
+	return objs
+}
+
+// ObjectDataSecrets lists the object-data Secrets labelled for a ClusterObjectSet, by name.
+func (e *Environment) ObjectDataSecrets(t testing.TB, cosName string) []corev1.Secret {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := e.Client.List(context.Background(), list, client.InNamespace(SystemNamespace),
+		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+// WaitOwned waits until every object-data Secret of the ClusterObjectSet is controlled by it (the
+// reconciler's Secret ownership) and returns them.
+func (e *Environment) WaitOwned(t testing.TB, name string) []corev1.Secret {
+	t.Helper()
+	var secrets []corev1.Secret
+	framework.Eventually(t, context.Background(), "the Secrets of "+name+" owned by it", func(ctx context.Context) (bool, string) {
+		cos := &olmv1.ClusterObjectSet{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
+			return false, err.Error()
+		}
+		secrets = e.ObjectDataSecrets(t, name)
+		if len(secrets) == 0 {
+			return false, "no Secrets"
+		}
+		for _, s := range secrets {
+			if ref := metav1.GetControllerOf(&s); ref == nil || ref.UID != cos.UID {
+				return false, "Secret " + s.Name + " not owned yet"
+			}
+		}
+		return true, ""
+	})
+	return secrets
+}
+
+// DeleteWithSecrets deletes a ClusterObjectSet and waits until it and its object-data Secrets are
+// gone (teardown by the reconciler, then the garbage collector). It first waits until the reconciler
+// owns the Secrets, as an admin who deletes a ClusterObjectSet minutes after applying it finds them: a
+// ClusterObjectSet deleted before that leaves its Secrets to the orphan sweep, by design.
+func (e *Environment) DeleteWithSecrets(t testing.TB, name string) {
+	t.Helper()
+	ctx := context.Background()
+	cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	err := e.Client.Get(ctx, client.ObjectKeyFromObject(cos), cos)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	if err == nil && len(e.ObjectDataSecrets(t, name)) > 0 {
+		e.WaitOwned(t, name)
+	}
+	if err := e.Client.Delete(ctx, cos); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, ctx, name+" and its Secrets gone", func(ctx context.Context) (bool, string) {
+		err := e.Client.Get(ctx, client.ObjectKeyFromObject(cos), &olmv1.ClusterObjectSet{})
+		if err == nil {
+			// Name what teardown waits for: CRDs being deleted, with their finalizers and conditions.
+			crds := &apiextensionsv1.CustomResourceDefinitionList{}
+			var stuck []string
+			if err := e.Client.List(ctx, crds); err == nil {
+				for _, crd := range crds.Items {
+					if crd.DeletionTimestamp != nil {
+						stuck = append(stuck, fmt.Sprintf("%s (finalizers %v, conditions %v)", crd.Name, crd.Finalizers, crd.Status.Conditions))
+					}
+				}
+			}
+			return false, fmt.Sprintf("the ClusterObjectSet exists; CRDs being deleted: %v", stuck)
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, err.Error()
+		}
+		if left := e.ObjectDataSecrets(t, name); len(left) > 0 {
+			var names []string
+			for _, s := range left {
+				names = append(names, fmt.Sprintf("%s (owners %v, deleting %v)", s.Name, s.OwnerReferences, s.DeletionTimestamp != nil))
+			}
+			return false, fmt.Sprintf("%d Secrets left: %v", len(left), names)
+		}
+		return true, ""
+	})
+}
+
+// ResourceVersions maps Secret names to their resourceVersions: what tests compare to show that
+// nothing was written.
+func ResourceVersions(secrets []corev1.Secret) map[string]string {
+	out := map[string]string{}
+	for _, s := range secrets {
+		out[s.Name] = s.ResourceVersion
+	}
+	return out
+}
