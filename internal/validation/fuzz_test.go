@@ -19,7 +19,9 @@ import (
 // validator does not panic, does not change its inputs, gives the same answer twice, adds the
 // Skipped error exactly when a blocking error is present, and accepts an unchanged update of what it
 // accepts on create. It also checks that leaving the bodies of inline objects unencoded (toWire)
-// gives the errors of encoding everything (toWireWhole).
+// gives the errors of encoding everything (toWireWhole), and that the API server's own code (the
+// oracle, oracle_test.go) gives the same verdict and errors, on create and update, but for
+// knownDifferences.
 //
 // The first byte chooses how the bytes become objects: built field by field from small sets of
 // valid and invalid values (even), or decoded as JSON (odd; "<old>\x00<new>").
@@ -28,11 +30,14 @@ func FuzzValidate(f *testing.F) {
 		f.Add(seed)
 	}
 
+	o := mustOracle(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		old, obj, ok := fuzzObjects(data)
 		if !ok {
 			return
 		}
+		compareWithOracle(t, o, nil, obj)
+		compareWithOracle(t, o, old, obj)
 		oldBefore, objBefore := old.DeepCopy(), obj.DeepCopy()
 
 		created := ValidateCreate(obj)

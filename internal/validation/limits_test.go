@@ -14,17 +14,25 @@ import (
 )
 
 // generatedCRD reads the CRD this package was written from (make manifests).
-func generatedCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+func generatedCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	raw, err := os.ReadFile("../../config/crd/bases/olm.operatorframework.io_clusterobjectsets.yaml")
+	crd, err := readGeneratedCRD()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return crd
+}
+
+func readGeneratedCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, err := os.ReadFile("../../config/crd/bases/olm.operatorframework.io_clusterobjectsets.yaml")
+	if err != nil {
+		return nil, err
+	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal(raw, crd); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return crd
+	return crd, nil
 }
 
 func setProp(crd *apiextensionsv1.CustomResourceDefinition, name string, change func(*apiextensionsv1.JSONSchemaProps)) {

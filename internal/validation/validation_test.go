@@ -39,13 +39,17 @@ func check(old, obj *olmv1.ClusterObjectSet) field.ErrorList {
 	return ValidateUpdate(old, obj)
 }
 
+// TestCorpus checks the answers the corpus recorded, and that the API server's code (the oracle)
+// agrees, but for knownDifferences.
 func TestCorpus(t *testing.T) {
+	o := mustOracle(t)
 	for name, tc := range corpus.Cases() {
 		t.Run(name, func(t *testing.T) {
 			got := causes(check(tc.Old, tc.New))
 			if diff := cmp.Diff(tc.Want, got); diff != "" {
 				t.Errorf("field errors (-want +got):\n%s", diff)
 			}
+			compareWithOracle(t, o, tc.Old, tc.New)
 		})
 	}
 }
@@ -91,13 +95,16 @@ func dnsErr(p, name string) corpus.Cause {
 }
 
 // TestEdgeCases covers what the corpus lacks. Every expectation here is what kube-apiserver v1.36.3
-// answered to the same request (the differential test in test/integration/api sends these and more).
+// answered to the same request (the differential test in test/integration/api sends these and more);
+// the oracle agrees, but for knownDifferences.
 func TestEdgeCases(t *testing.T) {
+	o := mustOracle(t)
 	for name, tc := range edgeCases() {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.Want, causes(check(tc.Old, tc.New))); diff != "" {
 				t.Errorf("field errors (-want +got):\n%s", diff)
 			}
+			compareWithOracle(t, o, tc.Old, tc.New)
 		})
 	}
 }
