@@ -24,6 +24,8 @@ PROMOP_MODULE := github.com/prometheus-operator/prometheus-operator
 PROMOP_VERSION := $(shell awk '$$1=="require" && $$2=="$(PROMOP_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3
 ARGOCD_VERSION := $(shell awk '$$1=="require" && $$2=="$(ARGOCD_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
+GOLANGCI_LINT_MODULE := github.com/golangci/golangci-lint/v2
+GOLANGCI_LINT_VERSION := $(shell awk '$$1=="require" && $$2=="$(GOLANGCI_LINT_MODULE)" {print $$3}' hack/tools/golangci-lint/go.mod)
 CERTMANAGER_MODULE := github.com/cert-manager/cert-manager
 CERTMANAGER_VERSION := $(shell awk '($$1=="require" && $$2=="$(CERTMANAGER_MODULE)") {print $$3} ($$1=="$(CERTMANAGER_MODULE)") {print $$2}' hack/tools/certmanager/go.mod)
 
@@ -31,6 +33,7 @@ KUBE_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)
 ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
 CERTMANAGER_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)
+GOLANGCI_LINT_STAMP := $(BIN)/.stamp-golangci-lint-$(GOLANGCI_LINT_VERSION)
 # The real third-party bundles the tests read (test/builders.BundleDir; COS_TESTDATA_DIR overrides).
 # Their stamp lives inside the folder, so deleting the folder also makes it fetched again.
 TESTDATA := $(BIN)/testdata/bundles
@@ -100,6 +103,19 @@ fmt: ## Format the Go code.
 lint: ## gofmt check and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT_STAMP) ## Run golangci-lint (pinned in hack/tools/golangci-lint, configured in .golangci.yml).
+	$(BIN)/golangci-lint run ./...
+	cd hack/tools/image && $(BIN)/golangci-lint run --config $(ROOT)/.golangci.yml ./...
+
+$(GOLANGCI_LINT_STAMP): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum
+	@mkdir -p $(BIN)
+	@echo "building golangci-lint $(GOLANGCI_LINT_VERSION) (first time: ~4 min)"
+	cd hack/tools/golangci-lint && $(GO) build -trimpath \
+		-ldflags "-s -w -X main.version=$(patsubst v%,%,$(GOLANGCI_LINT_VERSION)) -X main.goVersion=$$($(GO) env GOVERSION)" \
+		-o $(BIN)/golangci-lint $(GOLANGCI_LINT_MODULE)/cmd/golangci-lint
+	@rm -f $(BIN)/.stamp-golangci-lint-* && touch $@
 
 .PHONY: build
 build: ## Build the manager binary into bin/.

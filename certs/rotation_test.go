@@ -148,7 +148,7 @@ func TestRotationNeverServesUntrusted(t *testing.T) {
 		}
 		return b
 	}
-	injected := func(now time.Time) []byte { // what the webhook configurations hold
+	injected := func() []byte { // what the webhook configurations hold
 		if len(injections) == 0 {
 			return nil
 		}
@@ -157,7 +157,7 @@ func TestRotationNeverServesUntrusted(t *testing.T) {
 	for now := t0; now.Before(t0.Add(3 * caLife)); now = now.Add(time.Second) {
 		// The leader: plan, store, inject.
 		trusted := func(c *x509.Certificate) bool {
-			roots, _ := ParseCerts(injected(now))
+			roots, _ := ParseCerts(injected())
 			for _, r := range roots {
 				if r.Equal(c) {
 					return true
@@ -176,7 +176,7 @@ func TestRotationNeverServesUntrusted(t *testing.T) {
 			auth = next
 			t.Logf("%s: %s", now.Sub(t0), reason)
 		}
-		if string(injected(now)) != string(auth.Bundle()) {
+		if string(injected()) != string(auth.Bundle()) {
 			injections = append(injections, injection{at: now, bundle: auth.Bundle()})
 		}
 		// Replicas: a new serving certificate when the policy says so.

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -127,14 +128,12 @@ func Build(objs []Object, opts Options) (*olmv1.ClusterObjectSet, error) {
 
 // optionErrors checks the options that validation does not see (the name) or reports at a spec path.
 func optionErrors(opts Options) Errors {
+	if opts.Name == "" {
+		return Errors{errors.New("--name: Required value")}
+	}
 	var errs Errors
-	switch {
-	case opts.Name == "":
-		errs = append(errs, fmt.Errorf("--name: Required value"))
-	default:
-		for _, msg := range utilvalidation.IsDNS1123Subdomain(opts.Name) {
-			errs = append(errs, fmt.Errorf("--name: Invalid value: %s", msg))
-		}
+	for _, msg := range utilvalidation.IsDNS1123Subdomain(opts.Name) {
+		errs = append(errs, fmt.Errorf("--name: Invalid value: %s", msg))
 	}
 	return errs
 }

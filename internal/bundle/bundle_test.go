@@ -138,15 +138,6 @@ func errorLines(err error) []string {
 	return out
 }
 
-func mustParse(t *testing.T, file, in string) []Object {
-	t.Helper()
-	objs, err := Parse(file, []byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
 func TestBuild(t *testing.T) {
 	const mixed = `apiVersion: apps/v1
 kind: Deployment

@@ -146,7 +146,7 @@ func Decide(in Input) Decision {
 		if level == "" {
 			lvl = "unset, treated as Prevent"
 		} else {
-			lvl = lvl + ", treated as Prevent"
+			lvl += ", treated as Prevent"
 		}
 		level = olmv1.CollisionProtectionPrevent
 	}

@@ -134,25 +134,25 @@ func TestEachConditionFromObservations(t *testing.T) {
 		return string(c.Status) + "/" + c.Reason + ": " + c.Message
 	}
 	tests := map[string]struct {
-		obs                              Observations
-		progressing, available, succeded string
+		obs                               Observations
+		progressing, available, succeeded string
 	}{
-		"rolling out":                   {obs: obs(RollingOut, "probe"), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeded: "unchanged"},
-		"rolling out, nothing failing":  {obs: obs(RollingOut, ""), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/RollingOut: Revision 1.2.3 is rolling out.", succeded: "unchanged"},
-		"rolling out past the deadline": {obs: obs(RollingOut, "probe", passed), progressing: "False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeded: "unchanged"},
-		"past the deadline, succeeded":  {obs: obs(RollingOut, "probe", passed, succeeded), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeded: "unchanged"},
-		"retrying, Available never set": {obs: obs(Retrying, "gone"), progressing: "True/Retrying: gone", available: "unchanged", succeded: "unchanged"},
-		"retrying, Available set":       {obs: obs(Retrying, "gone", availableSet), progressing: "True/Retrying: gone", available: "Unknown/Reconciling: gone", succeded: "unchanged"},
-		"blocked: only Progressing":     {obs: obs(Blocked, "changed", passed, availableSet), progressing: "False/Blocked: changed", available: "unchanged", succeded: "unchanged"},
-		"complete":                      {obs: obs(Complete, "", passed), progressing: "True/Succeeded: Revision 1.2.3 has rolled out.", available: "True/ProbesSucceeded: Objects are available and pass all probes.", succeded: "True/Succeeded: Revision succeeded rolling out."},
-		"archived":                      {obs: obs(Archived, "", succeeded), progressing: "False/Archived: revision is archived", available: "Unknown/Archived: revision is archived", succeded: "unchanged"},
-		"empty":                         {obs: obs(Empty, ""), progressing: "True/RollingOut: " + emptyV, available: "Unknown/Reconciling: " + emptyV, succeded: "unchanged"},
-		"empty past the deadline":       {obs: obs(Empty, "", passed), progressing: "False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: " + emptyV, available: "Unknown/Reconciling: " + emptyV, succeded: "unchanged"},
+		"rolling out":                   {obs: obs(RollingOut, "probe"), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeeded: "unchanged"},
+		"rolling out, nothing failing":  {obs: obs(RollingOut, ""), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/RollingOut: Revision 1.2.3 is rolling out.", succeeded: "unchanged"},
+		"rolling out past the deadline": {obs: obs(RollingOut, "probe", passed), progressing: "False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeeded: "unchanged"},
+		"past the deadline, succeeded":  {obs: obs(RollingOut, "probe", passed, succeeded), progressing: "True/RollingOut: Revision 1.2.3 is rolling out.", available: "False/ProbeFailure: probe", succeeded: "unchanged"},
+		"retrying, Available never set": {obs: obs(Retrying, "gone"), progressing: "True/Retrying: gone", available: "unchanged", succeeded: "unchanged"},
+		"retrying, Available set":       {obs: obs(Retrying, "gone", availableSet), progressing: "True/Retrying: gone", available: "Unknown/Reconciling: gone", succeeded: "unchanged"},
+		"blocked: only Progressing":     {obs: obs(Blocked, "changed", passed, availableSet), progressing: "False/Blocked: changed", available: "unchanged", succeeded: "unchanged"},
+		"complete":                      {obs: obs(Complete, "", passed), progressing: "True/Succeeded: Revision 1.2.3 has rolled out.", available: "True/ProbesSucceeded: Objects are available and pass all probes.", succeeded: "True/Succeeded: Revision succeeded rolling out."},
+		"archived":                      {obs: obs(Archived, "", succeeded), progressing: "False/Archived: revision is archived", available: "Unknown/Archived: revision is archived", succeeded: "unchanged"},
+		"empty":                         {obs: obs(Empty, ""), progressing: "True/RollingOut: " + emptyV, available: "Unknown/Reconciling: " + emptyV, succeeded: "unchanged"},
+		"empty past the deadline":       {obs: obs(Empty, "", passed), progressing: "False/ProgressDeadlineExceeded: Revision has not rolled out for 10 minute(s). Last status: " + emptyV, available: "Unknown/Reconciling: " + emptyV, succeeded: "unchanged"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := []string{render(Progressing(tc.obs)), render(Available(tc.obs)), render(Succeeded(tc.obs))}
-			if diff := cmp.Diff([]string{tc.progressing, tc.available, tc.succeded}, got); diff != "" {
+			if diff := cmp.Diff([]string{tc.progressing, tc.available, tc.succeeded}, got); diff != "" {
 				t.Errorf("Progressing, Available, Succeeded (-want +got):\n%s", diff)
 			}
 		})

@@ -185,7 +185,7 @@ const maxGzipRatio = 1032
 // value is in the result.
 func (b *Budget) decode(ctx context.Context, stored []byte, key string) (*resolved, error) {
 	if err := verifyKey(stored, key); err != nil {
-		return &resolved{err: err}, nil
+		return &resolved{err: err}, nil //nolint:nilerr // a bad value is a result; the error is the pool's wait
 	}
 	left := b.limit - b.used
 	if left <= 0 {
@@ -232,7 +232,7 @@ func (b *Budget) decode(ctx context.Context, stored []byte, key string) (*resolv
 	obj, err := parseObject(data)
 	if err != nil {
 		b.giveBack(cost)
-		return &resolved{err: err}, nil
+		return &resolved{err: err}, nil //nolint:nilerr // a bad value is a result; the error is the pool's wait
 	}
 	return &resolved{obj: obj, size: cost}, nil
 }

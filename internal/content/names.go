@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 )
 
 // hashHexLength is the length of the hex hash in generated names: 8 bytes of SHA-256.
@@ -30,7 +30,7 @@ const hashHexLength = 16
 func SecretName(cosName string, data map[string][]byte) string {
 	prefix := cosName
 	h := sha256.New()
-	if maxPrefix := validation.DNS1123SubdomainMaxLength - 1 - hashHexLength; len(cosName) > maxPrefix {
+	if maxPrefix := utilvalidation.DNS1123SubdomainMaxLength - 1 - hashHexLength; len(cosName) > maxPrefix {
 		prefix = strings.TrimRight(cosName[:maxPrefix], "-.")
 		writeField(h, cosName)
 	}
@@ -47,12 +47,12 @@ func SecretName(cosName string, data map[string][]byte) string {
 // and the prefix the longest start of cosName that keeps the result a valid label value. Different
 // names give different values (up to the hash).
 func RevisionLabelValue(cosName string) string {
-	if len(validation.IsValidLabelValue(cosName)) == 0 {
+	if len(utilvalidation.IsValidLabelValue(cosName)) == 0 {
 		return cosName
 	}
 	h := sha256.New()
 	_, _ = io.WriteString(h, cosName)
-	prefix := labelPrefix(cosName, validation.LabelValueMaxLength-1-hashHexLength)
+	prefix := labelPrefix(cosName, utilvalidation.LabelValueMaxLength-1-hashHexLength)
 	return joinHash(prefix, h)
 }
 

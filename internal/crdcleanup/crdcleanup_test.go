@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 const listMessage = "could not list instances: storage is (re)initializing"
@@ -141,7 +141,7 @@ func TestRetriggerSchedule(t *testing.T) {
 				annotations = map[string]string{Annotation: tc.annotation}
 			}
 			obj := crd(&deleted, "True", tc.reason, tc.message, annotations, false)
-			clock := clocktesting.NewFakePassiveClock(created)
+			clock := testingclock.NewFakePassiveClock(created)
 			var got []string
 			for clock.Now().Before(created.Add(time.Hour)) {
 				if r, ok := Stalled(obj, clock.Now()); ok {

@@ -132,7 +132,7 @@ func FuzzSort(f *testing.F) {
 		rank[p] = i
 	}
 	f.Fuzz(func(t *testing.T, picks []byte, limit uint8) {
-		max := int(limit%60) + 1
+		perPhase := int(limit%60) + 1
 		var objs []*unstructured.Unstructured
 		for i, p := range picks {
 			gvk := kinds[int(p)%len(kinds)]
@@ -141,7 +141,7 @@ func FuzzSort(f *testing.F) {
 			o.SetName(fmt.Sprint(i))
 			objs = append(objs, o)
 		}
-		phases, err := Sort(objs, max)
+		phases, err := Sort(objs, perPhase)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,8 +149,8 @@ func FuzzSort(f *testing.F) {
 		names := map[string]bool{}
 		last := -1
 		for _, p := range phases {
-			if len(p.Objects) == 0 || len(p.Objects) > max {
-				t.Fatalf("phase %s has %d objects, limit %d", p.Name, len(p.Objects), max)
+			if len(p.Objects) == 0 || len(p.Objects) > perPhase {
+				t.Fatalf("phase %s has %d objects, limit %d", p.Name, len(p.Objects), perPhase)
 			}
 			if names[p.Name] {
 				t.Fatalf("duplicate phase name %s", p.Name)

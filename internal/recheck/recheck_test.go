@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
 )
@@ -39,7 +39,7 @@ func TestAfter(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			tc.policy.Clock = clocktesting.NewFakePassiveClock(now)
+			tc.policy.Clock = testingclock.NewFakePassiveClock(now)
 			tc.policy.Jitter = exact
 			if got := tc.policy.After(tc.in); got != tc.want {
 				t.Errorf("After = %v, want %v", got, tc.want)
@@ -52,7 +52,7 @@ func TestAfter(t *testing.T) {
 // and the fallback once it has passed.
 func TestAfterFollowsTheClock(t *testing.T) {
 	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	clk := clocktesting.NewFakeClock(start)
+	clk := testingclock.NewFakeClock(start)
 	p := Policy{Clock: clk}
 	in := Input{Kind: conditions.RollingOut, Deadline: start.Add(5 * time.Minute)}
 	tests := map[string]struct {
@@ -77,7 +77,7 @@ func TestAfterFollowsTheClock(t *testing.T) {
 // TestDefaultJitter: without an injected jitter, a periodic check falls within 90% and 108% of its
 // interval.
 func TestDefaultJitter(t *testing.T) {
-	p := Policy{Clock: clocktesting.NewFakePassiveClock(time.Time{}), DriftCheck: 10 * time.Minute}
+	p := Policy{Clock: testingclock.NewFakePassiveClock(time.Time{}), DriftCheck: 10 * time.Minute}
 	for range 100 {
 		if got := p.After(Input{Kind: conditions.Complete}); got < 9*time.Minute || got > 10*time.Minute*108/100 {
 			t.Fatalf("After = %v, want within [9m, 10m48s]", got)

@@ -274,11 +274,18 @@ func advice(r *Report, webhookExternalizes bool) string {
 // Render writes the report for people.
 func Render(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	// The table is written into tw's buffer; the first write error, if any, is kept.
+	var err error
+	printf := func(w io.Writer, format string, args ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(w, format, args...)
+		}
+	}
 	name := r.Name
 	if name == "" {
 		name = "(no name)"
 	}
-	fmt.Fprintf(tw, "ClusterObjectSet %s: %s in %s (%d inline, %d refs)\n\n", name, describe.Count(r.Objects, "object"), describe.Count(r.Phases, "phase"),
+	printf(tw, "ClusterObjectSet %s: %s in %s (%d inline, %d refs)\n\n", name, describe.Count(r.Objects, "object"), describe.Count(r.Phases, "phase"),
 		r.InlineObjects, r.Objects-r.InlineObjects)
 	ext := func(f func(*Form) string) string {
 		if r.Externalized == nil {
@@ -286,9 +293,9 @@ func Render(w io.Writer, r *Report) error {
 		}
 		return f(r.Externalized)
 	}
-	fmt.Fprintf(tw, "\tinline\texternalized\n")
-	fmt.Fprintf(tw, "ClusterObjectSet\t%s\t%s\n", byteSize(r.Inline.ClusterObjectSet), ext(func(f *Form) string { return byteSize(f.ClusterObjectSet) }))
-	fmt.Fprintf(tw, "Secrets\t%s\t%s\n", na, ext(func(f *Form) string {
+	printf(tw, "\tinline\texternalized\n")
+	printf(tw, "ClusterObjectSet\t%s\t%s\n", byteSize(r.Inline.ClusterObjectSet), ext(func(f *Form) string { return byteSize(f.ClusterObjectSet) }))
+	printf(tw, "Secrets\t%s\t%s\n", na, ext(func(f *Form) string {
 		data, largest := 0, 0
 		for _, s := range f.Secrets {
 			data += s.Data
@@ -299,22 +306,22 @@ func Render(w io.Writer, r *Report) error {
 		}
 		return fmt.Sprintf("%s, %s of data (largest %s)", describe.Count(len(f.Secrets), "Secret"), byteSize(data), byteSize(largest))
 	}))
-	fmt.Fprintf(tw, "total stored\t%s\t%s\n", byteSize(r.Inline.Total), ext(func(f *Form) string {
+	printf(tw, "total stored\t%s\t%s\n", byteSize(r.Inline.Total), ext(func(f *Form) string {
 		return fmt.Sprintf("%s (%.1f%%)", byteSize(f.Total), r.StoredPercent)
 	}))
-	fmt.Fprintf(tw, "largest request\t%s\t%s\n", byteSize(r.Inline.LargestRequest), ext(func(f *Form) string { return byteSize(f.LargestRequest) }))
-	fmt.Fprintf(tw, "last-applied annotation\t%s\t%s\n", byteSize(r.Inline.LastApplied), ext(func(f *Form) string { return byteSize(f.LastApplied) }))
-	fmt.Fprintf(tw, "\nlimit\tbytes\tinline\texternalized\n")
+	printf(tw, "largest request\t%s\t%s\n", byteSize(r.Inline.LargestRequest), ext(func(f *Form) string { return byteSize(f.LargestRequest) }))
+	printf(tw, "last-applied annotation\t%s\t%s\n", byteSize(r.Inline.LastApplied), ext(func(f *Form) string { return byteSize(f.LastApplied) }))
+	printf(tw, "\nlimit\tbytes\tinline\texternalized\n")
 	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Limit, group(c.Bytes), c.Inline, c.Externalized)
+		printf(tw, "%s\t%s\t%s\t%s\n", c.Limit, group(c.Bytes), c.Inline, c.Externalized)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if err == nil {
+		err = tw.Flush()
 	}
 	if r.ExternalizeError != "" {
-		fmt.Fprintf(w, "\nCannot externalize: %s\n", r.ExternalizeError)
+		printf(w, "\nCannot externalize: %s\n", r.ExternalizeError)
 	}
-	_, err := fmt.Fprintf(w, "\nWebhook: %s.\nAdvice: %s\n", strings.TrimSuffix(r.Webhook, "."), r.Advice)
+	printf(w, "\nWebhook: %s.\nAdvice: %s\n", strings.TrimSuffix(r.Webhook, "."), r.Advice)
 	return err
 }
 

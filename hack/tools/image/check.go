@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,7 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -59,7 +60,7 @@ func Check(archive, tag, version string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary folder left behind is no failure
 	bin := filepath.Join(dir, "manager")
 	hdr, err := extract(img, strings.TrimPrefix(entrypoint, "/"), bin)
 	if err != nil {
@@ -154,15 +155,13 @@ func extract(img v1.Image, file, dst string) (*tar.Header, error) {
 				break
 			}
 			if err != nil {
-				rc.Close()
-				return nil, err
+				return nil, errors.Join(err, rc.Close())
 			}
 			if path.Clean(strings.TrimPrefix(hdr.Name, "./")) != file || hdr.Typeflag != tar.TypeReg {
 				continue
 			}
 			if err := writeFile(dst, tr); err != nil {
-				rc.Close()
-				return nil, err
+				return nil, errors.Join(err, rc.Close())
 			}
 			found = hdr
 		}
@@ -170,8 +169,7 @@ func extract(img v1.Image, file, dst string) (*tar.Header, error) {
 		if err == nil {
 			_, err = io.Copy(h, rc)
 		}
-		rc.Close()
-		if err != nil {
+		if err = errors.Join(err, rc.Close()); err != nil {
 			return nil, err
 		}
 		if got := fmt.Sprintf("sha256:%x", h.Sum(nil)); got != want.String() {
@@ -190,23 +188,22 @@ func writeFile(dst string, r io.Reader) error {
 		return err
 	}
 	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	return f.Close()
 }
 
 // static fails unless file is an ELF executable with no interpreter and no shared libraries: the image
 // has no libc.
-func static(file string) error {
+func static(file string) (err error) {
 	f, err := elf.Open(file)
 	if err != nil {
 		return fmt.Errorf("/manager is not an ELF executable: %w", err)
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("/manager is dynamically linked (it has an ELF interpreter)")
+			return errors.New("/manager is dynamically linked (it has an ELF interpreter)")
 		}
 	}
 	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
