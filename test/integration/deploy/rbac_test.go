@@ -185,7 +185,7 @@ func applyRBAC(t *testing.T, overlay string) {
 
 // impersonating returns the test environment acting as user, a ServiceAccount. Besides its own
 // roles, the user may install the webhook configurations and make sure the system namespace exists,
-// as the installer does for a manager in a cluster (testenv.StartManager does it for the manager it
+// as the installer does for a manager in a cluster (Environment.StartManager does it for the manager it
 // starts); the manager itself never touches those.
 func impersonating(t *testing.T, user string) *testenv.Environment {
 	t.Helper()
