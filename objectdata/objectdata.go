@@ -38,7 +38,8 @@ const (
 	recentUse = 10 * time.Second
 )
 
-// Writer creates the Secrets of a plan in Namespace.
+// Writer creates the Secrets of a plan in Namespace. It is the admission pipeline's Store
+// (internal/admission) over a client, for the webhook and kubectl cos apply alike.
 type Writer struct {
 	// Client writes Secrets.
 	Client client.Client
@@ -187,24 +188,6 @@ func (w *Writer) GetSecret(ctx context.Context, key client.ObjectKey) (*corev1.S
 		return nil, err
 	}
 	return sec, nil
-}
-
-// Missing returns the names of the planned Secrets of the ClusterObjectSet cosName that do not exist,
-// read uncached, in plan order. It writes nothing.
-func (w *Writer) Missing(ctx context.Context, cosName string, plan *content.Plan) ([]string, error) {
-	var missing []string
-	for _, s := range plan.Secrets {
-		want := externalize.ObjectDataSecret(cosName, w.Namespace, s)
-		key := client.ObjectKeyFromObject(want)
-		err := w.Reader.Get(ctx, key, &corev1.Secret{})
-		switch {
-		case apierrors.IsNotFound(err):
-			missing = append(missing, key.Name)
-		case err != nil:
-			return nil, &WriteError{Secret: key, Err: err}
-		}
-	}
-	return missing, nil
 }
 
 // checkExisting accepts an existing Secret only when it is one of ours with exactly the wanted

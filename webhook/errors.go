@@ -8,10 +8,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 )
 
 // cosGroupKind names ClusterObjectSets in the API server's errors.
 var cosGroupKind = schema.GroupKind{Group: olmv1.GroupVersion.Group, Kind: olmv1.ClusterObjectSetKind}
+
+// refusalReasons are the refusal metric's labels of the pipeline's reasons.
+var refusalReasons = map[cosadmission.Reason]string{
+	cosadmission.ReasonInvalid:        RefusalInvalid,
+	cosadmission.ReasonTooLarge:       RefusalTooLarge,
+	cosadmission.ReasonNameRequired:   RefusalNameRequired,
+	cosadmission.ReasonSecretConflict: RefusalSecretConflict,
+	cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
+	cosadmission.ReasonInternal:       RefusalBadRequest,
+}
+
+// refusal is the response of the pipeline's refusal: the API server's Invalid status for field
+// errors, otherwise its error with its code.
+func refusal(name string, r *cosadmission.Refusal) admission.Response {
+	if len(r.Errs) > 0 {
+		return invalid(name, r.Errs)
+	}
+	return admission.Errored(r.Code, r.Err)
+}
 
 // invalid refuses with the API server's own Invalid status, field paths in its causes.
 func invalid(name string, errs field.ErrorList) admission.Response {

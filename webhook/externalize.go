@@ -2,24 +2,19 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
@@ -35,7 +30,8 @@ import (
 // +kubebuilder:rbac:groups="",namespace=olmv1-system,resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=get;list;watch
 
-// Externalizer is the mutating webhook.
+// Externalizer is the mutating webhook: it translates the admission pipeline's answer
+// (internal/admission) into a patch, warnings, a refusal and metrics.
 type Externalizer struct {
 	// Client writes Secrets.
 	Client client.Client
@@ -67,124 +63,55 @@ func (e *Externalizer) Handle(ctx context.Context, req admission.Request) admiss
 
 // handle returns the response, and the refusal reason when it refuses.
 func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed(""), ""
+	}
 	obj, specSize, err := externalize.DecodeCOS(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
 	}
-	var warnings []string
-	switch req.Operation {
-	case admissionv1.Create:
-		if errs := e.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return l.ValidateCreate(obj) }); len(errs) > 0 {
-			return invalid(obj.Name, errs), RefusalInvalid
-		}
-		// The API server refuses a create of an existing name only after admission, and a
-		// server-side apply that lost a create race is retried as an update: such a create is
-		// answered as a dry run is, the same refs and nothing written.
-		exists, err := e.exists(ctx, obj.Name)
-		if err != nil {
-			return admission.Errored(http.StatusServiceUnavailable, err), RefusalWriteFailed
-		}
-		if exists && !dryRun {
-			dryRun = true
-			warnings = append(warnings, fmt.Sprintf("%sClusterObjectSet %s already exists: this create writes no Secrets", warningPrefix, obj.Name))
-		}
-	case admissionv1.Update:
-		old, _, err := externalize.DecodeCOS(req.OldObject.Raw)
-		if err != nil {
+	in := cosadmission.Request{Operation: cosadmission.Operation(req.Operation), New: obj, SpecSize: specSize, DryRun: dryRun, Limits: e.Limits}
+	if req.Operation == admissionv1.Update {
+		if in.Old, _, err = externalize.DecodeCOS(req.OldObject.Raw); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
 		}
-		restored, warning := e.restoreStoredPhases(ctx, old, obj, dryRun)
-		if warning != "" {
-			warnings = append(warnings, warning)
+	}
+	r := e.pipeline().Admit(ctx, in)
+	if r.Refusal != nil {
+		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), refusalReasons[r.Refusal.Reason]
+	}
+	warnings := r.Warnings
+	s := r.Stats
+	e.Metrics.SecretsWritten.Add(float64(s.Created))
+	log := ctrl.LoggerFrom(ctx)
+	if len(s.Healed) > 0 {
+		log.Info("wrote again the Secrets of the stored refs", "secretsMissing", len(s.Healed), "secretsCreated", s.Created)
+	}
+	if s.Plan.Secrets > 0 {
+		e.Metrics.ObjectsExternalized.Add(float64(s.Plan.Objects))
+		e.Metrics.BytesInline.Add(float64(s.Plan.InlineBytes))
+		e.Metrics.BytesStored.Add(float64(s.Plan.StoredBytes))
+		var notes []string
+		if s.DryRun {
+			notes = append(notes, "nothing written")
 		}
-		if errs := e.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, obj) }); len(errs) > 0 {
-			return invalid(obj.Name, errs).WithWarnings(warnings...), RefusalInvalid
-		}
-		if restored || len(old.Spec.Phases) > 0 {
-			// The stored content stands: only kubectl's annotation may need the stored form.
-			return e.respond(obj, restored, warnings), ""
-		}
-	default:
-		return admission.Allowed(""), ""
+		warnings = append(warnings, cosadmission.WarningPrefix+s.Summary(e.Options.SystemNamespace, notes...))
+		log.Info("externalized", "objects", s.Plan.Objects, "secrets", s.Plan.Secrets, "secretsCreated", s.Created,
+			"inlineBytes", s.Plan.InlineBytes, "storedBytes", s.Plan.StoredBytes)
 	}
-
-	decision, ferr := externalize.Decide(e.Options.Mode, e.Options.Threshold, obj.Annotations, specSize, externalize.CountInline(obj.Spec.Phases))
-	if ferr != nil {
-		return invalid(obj.Name, field.ErrorList{ferr}), RefusalInvalid
-	}
-	warnings = append(warnings, e.checkUserRefs(ctx, obj)...)
-	if !decision.Externalize {
-		return e.respond(obj, false, warnings), ""
-	}
-	if obj.Name == "" {
-		return invalid("", field.ErrorList{field.Required(field.NewPath("metadata", "name"),
-			"a ClusterObjectSet whose objects are externalized needs a name: generateName is not supported")}), RefusalNameRequired
-	}
-	plan, err := content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{})
-	if err != nil {
-		var tooLarge *content.TooLargeError
-		if errors.As(err, &tooLarge) {
-			return invalid(obj.Name, field.ErrorList{externalize.TooLargeFieldError(tooLarge)}), RefusalTooLarge
-		}
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("planning the Secrets: %w", err)), RefusalBadRequest
-	}
-	written, resp, reason := e.writeSecrets(ctx, obj.Name, plan, dryRun)
-	if reason != "" {
-		return resp, reason
-	}
-	obj.Spec.Phases = externalize.WithRefs(obj.Spec.Phases, plan, e.Options.SystemNamespace)
-	e.Metrics.ObjectsExternalized.Add(float64(plan.Stats.Objects))
-	e.Metrics.BytesInline.Add(float64(plan.Stats.InlineBytes))
-	e.Metrics.BytesStored.Add(float64(plan.Stats.StoredBytes))
-	e.Metrics.SecretsWritten.Add(float64(written))
-	what := fmt.Sprintf("externalized %s into %s in %s (%d bytes inline, %d bytes stored; %s)",
-		plural(plan.Stats.Objects, "object"), plural(len(plan.Secrets), "Secret"), e.Options.SystemNamespace,
-		plan.Stats.InlineBytes, plan.Stats.StoredBytes, decision.Reason)
-	if dryRun {
-		what += "; nothing written"
-	}
-	warnings = append(warnings, warningPrefix+what)
-	ctrl.LoggerFrom(ctx).Info("externalized", "objects", plan.Stats.Objects, "secrets", len(plan.Secrets), "secretsCreated", written,
-		"inlineBytes", plan.Stats.InlineBytes, "storedBytes", plan.Stats.StoredBytes)
-	return e.respond(obj, true, warnings), ""
+	obj.Spec.Phases = r.Phases
+	return e.respond(obj, r.PhasesChanged, warnings), ""
 }
 
-// exists reports whether a ClusterObjectSet of that name exists (read live).
-func (e *Externalizer) exists(ctx context.Context, name string) (bool, error) {
-	if name == "" {
-		return false, nil
+// pipeline is the admission pipeline of one request: reads uncached, Secrets written by
+// objectdata.Writer, at most WriteConcurrency at once.
+func (e *Externalizer) pipeline() *cosadmission.Pipeline {
+	return &cosadmission.Pipeline{
+		Store:            &objectdata.Writer{Client: e.Client, Reader: e.Reader, Namespace: e.Options.SystemNamespace, Concurrency: max(e.Options.WriteConcurrency, 1)},
+		SystemNamespace:  e.Options.SystemNamespace,
+		Mode:             e.Options.Mode,
+		Threshold:        e.Options.Threshold,
+		MaxResolvedBytes: e.Options.MaxResolvedBytes,
+		ResolvePool:      e.Options.ResolvePool,
 	}
-	err := e.Reader.Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
-	default:
-		return false, fmt.Errorf("checking whether ClusterObjectSet %s exists: %w", name, err)
-	}
-}
-
-// writeSecrets creates the planned Secrets through the shared writer (objectdata.Writer), at most
-// WriteConcurrency at once: an existing Secret of the same name is accepted only when it is ours and
-// holds exactly the planned content. A dry run checks existing Secrets the same way and writes
-// nothing. It returns the number created.
-func (e *Externalizer) writeSecrets(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, admission.Response, string) {
-	w := &objectdata.Writer{Client: e.Client, Reader: e.Reader, Namespace: e.Options.SystemNamespace, Concurrency: max(e.Options.WriteConcurrency, 1)}
-	n, err := w.Write(ctx, cosName, plan, dryRun)
-	if err != nil {
-		var conflict *objectdata.ConflictError
-		if errors.As(err, &conflict) {
-			return 0, admission.Errored(http.StatusConflict, err), RefusalSecretConflict
-		}
-		return 0, admission.Errored(http.StatusInternalServerError, err), RefusalWriteFailed
-	}
-	return n, admission.Response{}, ""
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
@@ -175,9 +175,6 @@ func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Obj
 	if obj.Name == "" {
 		return nil, fmt.Errorf("%s: metadata.name: Required value: kubectl cos apply needs a name (generateName is not supported)", src.Source)
 	}
-	if errs := limits.ValidateCreate(obj); len(errs) > 0 {
-		return nil, invalid(where, obj.Name, errs)
-	}
 	live, liveU, err := o.live(ctx, cl, obj.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -185,71 +182,36 @@ func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Obj
 	if live != nil && !live.DeletionTimestamp.IsZero() {
 		return nil, fmt.Errorf("%s: the stored ClusterObjectSet is being deleted; wait until it is gone", where)
 	}
-	decision, ferr := externalize.Decide(mode, o.threshold, obj.Annotations, specSize, externalize.CountInline(obj.Spec.Phases))
-	if ferr != nil {
-		return nil, invalid(where, obj.Name, field.ErrorList{ferr})
+	// Step 1: the admission pipeline the webhook runs, as a create or an update of the stored one.
+	in := cosadmission.Request{Operation: cosadmission.Create, New: obj, SpecSize: specSize, DryRun: o.dryRun != dryRunNone,
+		Limits: cosadmission.FixedLimits(limits)}
+	if live != nil {
+		in.Operation, in.Old = cosadmission.Update, live
 	}
-	var plan *content.Plan
-	target := obj.Spec.Phases
-	if decision.Externalize {
-		if plan, err = content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{}); err != nil {
-			var tooLarge *content.TooLargeError
-			if errors.As(err, &tooLarge) {
-				return nil, invalid(where, obj.Name, field.ErrorList{externalize.TooLargeFieldError(tooLarge)})
-			}
-			return nil, fmt.Errorf("%s: planning the Secrets: %w", where, err)
-		}
-		target = externalize.WithRefs(obj.Spec.Phases, plan, o.systemNamespace)
+	r := o.pipeline(cl, mode).Admit(ctx, in)
+	for _, w := range r.Warnings {
+		// As kubectl prints the API server's warnings: the webhook's same warnings are printed once.
+		cl.config.WarningHandler.HandleWarningHeader(299, "", w)
 	}
-
-	if live != nil && len(live.Spec.Phases) > 0 {
-		// An update: the stored content stands when the objects are the same, and nothing is written
-		// to Secrets; other objects are refused, as phases are immutable.
-		if !apiequality.Semantic.DeepEqual(live.Spec.Phases, target) {
-			same, err := externalize.SameContent(live.Spec.Phases, obj.Spec.Phases, o.systemNamespace,
-				objectdata.Resolver(ctx, cl.client, o.systemNamespace, o.maxResolved))
-			if err != nil {
-				return nil, fmt.Errorf("%s: comparing with the stored ClusterObjectSet: %w", where, err)
-			}
-			if !same {
-				errs := externalize.UpdateErrors(limits, live, obj)
-				if len(errs) == 0 {
-					errs = field.ErrorList{field.Invalid(field.NewPath("spec", "phases"), "", "phases is immutable"+externalize.ImmutablePhasesHint)}
-				}
-				return nil, invalid(where, obj.Name, errs)
-			}
+	if r.Refusal != nil {
+		if len(r.Refusal.Errs) > 0 {
+			return nil, invalid(where, obj.Name, r.Refusal.Errs)
 		}
-		obj.Spec.Phases = live.Spec.Phases
-		if errs := externalize.UpdateErrors(limits, live, obj); len(errs) > 0 {
-			return nil, invalid(where, obj.Name, errs)
-		}
-		healed, err := o.healStoredRefs(ctx, cl, obj.Name, live, target, plan)
-		if err != nil {
-			return nil, fmt.Errorf("%s: step 1 of 2, writing again the Secrets of the stored refs: %w", where, err)
-		}
-		if !healed {
-			fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: the stored ClusterObjectSet holds the same objects: no Secret written\n", obj.Name)
-		}
-	} else {
-		created := 0
-		if plan != nil && o.dryRun != dryRunClient {
-			if created, err = o.writeSecrets(ctx, cl, obj.Name, plan); err != nil {
-				return nil, fmt.Errorf("%s: step 1 of 2, the Secrets: %w", where, err)
-			}
-		}
-		if plan != nil {
-			obj.Spec.Phases = target
-			written := fmt.Sprintf("%d created, %d already there", created, len(plan.Secrets)-created)
-			if o.dryRun != dryRunNone {
-				written = "nothing written"
-			}
-			fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: externalized %s into %s in %s (%d bytes inline, %d bytes stored; %s; %s)\n",
-				obj.Name, plural(plan.Stats.Objects, "object"), plural(len(plan.Secrets), "Secret"), o.systemNamespace,
-				plan.Stats.InlineBytes, plan.Stats.StoredBytes, decision.Reason, written)
-		} else if externalize.CountInline(obj.Spec.Phases) > 0 {
-			fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: sent inline: %s\n", obj.Name, decision.Reason)
-		}
+		return nil, fmt.Errorf("%s: step 1 of 2, the Secrets: %w", where, r.Refusal.Err)
 	}
+	switch s := r.Stats; {
+	case s.Kept && len(s.Healed) == 0:
+		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: the stored ClusterObjectSet holds the same objects: no Secret written\n", obj.Name)
+	case s.Plan.Secrets > 0:
+		written := fmt.Sprintf("%d created, %d already there", s.Created, s.Plan.Secrets-s.Created)
+		if s.DryRun {
+			written = "nothing written"
+		}
+		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: %s\n", obj.Name, s.Summary(o.systemNamespace, written))
+	case !s.Kept && externalize.CountInline(obj.Spec.Phases) > 0:
+		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: sent inline: %s\n", obj.Name, s.Decision.Reason)
+	}
+	obj.Spec.Phases = r.Phases
 	if o.hooks.AfterSecrets != nil {
 		if err := o.hooks.AfterSecrets(ctx, obj.Name); err != nil {
 			return nil, err
@@ -283,40 +245,31 @@ func (o *applyOptions) live(ctx context.Context, cl *clients, name string) (*olm
 	return live, u, nil
 }
 
-// writeSecrets writes (or, on a server dry run, checks) the planned Secrets through the webhook's
-// writer, with a progress bar on a terminal.
-func (o *applyOptions) writeSecrets(ctx context.Context, cl *clients, cosName string, plan *content.Plan) (int, error) {
-	bar := newProgress(o.ErrOut, o.progress, plan, "writing Secrets")
-	w := &objectdata.Writer{Client: cl.client, Reader: cl.client, Namespace: o.systemNamespace, Written: bar.written}
-	n, err := w.Write(ctx, cosName, plan, o.dryRun == dryRunServer)
-	bar.done()
-	return n, err
+// pipeline is the admission pipeline over the plugin's client (applyStore).
+func (o *applyOptions) pipeline(cl *clients, mode externalize.Mode) *cosadmission.Pipeline {
+	return &cosadmission.Pipeline{
+		Store:            applyStore{Writer: &objectdata.Writer{Client: cl.client, Reader: cl.client, Namespace: o.systemNamespace}, o: o},
+		SystemNamespace:  o.systemNamespace,
+		Mode:             mode,
+		Threshold:        o.threshold,
+		MaxResolvedBytes: o.maxResolved,
+	}
 }
 
-// healStoredRefs writes again the Secrets of the stored refs that someone deleted, when the stored
-// phases are exactly the refs this apply planned (target): equal content keys prove equal content,
-// so a re-apply of the same manifests restores them. It reports whether any was missing.
-func (o *applyOptions) healStoredRefs(ctx context.Context, cl *clients, cosName string, live *olmv1.ClusterObjectSet, target []olmv1.ClusterObjectSetPhase, plan *content.Plan) (bool, error) {
-	if plan == nil || !apiequality.Semantic.DeepEqual(live.Spec.Phases, target) {
-		return false, nil
-	}
-	w := &objectdata.Writer{Client: cl.client, Reader: cl.client, Namespace: o.systemNamespace}
-	missing, err := w.Missing(ctx, cosName, plan)
-	if err != nil || len(missing) == 0 {
-		return false, err
-	}
-	if o.dryRun != dryRunNone {
-		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: %s of the stored refs missing (%s): the apply would write them again; nothing written\n",
-			cosName, plural(len(missing), "Secret"), strings.Join(missing, ", "))
-		return true, nil
-	}
-	created, err := o.writeSecrets(ctx, cl, cosName, plan)
-	if err != nil {
-		return false, err
-	}
-	fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: %s of the stored refs missing (%s): re-created %d\n",
-		cosName, plural(len(missing), "Secret"), strings.Join(missing, ", "), created)
-	return true, nil
+// applyStore is the pipeline's Store: objectdata.Writer with a progress bar of the Secrets it
+// writes (or, on a dry run, checks) on a terminal.
+type applyStore struct {
+	*objectdata.Writer
+	o *applyOptions
+}
+
+func (s applyStore) Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error) {
+	bar := newProgress(s.o.ErrOut, s.o.progress, plan, "writing Secrets")
+	w := *s.Writer
+	w.Written = bar.written
+	n, err := w.Write(ctx, cosName, plan, dryRun)
+	bar.done()
+	return n, err
 }
 
 // send sends the ClusterObjectSet (step 2): by server-side apply, or as client-side kubectl apply
@@ -436,11 +389,4 @@ func withLastApplied(u *unstructured.Unstructured) ([]byte, error) {
 // invalid is the API server's Invalid error for a ClusterObjectSet, after where it was read.
 func invalid(where, name string, errs field.ErrorList) error {
 	return fmt.Errorf("%s: %w", where, apierrors.NewInvalid(olmv1.GroupVersion.WithKind(olmv1.ClusterObjectSetKind).GroupKind(), name, errs))
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
