@@ -19,6 +19,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/crdcleanup"
+	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
 )
 
 // teardownPoll paces waiting for deleted objects to go, besides their watch events.
@@ -44,45 +45,15 @@ func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos 
 			log.Info("tearing down without some objects", "blocked", unres.blocking, "missing", unres.retryable)
 		}
 		for i := len(resolved) - 1; i >= 0; i-- {
-			pending := 0
-			for j := len(resolved[i]) - 1; j >= 0; j-- {
-				obj := resolved[i][j]
-				if obj == nil {
-					continue
-				}
-				// Read fresh: a cached copy could still show us as the controller of an object a
-				// successor has just adopted.
-				live, err := r.readLive(ctx, obj)
-				if err != nil {
-					return reconcile.Result{}, err
-				}
-				if live == nil {
-					continue
-				}
-				if ref := metav1.GetControllerOfNoCopy(live); ref != nil && ref.UID == cos.UID {
-					pending++
-					if live.GetDeletionTimestamp() == nil {
-						if err := r.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
-							client.Preconditions{UID: ptr.To(live.GetUID()), ResourceVersion: ptr.To(live.GetResourceVersion())}); client.IgnoreNotFound(err) != nil {
-							// A conflict (changed since read, perhaps adopted) is retried by Reconcile.
-							return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describe(live), err)
-						}
-					} else if err := r.retriggerCRDCleanup(ctx, cos, live); err != nil {
-						return reconcile.Result{}, err
-					}
-					continue
-				}
-				if err := r.dropOwner(ctx, live, cos); err != nil {
-					return reconcile.Result{}, err
-				}
+			pending, err := r.tearDownPhase(ctx, cos, resolved[i])
+			if err != nil {
+				return reconcile.Result{}, err
 			}
 			if pending > 0 {
 				log.V(1).Info("waiting for objects to be deleted", "phase", cos.Spec.Phases[i].Name, "pending", pending)
 				if cos.DeletionTimestamp.IsZero() {
 					// Archiving: say so, as upstream does.
-					before := cos.DeepCopy()
-					conditions.Set(cos, conditions.Outcome{Kind: conditions.Retrying, Message: conditions.MessageTeardownInProgress}, r.Clock.Now())
-					if err := r.patchStatus(ctx, before, cos); err != nil {
+					if err := r.reportTeardown(ctx, cos, conditions.Outcome{Kind: conditions.Retrying, Message: conditions.MessageTeardownInProgress}); err != nil {
 						return reconcile.Result{}, err
 					}
 				}
@@ -90,21 +61,51 @@ func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos 
 			}
 		}
 		r.applied.forget(cos.UID)
-		patch := client.MergeFromWithOptions(cos.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.RemoveFinalizer(cos, Finalizer)
-		if err := r.Client.Patch(ctx, cos, patch); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
+		if err := removeFinalizer(ctx, r.Client, cos); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 	if !cos.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	before := cos.DeepCopy()
-	conditions.Set(cos, conditions.Outcome{Kind: conditions.Archived}, r.Clock.Now())
-	if !hasArchivedCondition(before) {
-		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventArchived, "Archive", "archived: objects handed over or torn down")
+	return reconcile.Result{}, r.reportTeardown(ctx, cos, conditions.Outcome{Kind: conditions.Archived})
+}
+
+// tearDownPhase takes one step (rollout.Teardown) for every object of a phase that still exists, in
+// reverse order, and returns how many the phase still waits for. Objects are read fresh, and deleted
+// only under the resourceVersion read, so that one a successor adopts meanwhile stays.
+func (r *ClusterObjectSetReconciler) tearDownPhase(ctx context.Context, cos *olmv1.ClusterObjectSet, objs []*unstructured.Unstructured) (pending int, err error) {
+	for j := len(objs) - 1; j >= 0; j-- {
+		if objs[j] == nil {
+			continue // unresolvable: left to the garbage collector
+		}
+		live, err := r.readLive(ctx, objs[j])
+		if err != nil {
+			return pending, err
+		}
+		if live == nil {
+			continue // gone
+		}
+		switch rollout.Teardown(live, cos.UID) {
+		case rollout.Delete:
+			pending++
+			if err := r.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
+				client.Preconditions{UID: ptr.To(live.GetUID()), ResourceVersion: ptr.To(live.GetResourceVersion())}); client.IgnoreNotFound(err) != nil {
+				// A conflict (changed since read, perhaps adopted) is retried by Reconcile.
+				return pending, fmt.Errorf("deleting %s: %w", describe(live), err)
+			}
+		case rollout.AwaitDeletion:
+			pending++
+			if err := r.retriggerCRDCleanup(ctx, cos, live); err != nil {
+				return pending, err
+			}
+		case rollout.Release:
+			if err := r.dropOwner(ctx, live, cos); err != nil {
+				return pending, err
+			}
+		}
 	}
-	return reconcile.Result{}, r.patchStatus(ctx, before, cos)
+	return pending, nil
 }
 
 // retriggerCRDCleanup writes crdcleanup.Annotation on live, a CustomResourceDefinition this
@@ -125,20 +126,11 @@ func (r *ClusterObjectSetReconciler) retriggerCRDCleanup(ctx context.Context, co
 		return fmt.Errorf("re-triggering the cleanup of %s: %w", describe(live), err)
 	}
 	crdCleanupRetriggers.Inc()
-	ctrl.LoggerFrom(ctx).Info("re-triggered the API server's cleanup of a deleted CustomResourceDefinition", "crd", live.GetName(), "reason", retrigger.Reason,
+	ctrl.LoggerFrom(ctx).Info("re-triggered the API server's cleanup of a deleted CustomResourceDefinition", "object", describe(live), "reason", retrigger.Reason,
 		"retrigger", retrigger.N, "maxRetriggers", crdcleanup.MaxRetriggers)
 	r.Recorder.Eventf(cos, live, corev1.EventTypeWarning, EventCRDCleanupRetriggered, "Teardown",
-		"the API server's cleanup of CustomResourceDefinition %s stalled (%s); re-triggered it (%d of at most %d)", live.GetName(), retrigger.Reason, retrigger.N, crdcleanup.MaxRetriggers)
+		"the API server's cleanup of %s stalled (%s); re-triggered it (%d of at most %d)", describe(live), retrigger.Reason, retrigger.N, crdcleanup.MaxRetriggers)
 	return nil
-}
-
-func hasArchivedCondition(c *olmv1.ClusterObjectSet) bool {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == olmv1.ConditionProgressing && cond.Reason == olmv1.ReasonArchived {
-			return true
-		}
-	}
-	return false
 }
 
 // dropOwner removes cos from the ownerReferences of an object it does not control.
@@ -155,5 +147,8 @@ func (r *ClusterObjectSetReconciler) dropOwner(ctx context.Context, live client.
 	}
 	patch := client.MergeFrom(live.DeepCopyObject().(client.Object))
 	live.SetOwnerReferences(kept)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, live, patch))
+	if err := r.Client.Patch(ctx, live, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing %s from the owners of %s: %w", describe(cos), describe(live), err)
+	}
+	return nil
 }

@@ -107,7 +107,7 @@ func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, re
 		var err error
 		if sec, err = r.getSecret(ctx, key); err != nil {
 			// The API server's error names the resource and name only (secrets "x" not found).
-			return nil, "", fmt.Sprintf("getting Secret %s: %v", key, err)
+			return nil, "", fmt.Sprintf("getting %s: %v", describeKey("Secret", key), err)
 		}
 		secrets[key] = sec
 	}
@@ -117,14 +117,14 @@ func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, re
 	}
 	data, ok := sec.Data[ref.Key]
 	if !ok {
-		return nil, "", fmt.Sprintf("key %q not found in Secret %s", ref.Key, key)
+		return nil, "", fmt.Sprintf("key %q not found in %s", ref.Key, describeKey("Secret", key))
 	}
 	m, err := budget.Resolve(waitCtx, key.String()+"/"+ref.Key, data, ref.Key)
 	switch {
 	case errors.Is(err, content.ErrBudgetExceeded):
-		return nil, fmt.Sprintf("key %q in Secret %s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", ref.Key, key, budget.Limit()), ""
+		return nil, fmt.Sprintf("key %q in %s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", ref.Key, describeKey("Secret", key), budget.Limit()), ""
 	case errors.Is(err, content.ErrBusy):
-		return nil, "", fmt.Sprintf("key %q in Secret %s: %v (--max-concurrent-resolved-bytes)", ref.Key, key, err)
+		return nil, "", fmt.Sprintf("key %q in %s: %v (--max-concurrent-resolved-bytes)", ref.Key, describeKey("Secret", key), err)
 	}
 	if err != nil {
 		return nil, resolveReason(err, ref.Key, key), ""
@@ -132,7 +132,7 @@ func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, re
 	// A wrapper of its own per ref; the map is shared by every ref to this key.
 	u := &unstructured.Unstructured{Object: m}
 	if u.GetKind() == "" || u.GetAPIVersion() == "" {
-		return nil, fmt.Sprintf("unmarshaling object from key %q in Secret %s: not a Kubernetes object (apiVersion and kind are required)", ref.Key, key), ""
+		return nil, fmt.Sprintf("unmarshaling object from key %q in %s: not a Kubernetes object (apiVersion and kind are required)", ref.Key, describeKey("Secret", key)), ""
 	}
 	return u, "", ""
 }
@@ -140,13 +140,14 @@ func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, re
 // resolveReason turns a content error into a message in upstream's words; content's errors never
 // hold content.
 func resolveReason(err error, dataKey string, key client.ObjectKey) string {
+	secret := describeKey("Secret", key)
 	switch {
 	case errors.Is(err, content.ErrDigestMismatch):
-		return fmt.Sprintf("key %q in Secret %s: the content does not match its content-addressed key: %v", dataKey, key, err)
+		return fmt.Sprintf("key %q in %s: the content does not match its content-addressed key: %v", dataKey, secret, err)
 	case errors.Is(err, content.ErrTooLarge):
-		return fmt.Sprintf("decompressed data for key %q in Secret %s exceeds maximum size (%d bytes)", dataKey, key, content.MaxDecompressedSize)
+		return fmt.Sprintf("decompressed data for key %q in %s exceeds maximum size (%d bytes)", dataKey, secret, content.MaxDecompressedSize)
 	default:
-		return fmt.Sprintf("unmarshaling object from key %q in Secret %s: %v", dataKey, key, err)
+		return fmt.Sprintf("unmarshaling object from key %q in %s: %v", dataKey, secret, err)
 	}
 }
 

@@ -324,23 +324,28 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			return fmt.Errorf("setting up the serving certificate: %w", err)
 		}
 	}
-	reconciler := &controllers.ClusterObjectSetReconciler{
-		Client:           mgr.GetClient(),
-		APIReader:        mgr.GetAPIReader(),
-		Recorder:         mgr.GetEventRecorder("cos-externalizer"),
-		SystemNamespace:  o.systemNamespace,
-		KeepArchived:     o.keepArchived,
-		DriftCheck:       o.driftCheck,
-		ExternalRefCheck: o.externalRefs,
-		Rollout:          rollOut,
-		Clock:            o.Clock,
+	if rollOut {
+		if err := (&controllers.ClusterObjectSetReconciler{
+			Client:           mgr.GetClient(),
+			APIReader:        mgr.GetAPIReader(),
+			Recorder:         mgr.GetEventRecorder("cos-externalizer"),
+			SystemNamespace:  o.systemNamespace,
+			KeepArchived:     o.keepArchived,
+			DriftCheck:       o.driftCheck,
+			ExternalRefCheck: o.externalRefs,
+			Clock:            o.Clock,
 
-		MaxResolvedBytes:   o.maxResolvedBytes,
-		ResolvePool:        resolvePool,
-		SkipNameValidation: o.SkipControllerNameValidation,
-	}
-	if err := reconciler.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the reconciler: %w", err)
+			MaxResolvedBytes:   o.maxResolvedBytes,
+			ResolvePool:        resolvePool,
+			SkipNameValidation: o.SkipControllerNameValidation,
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the rollout: %w", err)
+		}
+	} else if err := (&controllers.FinalizerReleaseReconciler{
+		// Webhook-only: another reconciler rolls out; only our own teardown finalizer is let go.
+		Client: mgr.GetClient(), SkipNameValidation: o.SkipControllerNameValidation,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the finalizer release: %w", err)
 	}
 	// Secret ownership runs whether or not this manager rolls out: who owns an object-data Secret
 	// follows who uses it (internal/secretuse).

@@ -1,0 +1,41 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+)
+
+// archivePredecessors carries out rollout.Archive once cos has succeeded: it archives the older
+// Active revisions of its owner and deletes the archived ones beyond KeepArchived. Each write is
+// guarded by the resourceVersion read.
+func (r *ClusterObjectSetReconciler) archivePredecessors(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
+	owner := cos.Labels[olmv1.LabelOwnerName]
+	if owner == "" {
+		return nil
+	}
+	list := &olmv1.ClusterObjectSetList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{olmv1.LabelOwnerName: owner}); err != nil {
+		return fmt.Errorf("listing the revisions of %s: %w", owner, err)
+	}
+	archive, remove := rollout.Archive(cos, list.Items, r.KeepArchived)
+	for _, other := range archive {
+		patch := client.MergeFromWithOptions(other.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		other.Spec.LifecycleState = olmv1.LifecycleStateArchived
+		if err := r.Client.Patch(ctx, other, patch); err != nil {
+			return fmt.Errorf("archiving %s: %w", describe(other), err)
+		}
+		r.Recorder.Eventf(other, cos, corev1.EventTypeNormal, EventArchived, "Archive", "archived: revision %d (%s) succeeded", cos.Spec.Revision, describe(cos))
+	}
+	for _, old := range remove {
+		if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting archived %s: %w", describe(old), err)
+		}
+	}
+	return nil
+}

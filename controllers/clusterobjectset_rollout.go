@@ -1,0 +1,263 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
+	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
+)
+
+// rolloutFound is what one pass of the rollout found, for the status to report: the outcome, the
+// phase digests latched for the first time, the phases rolled out and ready, and API failures.
+type rolloutFound struct {
+	outcome   conditions.Outcome
+	latched   []olmv1.ObservedPhase
+	completed []string
+	err       error
+}
+
+// rollOut resolves the phases, verifies (or latches) their digests and applies them in order until
+// one is not done (rollout.Phase). It does not change cos: the status reports what it found.
+func (r *ClusterObjectSetReconciler) rollOut(ctx context.Context, cos *olmv1.ClusterObjectSet) rolloutFound {
+	if len(cos.Spec.Phases) == 0 {
+		// Not complete: a revision without phases must never archive its predecessor.
+		return rolloutFound{outcome: conditions.Outcome{Kind: conditions.Empty}}
+	}
+	resolved, unres, release := r.resolve(ctx, cos)
+	defer release()
+	switch {
+	case unres.blocking != "":
+		return rolloutFound{outcome: conditions.Outcome{Kind: conditions.Blocked, Message: unres.blocking}}
+	case unres.retryable != "":
+		return rolloutFound{outcome: conditions.Outcome{Kind: conditions.Retrying, Message: unres.retryable}}
+	}
+	phases := make([]phasedigest.Phase, len(cos.Spec.Phases))
+	for i, p := range cos.Spec.Phases {
+		phases[i] = phasedigest.Phase{Name: p.Name, Objects: make([]map[string]any, len(resolved[i]))}
+		for j, o := range resolved[i] {
+			phases[i].Objects[j] = o.Object
+		}
+	}
+	latched, mismatch, err := phasedigest.Latch(cos.Status.ObservedPhases, phases)
+	if err != nil {
+		return rolloutFound{err: err}
+	}
+	found := rolloutFound{latched: latched}
+	if mismatch != "" {
+		found.outcome = conditions.Outcome{Kind: conditions.Blocked, Message: mismatch}
+		return found
+	}
+	self := revisionOf(cos)
+	for i, phase := range cos.Spec.Phases {
+		v := rollout.Phase(i, r.applyPhase(ctx, cos, self, i, resolved[i]), cos.Spec.ProgressionProbes)
+		if v.Err != nil {
+			found.err = v.Err
+			return found
+		}
+		if !v.Done {
+			found.outcome = v.Outcome
+			return found
+		}
+		found.completed = append(found.completed, phase.Name)
+	}
+	found.outcome = conditions.Outcome{Kind: conditions.Complete}
+	return found
+}
+
+// applyConcurrency bounds the objects of a phase applied at once: a phase's objects are applied
+// together, in no particular order.
+const applyConcurrency = 8
+
+// applyPhase applies the objects of phase i concurrently and returns their results in order.
+func (r *ClusterObjectSetReconciler) applyPhase(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, i int, objs []*unstructured.Unstructured) []rollout.Applied {
+	phase := cos.Spec.Phases[i]
+	results := make([]rollout.Applied, len(objs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, applyConcurrency)
+	for j, obj := range objs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			protection := collision.Effective(cos.Spec.CollisionProtection, phase.CollisionProtection, phase.Objects[j].CollisionProtection)
+			live, msg, err := r.applyObject(ctx, cos, self, obj, protection)
+			results[j] = rollout.Applied{Desired: obj, Live: live, Collision: msg, Err: err}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// applyObject decides whether the object may be created or taken over, and applies it with
+// server-side apply as the controller of it. A collision is returned as a message. An object that
+// still holds what our last apply gave it is not applied again; it is read from the cache, so a
+// settled reconcile makes no API request for it. Every decision to write is taken on a fresh read.
+func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, obj *unstructured.Unstructured, protection olmv1.CollisionProtection) (*unstructured.Unstructured, string, error) {
+	desired := obj.DeepCopy()
+	labels := desired.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[olmv1.LabelOwningRevision] = content.RevisionLabelValue(cos.Name)
+	desired.SetLabels(labels)
+	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
+	desired.SetResourceVersion("")
+	desired.SetManagedFields(nil)
+	digest, err := content.Canonical(desired.Object)
+	if err != nil {
+		return nil, "", err
+	}
+	// The apply below decodes its answer into desired, replacing desired.Object: keep the fields.
+	shape := desired.Object
+	key := appliedKey{cos: cos.UID, gvk: desired.GroupVersionKind(), name: client.ObjectKeyFromObject(desired)}
+
+	existing, fresh, err := r.getLive(ctx, obj)
+	if err != nil {
+		return nil, "", err
+	}
+	if r.applied.unchanged(key, digest, shape, existing) {
+		// Nothing changed since our last apply: neither what we apply nor the object at those fields.
+		return existing, "", nil
+	}
+	if !fresh {
+		if existing, err = r.readLive(ctx, obj); err != nil {
+			return nil, "", err
+		}
+	}
+	in := collision.Input{Protection: protection, Self: self}
+	if existing != nil {
+		meta := metaOf(existing)
+		in.Existing = &meta
+		if in.Controller, err = r.controllingRevision(ctx, existing); err != nil {
+			return nil, "", err
+		}
+	}
+	decision := collision.Decide(in)
+	if decision.Verdict == collision.Collide {
+		return nil, decision.Message, nil
+	}
+	if decision.Verdict == collision.Adopt {
+		// Server-side apply adds our controller reference beside the one another manager set:
+		// drop the other controller first, so there is one controller at any time.
+		if err := r.dropOtherControllers(ctx, existing, cos.UID); err != nil {
+			return nil, "", fmt.Errorf("taking %s over: %w", describe(obj), err)
+		}
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventAdopted, "Adopt", "adopting %s: %s", describe(obj), decision.Message)
+	}
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return nil, "", sanitize(err)
+	}
+	r.applied.record(key, digest, shape, desired)
+	if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
+		return nil, "", err
+	}
+	return desired, "", nil
+}
+
+// dropOtherControllers removes controller ownerReferences other than ours, guarded by the
+// resourceVersion it was read at.
+func (r *ClusterObjectSetReconciler) dropOtherControllers(ctx context.Context, obj *unstructured.Unstructured, self types.UID) error {
+	refs := obj.GetOwnerReferences()
+	kept := refs[:0:0]
+	for _, ref := range refs {
+		if ref.Controller != nil && *ref.Controller && ref.UID != self {
+			continue
+		}
+		kept = append(kept, ref)
+	}
+	if len(kept) == len(refs) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	obj.SetOwnerReferences(kept)
+	return r.Client.Patch(ctx, obj, patch)
+}
+
+// cacheReadTimeout bounds a read from the cache: the first read of a kind starts its informer and
+// waits for it to sync, which never happens if the kind stops being served meanwhile.
+const cacheReadTimeout = 30 * time.Second
+
+// getLive returns the object from the cache if it is there (objects carrying olmv1.LabelOwningRevision),
+// else as the API server has it (fresh), or nil if it does not exist. A cached object may be behind.
+func (r *ClusterObjectSetReconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (live *unstructured.Unstructured, fresh bool, err error) {
+	live = &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
+	err = r.Client.Get(cctx, client.ObjectKeyFromObject(obj), live)
+	cancel()
+	if err == nil {
+		return live, false, nil
+	}
+	live, err = r.readLive(ctx, obj)
+	return live, true, err
+}
+
+// readLive reads the object from the API server, uncached; nil if it does not exist.
+func (r *ClusterObjectSetReconciler) readLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", describe(obj), err)
+	}
+	return live, nil
+}
+
+// controllingRevision returns the ClusterObjectSet that controls obj, if any and if it exists.
+func (r *ClusterObjectSetReconciler) controllingRevision(ctx context.Context, obj *unstructured.Unstructured) (*collision.Revision, error) {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != olmv1.ClusterObjectSetKind || ref.APIVersion != olmv1.GroupVersion.String() {
+		return nil, nil
+	}
+	other := &olmv1.ClusterObjectSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, other); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if other.UID != ref.UID {
+		return nil, nil
+	}
+	rev := revisionOf(other)
+	return &rev, nil
+}
+
+func revisionOf(c *olmv1.ClusterObjectSet) collision.Revision {
+	return collision.Revision{
+		Name: c.Name, UID: c.UID, Revision: c.Spec.Revision, OwnerName: c.Labels[olmv1.LabelOwnerName],
+		Active: c.Spec.LifecycleState == olmv1.LifecycleStateActive && c.DeletionTimestamp.IsZero(),
+	}
+}
+
+func metaOf(u *unstructured.Unstructured) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), Labels: u.GetLabels(),
+		OwnerReferences: u.GetOwnerReferences(), Generation: u.GetGeneration(),
+	}
+}
+
+func ownerRef(c *olmv1.ClusterObjectSet) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: c.Name, UID: c.UID,
+		Controller: &t, BlockOwnerDeletion: &t,
+	}
+}

@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
+)
+
+// Event reasons.
+const (
+	EventPhaseComplete = "PhaseComplete"
+	EventSucceeded     = "Succeeded"
+	EventBlocked       = "Blocked"
+	EventRetrying      = "Retrying"
+	EventArchived      = "Archived"
+	EventAdopted       = "Adopted"
+	// EventCRDCleanupRetriggered: teardown re-triggered the API server's stalled cleanup of a deleted CRD.
+	EventCRDCleanupRetriggered = "CRDCleanupRetriggered"
+)
+
+// setStatus writes what the rollout found into the status of cos (the digests latched, when each
+// phase completed, the conditions: conditions.Set) and records the Events it deserves. An API failure
+// is Retrying with its message. It returns the outcome reported; the caller patches the status once.
+func (r *ClusterObjectSetReconciler) setStatus(cos *olmv1.ClusterObjectSet, found rolloutFound) conditions.Outcome {
+	now := r.Clock.Now()
+	outcome := found.outcome
+	if found.err != nil {
+		outcome = conditions.Outcome{Kind: conditions.Retrying, Message: found.err.Error()}
+	}
+	outcome.Message = truncate(outcome.Message)
+	if found.latched != nil {
+		cos.Status.ObservedPhases = found.latched
+	}
+	for _, name := range found.completed {
+		for i := range cos.Status.ObservedPhases {
+			o := &cos.Status.ObservedPhases[i]
+			if o.Name == name && o.CompletedAt.IsZero() {
+				o.CompletedAt = metav1.NewTime(now)
+				r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventPhaseComplete, "RollOut", "phase %q is rolled out and ready", name)
+			}
+		}
+	}
+	switch conditions.Changed(cos.Status.Conditions, outcome) {
+	case conditions.NewBlockedCause:
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventBlocked, "RollOut", "%s", outcome.Message)
+	case conditions.NewRetryingCause:
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventRetrying, "RollOut", "%s", outcome.Message)
+	case conditions.FirstSuccess:
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventSucceeded, "RollOut", "every phase is rolled out and ready")
+	}
+	conditions.Set(cos, outcome, now)
+	return outcome
+}
+
+// reportTeardown writes the conditions of a teardown's outcome (Retrying while objects are being
+// deleted, Archived once done) and patches the status; the first Archived records an Event.
+func (r *ClusterObjectSetReconciler) reportTeardown(ctx context.Context, cos *olmv1.ClusterObjectSet, o conditions.Outcome) error {
+	before := cos.DeepCopy()
+	conditions.Set(cos, o, r.Clock.Now())
+	if o.Kind == conditions.Archived && !hasArchivedCondition(before) {
+		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventArchived, "Archive", "archived: objects handed over or torn down")
+	}
+	return r.patchStatus(ctx, before, cos)
+}
+
+func hasArchivedCondition(c *olmv1.ClusterObjectSet) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == olmv1.ConditionProgressing && cond.Reason == olmv1.ReasonArchived {
+			return true
+		}
+	}
+	return false
+}
+
+// patchStatus writes the status once, if it changed, guarded by the resourceVersion of before.
+func (r *ClusterObjectSetReconciler) patchStatus(ctx context.Context, before, cos *olmv1.ClusterObjectSet) error {
+	if apiequality.Semantic.DeepEqual(before.Status, cos.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, cos, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching the status of %s: %w", describe(cos), err)
+	}
+	return nil
+}

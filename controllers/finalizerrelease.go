@@ -1,0 +1,83 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+)
+
+// FinalizerReleaseReconciler takes the rollout controller's place where this manager does not roll
+// out (--rollout=false): nothing there tears down, so a teardown finalizer this manager added while it
+// rolled out would hold a deleted ClusterObjectSet forever. It releases that finalizer, without
+// tearing down: the objects still go with the ClusterObjectSet through the garbage collector. Only
+// ours is released (finalizedByUs): another reconciler (OLM's) uses the same finalizer name and tears
+// down itself. It writes nothing else: no status, no finalizer added.
+type FinalizerReleaseReconciler struct {
+	Client client.Client
+	// SkipNameValidation lets a process start the controller more than once (tests restart the
+	// manager).
+	SkipNameValidation bool
+}
+
+// SetupWithManager registers the controller for ClusterObjectSets being deleted.
+func (r *FinalizerReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	deleting := func(o client.Object) bool { return !o.GetDeletionTimestamp().IsZero() }
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("finalizer-release").
+		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(e event.CreateEvent) bool { return deleting(e.Object) },
+			UpdateFunc:  func(e event.UpdateEvent) bool { return deleting(e.ObjectNew) },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(e event.GenericEvent) bool { return deleting(e.Object) },
+		})).
+		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
+		Complete(r)
+}
+
+// Reconcile releases our finalizer from a ClusterObjectSet being deleted.
+func (r *FinalizerReleaseReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	cos := &olmv1.ClusterObjectSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cos); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if cos.DeletionTimestamp.IsZero() || !finalizedByUs(cos) {
+		return reconcile.Result{}, nil
+	}
+	if err := removeFinalizer(ctx, r.Client, cos, client.FieldOwner(FieldOwner)); err != nil {
+		return reconcile.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("released the finalizer without tearing down (--rollout=false)")
+	return reconcile.Result{}, nil
+}
+
+// finalizedByUs reports whether our field manager added the teardown finalizer (managedFields), as
+// the rollout controller does; OLM's reconciler adds a finalizer of the same name under its own
+// manager.
+func finalizedByUs(cos *olmv1.ClusterObjectSet) bool {
+	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
+		return false
+	}
+	want := fieldpath.MakePathOrDie("metadata", "finalizers", value.NewValueInterface(Finalizer))
+	for _, mf := range cos.ManagedFields {
+		if mf.Manager != FieldOwner || mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err == nil && set.Has(want) {
+			return true
+		}
+	}
+	return false
+}
