@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,7 +125,7 @@ func (s *OrphanSweeper) Delete(ctx context.Context, orphans []corev1.Secret) (in
 		sec := &orphans[i]
 		err := s.Client.Delete(ctx, sec, client.Preconditions{UID: &sec.UID, ResourceVersion: &sec.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return n, fmt.Errorf("deleting orphaned Secret %s: %w", klog.KObj(sec), err)
+			return n, fmt.Errorf("deleting orphaned %s: %w", describe(sec), err)
 		}
 		if err == nil {
 			n++

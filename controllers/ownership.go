@@ -99,7 +99,7 @@ func (r *SecretOwnershipReconciler) Reconcile(ctx context.Context, req reconcile
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return reconcile.Result{Requeue: apierrors.IsConflict(err)}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("owning Secret %s: %w", klog.KObj(sec), err)
+		return reconcile.Result{}, fmt.Errorf("owning %s: %w", describe(sec), err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("owner references of an object-data Secret set", "secret", klog.KObj(sec), "users", len(users))
 	ownerRefsPatched.Inc()
