@@ -190,8 +190,9 @@ func FromBundle(name string, objs []*unstructured.Unstructured, namespace string
 // BundleDir returns the folder of a real third-party test bundle: $COS_TESTDATA_DIR/<name> when that
 // variable is set, else bin/testdata/bundles/<name> in the repository, where `make testdata` puts the
 // bundles pinned in hack/tools/testdata/go.mod (the prometheus-operator CRDs and the Argo CD install,
-// taken from those projects' Go module zips). A missing folder is an error that says how to get it:
-// tests fail without their data, they never skip.
+// taken from those projects' Go module zips). A missing folder is an error that says how to get it.
+// The tests of pure packages read excerpts instead (Excerpt); benchmarks on the bundles skip without
+// them; integration tests fail without them.
 func BundleDir(name string) (string, error) {
 	base := os.Getenv("COS_TESTDATA_DIR")
 	hint := "COS_TESTDATA_DIR is set; unset it to use the bundles of `make testdata`"
@@ -216,6 +217,21 @@ func Bundle(cosName, bundle, namespace string, opts ...Option) (*olmv1.ClusterOb
 	if err != nil {
 		return nil, err
 	}
+	return fromDir(cosName, dir, namespace, opts...)
+}
+
+// Excerpt is Bundle for the excerpt of a bundle kept in the repository (test/builders/testdata/excerpts:
+// a few of its objects, files copied unchanged), for the tests of pure packages, which must pass in a
+// fresh clone without `make testdata`. The bundles themselves are for benchmarks and the integration tests.
+func Excerpt(cosName, bundle, namespace string, opts ...Option) (*olmv1.ClusterObjectSet, error) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return fromDir(cosName, filepath.Join(root, "test", "builders", "testdata", "excerpts", bundle), namespace, opts...)
+}
+
+func fromDir(cosName, dir, namespace string, opts ...Option) (*olmv1.ClusterObjectSet, error) {
 	objs, err := manifests.ReadDir(dir)
 	if err != nil {
 		return nil, err

@@ -73,29 +73,70 @@ func TestFromBundleSplitsLargePhases(t *testing.T) {
 	}
 }
 
-func TestRealBundlesSort(t *testing.T) {
-	argo, err := Bundle("argocd", "argocd-install", "argocd")
-	if err != nil {
-		t.Fatal(err)
+// TestExcerptsSort sorts the excerpts of the real bundles (Excerpt) into the producer phases.
+func TestExcerptsSort(t *testing.T) {
+	tests := map[string]struct {
+		bundle, namespace string
+		want              map[string]int // phase name to object count
+		wantOrder         []string
+	}{
+		"Argo CD": {"argocd-install", "argocd",
+			map[string]int{"policies": 1, "identity": 1, "configuration": 3, "crds": 1, "roles": 2, "bindings": 2, "infrastructure": 1, "deploy": 2},
+			[]string{"policies", "identity", "configuration", "crds", "roles", "bindings", "infrastructure", "deploy"}},
+		"prometheus-operator": {"prometheus-operator-crds", "monitoring", map[string]int{"crds": 2}, []string{"crds"}},
 	}
-	var names []string
-	n := 0
-	for _, p := range argo.Spec.Phases {
-		names = append(names, p.Name)
-		n += len(p.Objects)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cos, err := Excerpt("excerpt", tc.bundle, tc.namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			var order []string
+			for _, p := range cos.Spec.Phases {
+				got[p.Name] = len(p.Objects)
+				order = append(order, p.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("objects per phase (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantOrder, order); diff != "" {
+				t.Errorf("phase order (-want +got):\n%s", diff)
+			}
+		})
 	}
-	if diff := cmp.Diff([]string{"policies", "identity", "configuration", "crds", "roles", "bindings", "infrastructure", "deploy"}, names); diff != "" {
-		t.Errorf("Argo CD phases (-want +got):\n%s", diff)
+}
+
+// BenchmarkBundles reads and sorts the real bundles, and checks their phases as TestExcerptsSort
+// checks the excerpts'. It skips without `make testdata`.
+func BenchmarkBundles(b *testing.B) {
+	tests := map[string]struct {
+		bundle, namespace string
+		want              map[string]int
+	}{
+		"argocd": {"argocd-install", "argocd",
+			map[string]int{"policies": 7, "identity": 7, "configuration": 9, "crds": 3, "roles": 9, "bindings": 9, "infrastructure": 8, "deploy": 7}},
+		"prometheus": {"prometheus-operator-crds", "monitoring", map[string]int{"crds": 10}},
 	}
-	if n != 59 {
-		t.Errorf("Argo CD: %d objects, want 59", n)
-	}
-	prom, err := Bundle("prom", "prometheus-operator-crds", "monitoring")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(prom.Spec.Phases) != 1 || prom.Spec.Phases[0].Name != "crds" || len(prom.Spec.Phases[0].Objects) != 10 {
-		t.Errorf("prometheus-operator: want one crds phase of 10 objects, got %d phases", len(prom.Spec.Phases))
+	for name, tc := range tests {
+		b.Run(name, func(b *testing.B) {
+			if _, err := BundleDir(tc.bundle); err != nil {
+				b.Skip(err)
+			}
+			for b.Loop() {
+				cos, err := Bundle("bench", tc.bundle, tc.namespace)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := map[string]int{}
+				for _, p := range cos.Spec.Phases {
+					got[p.Name] = len(p.Objects)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					b.Fatalf("objects per phase (-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }
 
