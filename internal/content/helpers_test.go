@@ -9,11 +9,13 @@ import (
 	"sync"
 	"testing"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
 // The real bundles (builders.BundleDir: bin/testdata/bundles from `make testdata`, or $COS_TESTDATA_DIR),
-// and the namespace their namespaced objects go to.
+// and the namespace their namespaced objects go to. Tests read their excerpts (builders.Excerpt),
+// benchmarks the bundles themselves.
 var bundles = []struct{ name, namespace string }{
 	{"prometheus-operator-crds", ""},
 	{"argocd-install", "argocd"},
@@ -31,17 +33,32 @@ var (
 	bundleCache = map[string]*bundleInput{}
 )
 
-// loadBundle reads a real bundle into phases, once per test binary. A missing bundle fails the test.
-func loadBundle(tb testing.TB, name, namespace string) *bundleInput {
+// loadBundle reads a real bundle into phases, once per test binary, for benchmarks: they skip
+// without the bundles (`make testdata`).
+func loadBundle(b *testing.B, name, namespace string) *bundleInput {
+	b.Helper()
+	if _, err := builders.BundleDir(name); err != nil {
+		b.Skip(err)
+	}
+	return load(b, "bundle "+name, func() (*olmv1.ClusterObjectSet, error) { return builders.Bundle("bundle", name, namespace) })
+}
+
+// loadExcerpt reads the excerpt of a real bundle kept in the repository into phases, for tests.
+func loadExcerpt(tb testing.TB, name, namespace string) *bundleInput {
+	tb.Helper()
+	return load(tb, "excerpt "+name, func() (*olmv1.ClusterObjectSet, error) { return builders.Excerpt("bundle", name, namespace) })
+}
+
+func load(tb testing.TB, what string, read func() (*olmv1.ClusterObjectSet, error)) *bundleInput {
 	tb.Helper()
 	bundleMu.Lock()
 	defer bundleMu.Unlock()
-	if b, ok := bundleCache[name]; ok {
+	if b, ok := bundleCache[what]; ok {
 		return b
 	}
-	cos, err := builders.Bundle("bundle", name, namespace)
+	cos, err := read()
 	if err != nil {
-		tb.Fatalf("load bundle %s: %v", name, err)
+		tb.Fatalf("load %s: %v", what, err)
 	}
 	b := &bundleInput{}
 	for _, ph := range cos.Spec.Phases {
@@ -57,7 +74,7 @@ func loadBundle(tb testing.TB, name, namespace string) *bundleInput {
 		}
 		b.in.Phases = append(b.in.Phases, pi)
 	}
-	bundleCache[name] = b
+	bundleCache[what] = b
 	return b
 }
 

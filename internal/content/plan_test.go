@@ -14,7 +14,7 @@ import (
 // layout renders a plan as, for each object, the index of the Secret holding it (-1 for a ref not in
 // the plan's Secrets), and checks what holds for every plan: refs resolve to the input objects, keys
 // are content keys, no Secret is empty or over budget.
-func layout(t *testing.T, in Input, p *Plan, budget int) [][]int {
+func layout(t testing.TB, in Input, p *Plan, budget int) [][]int {
 	t.Helper()
 	index := map[string]int{}
 	for i, s := range p.Secrets {
