@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -52,7 +53,7 @@ func TestPhaseDigestGolden(t *testing.T) {
 
 // upstreamDigest repeats upstream's computation with its own types: the objects are
 // *unstructured.Unstructured (client.Object there), marshalled through their MarshalJSON.
-func upstreamDigest(t *testing.T, name string, objects []map[string]any) string {
+func upstreamDigest(t testing.TB, name string, objects []map[string]any) string {
 	t.Helper()
 	objs := make([]*unstructured.Unstructured, len(objects))
 	for i, o := range objects {
@@ -73,16 +74,12 @@ func TestPhaseDigestMatchesUpstream(t *testing.T) {
 		"one ConfigMap": {{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}}},
 	}
 	for _, bundle := range []string{"argocd-install", "prometheus-operator-crds"} {
-		cos, err := builders.Bundle("digest", bundle, "ns") // make testdata
+		cos, err := builders.Excerpt("digest", bundle, "ns")
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range cos.Spec.Phases {
-			objs := make([]map[string]any, len(p.Objects))
-			for i, o := range p.Objects {
-				objs[i] = o.Object.Object
-			}
-			phases[bundle+" "+p.Name] = objs
+		for name, objs := range phaseObjects(cos) {
+			phases[bundle+" "+name] = objs
 		}
 	}
 	for name, objs := range phases {
@@ -96,6 +93,54 @@ func TestPhaseDigestMatchesUpstream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkPhaseDigest digests the phases of the real bundles, and checks each digest against
+// upstream's computation, as TestPhaseDigestMatchesUpstream checks their excerpts'. It skips without
+// `make testdata`.
+func BenchmarkPhaseDigest(b *testing.B) {
+	for _, bundle := range []string{"argocd-install", "prometheus-operator-crds"} {
+		b.Run(bundle, func(b *testing.B) {
+			if _, err := builders.BundleDir(bundle); err != nil {
+				b.Skip(err)
+			}
+			cos, err := builders.Bundle("digest", bundle, "ns")
+			if err != nil {
+				b.Fatal(err)
+			}
+			phases := phaseObjects(cos)
+			for name, objs := range phases {
+				got, err := Of("p", objs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if want := upstreamDigest(b, "p", objs); got != want {
+					b.Errorf("phase %s: PhaseDigest = %s, upstream's computation gives %s", name, got, want)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, objs := range phases {
+					if _, err := Of("p", objs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// phaseObjects maps the phases of a ClusterObjectSet to their inline objects.
+func phaseObjects(cos *olmv1.ClusterObjectSet) map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	for _, p := range cos.Spec.Phases {
+		objs := make([]map[string]any, len(p.Objects))
+		for i, o := range p.Objects {
+			objs[i] = o.Object.Object
+		}
+		out[p.Name] = objs
+	}
+	return out
 }
 
 func TestDigestMatches(t *testing.T) {
