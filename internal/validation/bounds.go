@@ -1,34 +1,31 @@
 package validation
 
 import (
-	"regexp"
-	"strings"
-
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// boundDetail matches what follows "<field> in body should " in the Invalid errors of the bound
-// checks (minimum, maximum, minItems, minLength), as kube-openapi words them.
-var boundDetail = regexp.MustCompile(`^(?:be greater than or equal to -?[0-9]+|be less than or equal to -?[0-9]+|have at least [0-9]+ items|be at least [0-9]+ chars long)$`)
+// The origins (field.Error.Origin) of the errors of the bound checks: the JSON Schema keywords.
+const (
+	originMinimum   = "minimum"
+	originMaximum   = "maximum"
+	originMinItems  = "minItems"
+	originMaxItems  = "maxItems"
+	originMinLength = "minLength"
+	originMaxLength = "maxLength"
+)
+
+// boundOrigins are those origins.
+var boundOrigins = map[string]bool{
+	originMinimum: true, originMaximum: true, originMinItems: true, originMaxItems: true, originMinLength: true, originMaxLength: true,
+}
 
 // BoundError reports whether e is the error of a bound check of the schema (minimum, maximum,
 // minItems, maxItems, minLength, maxLength): an error that other bounds in the served CRD may lift
-// or change. TooMany is maxItems; TooLong is maxLength, except the managedFields check of embedded
-// objects, which is no bound of the CRD.
+// or change. The schema checks mark these errors when they make them (their Origin is the bound's
+// keyword); the checks of inline objects' metadata, whose bounds are no bounds of the CRD, clear the
+// same origins apimachinery gives some of theirs (checkObjectMeta).
 func BoundError(e *field.Error) bool {
-	if e == nil {
-		return false
-	}
-	switch e.Type {
-	case field.ErrorTypeTooMany:
-		return true
-	case field.ErrorTypeTooLong:
-		return !strings.Contains(e.Field, ".managedFields[")
-	case field.ErrorTypeInvalid:
-		rest, ok := strings.CutPrefix(e.Detail, e.Field+" in body should ")
-		return ok && boundDetail.MatchString(rest)
-	}
-	return false
+	return e != nil && boundOrigins[e.Origin]
 }
 
 // BoundDependent reports whether a refusal with errs depends on the bounds validated with: one of

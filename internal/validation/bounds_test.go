@@ -43,6 +43,9 @@ func TestBoundError(t *testing.T) {
 		"a skipped rule":                        {errs: ValidateCreate(cos(b.WithProgressDeadline(1), b.WithPhase("A_B", cm("x")))), want: []bool{true, false}},
 		"a transition rule":                     {errs: ValidateUpdate(cos(b.WithRevision(1)), cos(b.WithRevision(2))), want: []bool{false}},
 		"an embedded managedFields subresource": {errs: ValidateCreate(embedded), want: []bool{false, false}},
+		"an embedded negative generation (apimachinery's origin minimum)": {errs: ValidateCreate(cos(b.WithPhase("a", cmWith(func(o map[string]any) {
+			o["metadata"].(map[string]any)["generation"] = int64(-1)
+		})))), want: []bool{false}},
 		"a rule whose message looks like a bound": {errs: field.ErrorList{field.Invalid(p, 1, "x in body should be greater than or equal to 10")}, want: []bool{false}},
 		"a phase order error": {errs: ValidatePhaseOrder(cos(b.WithPhase("a", cm("x")), b.WithPhase("b", cm("y"))), cos(b.WithPhase("b", cm("y")), b.WithPhase("a", cm("x")))),
 			want: []bool{false}},

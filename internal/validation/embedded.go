@@ -91,6 +91,13 @@ func checkObjectMeta(p *field.Path, meta *metav1.ObjectMeta) field.ErrorList {
 	errs := apivalidation.ValidateObjectMeta(m, m.Namespace != "", pathSegmentName, p)
 	errs = append(errs, checkOwnerReferences(p.Child("ownerReferences"), owners)...)
 	errs = append(errs, checkManagedFields(p.Child("managedFields"), managed)...)
+	for _, e := range errs {
+		// apimachinery marks some of these with a bound's origin (a negative generation is
+		// "minimum"): they are no bounds of the CRD, which BoundError must not take them for.
+		if boundOrigins[e.Origin] {
+			e.Origin = ""
+		}
+	}
 	return errs
 }
 

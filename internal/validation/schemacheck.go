@@ -91,7 +91,8 @@ func (ch *checker) add(c *corr, e *field.Error) {
 }
 
 // checkSchema is the OpenAPI stage of the API server (kube-openapi's validator): required fields,
-// enums, lengths, bounds and item counts, with the same paths and messages.
+// enums, lengths, bounds and item counts, with the same paths and messages. The errors of the bound
+// checks carry the bound's JSON Schema keyword as their Origin (BoundError).
 func (ch *checker) checkSchema(p *field.Path, v any, s *schema, c *corr) {
 	if s == nil || v == nil {
 		return
@@ -104,10 +105,10 @@ func (ch *checker) checkSchema(p *field.Path, v any, s *schema, c *corr) {
 	case []any:
 		n := int64(len(x))
 		if s.MinItems != nil && n < *s.MinItems {
-			ch.add(c, field.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d items", p, *s.MinItems)))
+			ch.add(c, field.Invalid(p, n, fmt.Sprintf("%s in body should have at least %d items", p, *s.MinItems)).WithOrigin(originMinItems))
 		}
 		if s.MaxItems != nil && n > *s.MaxItems {
-			ch.add(c, field.TooMany(p, len(x), int(*s.MaxItems)))
+			ch.add(c, field.TooMany(p, len(x), int(*s.MaxItems)).WithOrigin(originMaxItems))
 		}
 		for i, item := range x {
 			ch.checkSchema(p.Index(i), item, s.Items, c.index(item, s))
@@ -133,10 +134,10 @@ func (ch *checker) checkString(p *field.Path, v string, s *schema, c *corr) {
 	// Lengths count characters, though the message of a too long value says bytes.
 	n := int64(utf8.RuneCountInString(v))
 	if s.MinLength != nil && n < *s.MinLength {
-		ch.add(c, field.Invalid(p, v, fmt.Sprintf("%s in body should be at least %d chars long", p, *s.MinLength)))
+		ch.add(c, field.Invalid(p, v, fmt.Sprintf("%s in body should be at least %d chars long", p, *s.MinLength)).WithOrigin(originMinLength))
 	}
 	if s.MaxLength != nil && n > *s.MaxLength {
-		ch.add(c, field.TooLong(p, "", int(*s.MaxLength)))
+		ch.add(c, field.TooLong(p, "", int(*s.MaxLength)).WithOrigin(originMaxLength))
 	}
 	if len(s.Enum) > 0 && !contains(s.Enum, v) {
 		ch.add(c, field.NotSupported(p, v, s.Enum))
@@ -145,10 +146,10 @@ func (ch *checker) checkString(p *field.Path, v string, s *schema, c *corr) {
 
 func (ch *checker) checkInt(p *field.Path, v int64, s *schema, c *corr) {
 	if s.Maximum != nil && v > *s.Maximum {
-		ch.add(c, field.Invalid(p, v, fmt.Sprintf("%s in body should be less than or equal to %d", p, *s.Maximum)))
+		ch.add(c, field.Invalid(p, v, fmt.Sprintf("%s in body should be less than or equal to %d", p, *s.Maximum)).WithOrigin(originMaximum))
 	}
 	if s.Minimum != nil && v < *s.Minimum {
-		ch.add(c, field.Invalid(p, v, fmt.Sprintf("%s in body should be greater than or equal to %d", p, *s.Minimum)))
+		ch.add(c, field.Invalid(p, v, fmt.Sprintf("%s in body should be greater than or equal to %d", p, *s.Minimum)).WithOrigin(originMinimum))
 	}
 }
 
