@@ -10,7 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -82,7 +82,7 @@ func TestSetStatus(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
-			r := &ClusterObjectSetReconciler{Recorder: rec, Clock: clocktesting.NewFakePassiveClock(now)}
+			r := &ClusterObjectSetReconciler{Recorder: rec, Clock: testingclock.NewFakePassiveClock(now)}
 			cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 1},
 				Status: olmv1.ClusterObjectSetStatus{ObservedPhases: tc.observed, Conditions: tc.conditions}}
 			r.setStatus(cos, tc.found)

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -75,7 +74,7 @@ func finalizedByUs(cos *olmv1.ClusterObjectSet) bool {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err == nil && set.Has(want) {
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err == nil && set.Has(want) {
 			return true
 		}
 	}

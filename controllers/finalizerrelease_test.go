@@ -11,7 +11,7 @@ import (
 func TestFinalizedByUs(t *testing.T) {
 	fields := func(manager, finalizer string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + finalizer + `\"":{}}}}`)}}
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:finalizers":{".":{},"v:\"` + finalizer + `\"":{}}}}`)}
 	}
 	tests := map[string]struct {
 		finalizers []string
@@ -23,7 +23,7 @@ func TestFinalizedByUs(t *testing.T) {
 		"we added another finalizer":       {finalizers: []string{Finalizer}, managed: []metav1.ManagedFieldsEntry{fields(FieldOwner, "example.com/other")}},
 		"no finalizer left":                {managed: []metav1.ManagedFieldsEntry{fields(FieldOwner, Finalizer)}},
 		"no managed fields":                {finalizers: []string{Finalizer}},
-		"managed fields that do not parse": {finalizers: []string{Finalizer}, managed: []metav1.ManagedFieldsEntry{{Manager: FieldOwner, FieldsV1: &metav1.FieldsV1{Raw: []byte("{")}}}},
+		"managed fields that do not parse": {finalizers: []string{Finalizer}, managed: []metav1.ManagedFieldsEntry{{Manager: FieldOwner, FieldsV1: metav1.NewFieldsV1("{")}}},
 		"ours among others":                {finalizers: []string{"a", Finalizer}, managed: []metav1.ManagedFieldsEntry{fields("kubectl", "a"), fields(FieldOwner, Finalizer)}, want: true},
 	}
 	for name, tc := range tests {

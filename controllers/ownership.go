@@ -96,8 +96,11 @@ func (r *SecretOwnershipReconciler) Reconcile(ctx context.Context, req reconcile
 	patch := client.MergeFromWithOptions(sec.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sec.OwnerReferences = refs
 	if err := r.Client.Patch(ctx, sec, patch); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return reconcile.Result{Requeue: apierrors.IsConflict(err)}, nil
+		switch {
+		case apierrors.IsConflict(err):
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		case apierrors.IsNotFound(err):
+			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("owning %s: %w", describe(sec), err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,7 +26,7 @@ type kindWatches struct {
 	ctrl   controller.Controller
 	cache  cache.Cache
 	scheme *runtime.Scheme
-	mapper meta.RESTMapper
+	mapper apimeta.RESTMapper
 
 	mu   sync.Mutex
 	seen map[schema.GroupVersionKind]bool
