@@ -1,4 +1,4 @@
-package admission
+package admission_test
 
 import (
 	"context"
@@ -10,15 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -27,57 +26,9 @@ const ns = "olmv1-system"
 // secretValue is in every inline object: no warning or refusal may quote it.
 const secretValue = "s3cr3t-value"
 
-// memStore is the pipeline's Store in memory: ClusterObjectSets and Secrets by name, and Write with
-// objectdata.Writer's rules for an existing Secret (checked before anything is written).
-type memStore struct {
-	coss    map[string]*olmv1.ClusterObjectSet
-	secrets map[types.NamespacedName]*corev1.Secret
-	// unreadable Secrets fail every read with this error.
-	unreadable map[types.NamespacedName]error
-}
-
-func (m *memStore) GetClusterObjectSet(_ context.Context, name string) (*olmv1.ClusterObjectSet, error) {
-	if c, ok := m.coss[name]; ok {
-		return c.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Group: olmv1.GroupVersion.Group, Resource: "clusterobjectsets"}, name)
-}
-
-func (m *memStore) GetSecret(_ context.Context, key types.NamespacedName) (*corev1.Secret, error) {
-	if err := m.unreadable[key]; err != nil {
-		return nil, err
-	}
-	if s, ok := m.secrets[key]; ok {
-		return s.DeepCopy(), nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
-}
-
-func (m *memStore) Write(_ context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error) {
-	var create []*corev1.Secret
-	for _, s := range plan.Secrets {
-		want := externalize.ObjectDataSecret(cosName, ns, s)
-		key := types.NamespacedName{Namespace: ns, Name: s.Name}
-		if got, ok := m.secrets[key]; ok {
-			if why := externalize.Unusable(got, want); len(why) > 0 {
-				return 0, &objectdata.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
-			}
-			continue
-		}
-		create = append(create, want)
-	}
-	if dryRun {
-		return 0, nil
-	}
-	for _, s := range create {
-		m.secrets[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
-	}
-	return len(create), nil
-}
-
 // outcome is what a test compares of a Response and the store after it.
 type outcome struct {
-	Refusal  Reason
+	Refusal  admission.Reason
 	Fields   []string // the refusal's field paths
 	Warnings []string
 	// Phases: "submitted", "refs" (the planned refs) or "stored".
@@ -131,7 +82,7 @@ func TestAdmit(t *testing.T) {
 	userKey := types.NamespacedName{Namespace: "team", Name: "given"}
 	refsOnly := b.COS("refs", b.WithPhase("p", b.Ref("absent", "", "k"), b.Ref(userKey.Name, userKey.Namespace, "nokey"), b.Ref(userKey.Name, userKey.Namespace, "k")))
 	user := &corev1.Secret{ObjectMeta: objectMeta(userKey), Data: map[string][]byte{"k": []byte(secretValue)}}
-	missingWarning := WarningPrefix + Plural(len(plannedNames), "Secret") + " of the stored refs missing (" + strings.Join(plannedNames, ", ") + "): "
+	missingWarning := admission.WarningPrefix + admission.Plural(len(plannedNames), "Secret") + " of the stored refs missing (" + strings.Join(plannedNames, ", ") + "): "
 	immutable := []string{"spec.phases"}
 
 	tests := map[string]struct {
@@ -139,120 +90,122 @@ func TestAdmit(t *testing.T) {
 		secrets map[types.NamespacedName]*corev1.Secret
 		// unreadable Secrets fail every read.
 		unreadable []types.NamespacedName
-		op         Operation
+		op         admission.Operation
 		old, new   *olmv1.ClusterObjectSet
 		dryRun     bool
 		mode       externalize.Mode
 		want       outcome
 	}{
 		"create: externalized": {
-			op: Create, new: inline,
+			op: admission.Create, new: inline,
 			want: outcome{Phases: "refs", Created: len(plannedNames), Secrets: plannedNames},
 		},
 		"create: dry run writes nothing": {
-			op: Create, new: inline, dryRun: true,
+			op: admission.Create, new: inline, dryRun: true,
 			want: outcome{Phases: "refs", DryRun: true},
 		},
 		"create: present Secrets are reused": {
-			op: Create, new: inline, secrets: planned,
+			op: admission.Create, new: inline, secrets: planned,
 			want: outcome{Phases: "refs", Secrets: plannedNames},
 		},
 		"create: of an existing name writes nothing": {
-			op: Create, new: inline, coss: []*olmv1.ClusterObjectSet{stored},
+			op: admission.Create, new: inline, coss: []*olmv1.ClusterObjectSet{stored},
 			want: outcome{Phases: "refs", DryRun: true,
-				Warnings: []string{WarningPrefix + "ClusterObjectSet app already exists: this create writes no Secrets"}},
+				Warnings: []string{admission.WarningPrefix + "ClusterObjectSet app already exists: this create writes no Secrets"}},
 		},
 		"create: invalid is refused and writes nothing": {
-			op: Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Spec.ProgressDeadlineMinutes = 5 }),
-			want: outcome{Refusal: ReasonInvalid, Fields: []string{"spec.progressDeadlineMinutes"}},
+			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Spec.ProgressDeadlineMinutes = 5 }),
+			want: outcome{Refusal: admission.ReasonInvalid, Fields: []string{"spec.progressDeadlineMinutes"}},
 		},
 		"create: an unknown policy annotation is refused": {
-			op: Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations[externalize.Annotation] = "sometimes" }),
-			want: outcome{Refusal: ReasonInvalid, Fields: []string{"metadata.annotations[cos-externalizer.io/externalize]"}},
+			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations[externalize.Annotation] = "sometimes" }),
+			want: outcome{Refusal: admission.ReasonInvalid, Fields: []string{"metadata.annotations[cos-externalizer.io/externalize]"}},
 		},
 		"create: generateName is refused": {
-			op: Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Name, c.GenerateName = "", "app-" }),
-			want: outcome{Refusal: ReasonNameRequired, Fields: []string{"metadata.name"}},
+			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Name, c.GenerateName = "", "app-" }),
+			want: outcome{Refusal: admission.ReasonNameRequired, Fields: []string{"metadata.name"}},
 		},
 		"create: a Secret not ours is refused": {
-			op: Create, new: inline, secrets: damaged,
-			want: outcome{Refusal: ReasonSecretConflict, Secrets: plannedNames},
+			op: admission.Create, new: inline, secrets: damaged,
+			want: outcome{Refusal: admission.ReasonSecretConflict, Secrets: plannedNames},
 		},
 		"create: small objects stay inline": {
-			op: Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations = nil }), mode: externalize.ModeOversized,
+			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations = nil }), mode: externalize.ModeOversized,
 			want: outcome{Phases: "submitted"},
 		},
 		"create: refs-only warns about missing Secrets and keys": {
-			op: Create, new: refsOnly, secrets: map[types.NamespacedName]*corev1.Secret{userKey: user},
+			op: admission.Create, new: refsOnly, secrets: map[types.NamespacedName]*corev1.Secret{userKey: user},
 			want: outcome{Phases: "submitted", Secrets: []string{userKey.Name}, Warnings: []string{
-				WarningPrefix + "spec.phases[0].objects[0].ref: Secret olmv1-system/absent does not exist (yet)",
-				WarningPrefix + `spec.phases[0].objects[1].ref: Secret team/given has no key "nokey"`,
+				admission.WarningPrefix + "spec.phases[0].objects[0].ref: Secret olmv1-system/absent does not exist (yet)",
+				admission.WarningPrefix + `spec.phases[0].objects[1].ref: Secret team/given has no key "nokey"`,
 			}},
 		},
 		"update: empty phases are filled once": {
-			op: Update, old: with(inline, func(c *olmv1.ClusterObjectSet) { c.Spec.Phases = nil }), new: inline,
+			op: admission.Update, old: with(inline, func(c *olmv1.ClusterObjectSet) { c.Spec.Phases = nil }), new: inline,
 			want: outcome{Phases: "refs", Created: len(plannedNames), Secrets: plannedNames},
 		},
 		"update: the same objects keep the stored refs": {
-			op: Update, old: stored, new: inline, secrets: planned,
+			op: admission.Update, old: stored, new: inline, secrets: planned,
 			want: outcome{Phases: "stored", Kept: true, Secrets: plannedNames},
 		},
 		"update: the stored refs of an earlier plan stand": {
-			op: Update, old: older, new: inline, secrets: map[types.NamespacedName]*corev1.Secret{olderKey: olderSecret},
+			op: admission.Update, old: older, new: inline, secrets: map[types.NamespacedName]*corev1.Secret{olderKey: olderSecret},
 			want: outcome{Phases: "stored", Kept: true, Secrets: []string{olderKey.Name}},
 		},
 		"update: mutable fields of the stored form pass": {
-			op: Update, old: stored, new: with(stored, func(c *olmv1.ClusterObjectSet) { c.Spec.LifecycleState = olmv1.LifecycleStateArchived }),
+			op: admission.Update, old: stored, new: with(stored, func(c *olmv1.ClusterObjectSet) { c.Spec.LifecycleState = olmv1.LifecycleStateArchived }),
 			want: outcome{Phases: "submitted", Kept: true},
 		},
 		"update: heals missing Secrets": {
-			op: Update, old: stored, new: inline,
+			op: admission.Update, old: stored, new: inline,
 			want: outcome{Phases: "stored", Kept: true, Healed: plannedNames, Created: len(plannedNames), Secrets: plannedNames,
-				Warnings: []string{missingWarning + "the submitted objects are their content: re-created " + Plural(len(plannedNames), "Secret")}},
+				Warnings: []string{missingWarning + "the submitted objects are their content: re-created " + admission.Plural(len(plannedNames), "Secret")}},
 		},
 		"update: a Secret of the stored refs that cannot be read is refused": {
-			op: Update, old: stored, new: inline, unreadable: slices.Collect(maps.Keys(planned)),
-			want: outcome{Refusal: ReasonWriteFailed},
+			op: admission.Update, old: stored, new: inline, unreadable: slices.Collect(maps.Keys(planned)),
+			want: outcome{Refusal: admission.ReasonWriteFailed},
 		},
 		"update: a heal on a dry run writes nothing": {
-			op: Update, old: stored, new: inline, dryRun: true,
+			op: admission.Update, old: stored, new: inline, dryRun: true,
 			want: outcome{Phases: "stored", Kept: true, Healed: plannedNames, DryRun: true,
 				Warnings: []string{missingWarning + "the submitted objects are their content and would re-create them; nothing written"}},
 		},
 		"update: a heal of an invalid update is refused and writes nothing": {
-			op: Update, old: stored, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Spec.ProgressDeadlineMinutes = 5 }),
-			want: outcome{Refusal: ReasonInvalid, Fields: []string{"spec.progressDeadlineMinutes"}},
+			op: admission.Update, old: stored, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Spec.ProgressDeadlineMinutes = 5 }),
+			want: outcome{Refusal: admission.ReasonInvalid, Fields: []string{"spec.progressDeadlineMinutes"}},
 		},
 		"update: a damaged Secret of the stored refs is refused": {
-			op: Update, old: stored, new: inline, secrets: damaged,
-			want: outcome{Refusal: ReasonSecretConflict, Secrets: plannedNames},
+			op: admission.Update, old: stored, new: inline, secrets: damaged,
+			want: outcome{Refusal: admission.ReasonSecretConflict, Secrets: plannedNames},
 		},
 		"update: other objects are refused: phases are immutable": {
-			op: Update, old: stored, new: changed, secrets: planned,
-			want: outcome{Refusal: ReasonInvalid, Fields: immutable, Secrets: plannedNames},
+			op: admission.Update, old: stored, new: changed, secrets: planned,
+			want: outcome{Refusal: admission.ReasonInvalid, Fields: immutable, Secrets: plannedNames},
 		},
 		"update: other objects with unreadable stored refs are refused with a warning": {
-			op: Update, old: stored, new: changed,
-			want: outcome{Refusal: ReasonInvalid, Fields: immutable, Warnings: []string{WarningPrefix + "could not compare the submitted phases with the stored ones: " +
+			op: admission.Update, old: stored, new: changed,
+			want: outcome{Refusal: admission.ReasonInvalid, Fields: immutable, Warnings: []string{admission.WarningPrefix + "could not compare the submitted phases with the stored ones: " +
 				fmt.Sprintf(`phase "configuration" object 0: reading Secret %s/%s: secrets %q not found`, ns, plannedNames[0], plannedNames[0])}},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			store := &memStore{coss: map[string]*olmv1.ClusterObjectSet{}, secrets: map[types.NamespacedName]*corev1.Secret{}, unreadable: map[types.NamespacedName]error{}}
+			store := admissiontest.NewStore(ns)
 			for _, c := range tc.coss {
-				store.coss[c.Name] = c
+				store.AddClusterObjectSet(c)
 			}
-			maps.Copy(store.secrets, tc.secrets)
+			for _, s := range tc.secrets {
+				store.AddSecret(s)
+			}
 			for _, k := range tc.unreadable {
-				store.unreadable[k] = fmt.Errorf("the API server is away")
+				store.FailReads(k, fmt.Errorf("the API server is away"))
 			}
 			mode := tc.mode
 			if mode == "" {
 				mode = externalize.ModeOversized
 			}
-			p := &Pipeline{Store: store, SystemNamespace: ns, Mode: mode, Threshold: externalize.DefaultThreshold}
-			req := Request{Operation: tc.op, Old: tc.old, New: tc.new.DeepCopy(), SpecSize: 100, DryRun: tc.dryRun}
+			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: mode, Threshold: externalize.DefaultThreshold}
+			req := admission.Request{Operation: tc.op, Old: tc.old, New: tc.new.DeepCopy(), SpecSize: 100, DryRun: tc.dryRun}
 			resp := p.Admit(context.Background(), req)
 			if !cmp.Equal(req.New, tc.new) {
 				t.Error("the request's object changed")
@@ -284,7 +237,7 @@ func TestAdmit(t *testing.T) {
 					t.Errorf("a warning quotes content: %s", w)
 				}
 			}
-			for k := range store.secrets {
+			for _, k := range store.Secrets() {
 				got.Secrets = append(got.Secrets, k.Name)
 			}
 			slices.Sort(got.Secrets)
@@ -300,15 +253,15 @@ func TestAdmit(t *testing.T) {
 func TestImmutableRefusalSaysHowToChange(t *testing.T) {
 	old := b.COS("app", b.WithPhase("p", b.Ref("s", "", "k")))
 	updated := b.COS("app", b.WithPhase("p", b.Ref("s", "", "other")))
-	store := &memStore{secrets: map[types.NamespacedName]*corev1.Secret{}}
-	resp := (&Pipeline{Store: store, SystemNamespace: ns}).Admit(context.Background(), Request{Operation: Update, Old: old, New: updated})
+	store := admissiontest.NewStore(ns)
+	resp := (&admission.Pipeline{Store: store, SystemNamespace: ns}).Admit(context.Background(), admission.Request{Operation: admission.Update, Old: old, New: updated})
 	if resp.Refusal == nil || len(resp.Refusal.Errs) != 1 || !strings.HasSuffix(resp.Refusal.Errs[0].Detail, externalize.ImmutablePhasesHint) {
 		t.Fatalf("want the immutable refusal with its hint, got %+v", resp.Refusal)
 	}
 }
 
 func TestSummary(t *testing.T) {
-	s := Stats{Decision: externalize.Decision{Externalize: true, Reason: "externalization is set to always"},
+	s := admission.Stats{Decision: externalize.Decision{Externalize: true, Reason: "externalization is set to always"},
 		Plan: content.Stats{Objects: 1, Secrets: 2, InlineBytes: 10, StoredBytes: 7}}
 	want := "externalized 1 object into 2 Secrets in ns (10 bytes inline, 7 bytes stored; externalization is set to always; nothing written)"
 	if got := s.Summary("ns", "nothing written"); got != want {
