@@ -1,3 +1,5 @@
+// Package objectdata_test runs the object-data writer and resolver (package objectdata) against a
+// real API server.
 package objectdata_test
 
 import (
@@ -22,7 +24,6 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
-	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -32,9 +33,7 @@ func TestMain(m *testing.M) { testenv.Run(m) }
 func freshNamespace(t *testing.T) string {
 	t.Helper()
 	ns := "objectdata-" + utilrand.String(8)
-	if err := controlplane.EnsureNamespace(context.Background(), testenv.Env.Config, ns); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Env.EnsureNamespace(t, ns)
 	return ns
 }
 
