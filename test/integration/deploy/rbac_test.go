@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,7 +15,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +23,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -67,14 +66,14 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			})
 			c := testenv.Env.Client
 
-			eventually(t, "the manager to lead", func() (bool, string) {
+			framework.Eventually(t, ctx, "the manager to lead", func(ctx context.Context) (bool, string) {
 				lease := &coordinationv1.Lease{}
 				err := c.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease)
 				return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", fmt.Sprint(err)
 			})
 
 			// The event that records who leads (core events, in the system namespace).
-			eventually(t, "the leader election event", func() (bool, string) {
+			framework.Eventually(t, ctx, "the leader election event", func(ctx context.Context) (bool, string) {
 				list := &corev1.EventList{}
 				if err := c.List(ctx, list, client.InNamespace(systemNamespace)); err != nil {
 					return false, err.Error()
@@ -87,9 +86,9 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			if err := c.Create(ctx, cos); err != nil {
 				t.Fatalf("creating an inline ClusterObjectSet through the webhook: %v", err)
 			}
-			t.Cleanup(func() { deleteCOS(t, name) })
+			testenv.Env.RemoveAfter(t, name)
 			var secrets []corev1.Secret
-			eventually(t, "the object-data Secrets to be owned by the ClusterObjectSet", func() (bool, string) {
+			framework.Eventually(t, ctx, "the object-data Secrets to be owned by the ClusterObjectSet", func(ctx context.Context) (bool, string) {
 				stored := &olmv1.ClusterObjectSet{}
 				if err := c.Get(ctx, client.ObjectKey{Name: name}, stored); err != nil {
 					return false, err.Error()
@@ -110,7 +109,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 
 			configMap := client.ObjectKey{Namespace: "default", Name: name + "-0"}
 			if o.rollout {
-				eventually(t, "the rollout to succeed", func() (bool, string) {
+				framework.Eventually(t, ctx, "the rollout to succeed", func(ctx context.Context) (bool, string) {
 					stored := &olmv1.ClusterObjectSet{}
 					if err := c.Get(ctx, client.ObjectKey{Name: name}, stored); err != nil {
 						return false, err.Error()
@@ -121,7 +120,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 				if err := c.Get(ctx, configMap, &corev1.ConfigMap{}); err != nil {
 					t.Errorf("the rolled-out ConfigMap: %v", err)
 				}
-				eventually(t, "an event about the rollout (events.k8s.io)", func() (bool, string) {
+				framework.Eventually(t, ctx, "an event about the rollout (events.k8s.io)", func(ctx context.Context) (bool, string) {
 					list := &eventsv1.EventList{}
 					if err := c.List(ctx, list); err != nil {
 						return false, err.Error()
@@ -135,7 +134,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			}
 
 			// Teardown (default) patches the finalizer away after deleting the ConfigMaps.
-			deleteCOS(t, name)
+			framework.Delete(t, ctx, c, cos)
 			if o.rollout {
 				if err := c.Get(ctx, configMap, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 					t.Errorf("the ConfigMap outlived its ClusterObjectSet's teardown (%v)", err)
@@ -152,10 +151,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.Delete(context.Background(), orphan) })
-			eventually(t, "the sweep to delete an orphaned Secret", func() (bool, string) {
-				err := c.Get(ctx, client.ObjectKeyFromObject(orphan), &corev1.Secret{})
-				return apierrors.IsNotFound(err), fmt.Sprint(err)
-			})
+			framework.WaitGone(t, ctx, c, orphan) // by the sweep
 		})
 	}
 }
@@ -219,7 +215,7 @@ func impersonating(t *testing.T, user string) *testenv.Environment {
 		{Verb: "create", Resource: "secrets", Namespace: systemNamespace},
 		{Verb: "list", Group: olmv1.GroupVersion.Group, Resource: "clusterobjectsets"},
 	} {
-		eventually(t, fmt.Sprintf("%s to be allowed to %s %s", user, attrs.Verb, attrs.Resource), func() (bool, string) {
+		framework.Eventually(t, ctx, fmt.Sprintf("%s to be allowed to %s %s", user, attrs.Verb, attrs.Resource), func(ctx context.Context) (bool, string) {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user, Groups: groups, ResourceAttributes: &attrs,
 			}}
@@ -238,30 +234,4 @@ func impersonating(t *testing.T, user string) *testenv.Environment {
 	}
 	env.ControlPlane = &cp
 	return &env
-}
-
-func deleteCOS(t *testing.T, name string) {
-	t.Helper()
-	c := testenv.Env.Client
-	if err := c.Delete(context.Background(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "ClusterObjectSet "+name+" to be gone", func() (bool, string) {
-		err := c.Get(context.Background(), client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
-}
-
-// eventually polls cond every 100 ms for up to a minute.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
-	}
 }

@@ -1,0 +1,185 @@
+package deploy_test
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// TestManagerServesProbesAndMetrics runs the manager against the real control plane and checks its
+// health and readiness endpoints, and its metrics endpoint as a scraper meets it: HTTPS only with
+// HTTP/1.1, refused without a token (401) and for a ServiceAccount without the right to read
+// /metrics (403), served to one bound to a metrics-reader role.
+func TestManagerServesProbesAndMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var o app.Options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.Bind(fs)
+	probePort, metricsPort := freePort(t), freePort(t)
+	if err := fs.Parse([]string{
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--enable-webhooks=false", // the webhook tests run the webhooks
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o.SkipControllerNameValidation = true // -count runs the manager again in this process
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop")
+		}
+	}()
+
+	allowed, denied := scraperToken(t, ctx, "metrics-scraper", true), scraperToken(t, ctx, "metrics-nobody", false)
+	metrics := "https://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"
+	for _, tc := range []struct {
+		url, token, want string
+		code             int
+	}{
+		{url: "http://127.0.0.1:" + strconv.Itoa(probePort) + "/healthz", want: "ok", code: http.StatusOK},
+		{url: "http://127.0.0.1:" + strconv.Itoa(probePort) + "/readyz", want: "ok", code: http.StatusOK},
+		{url: metrics, code: http.StatusUnauthorized},
+		{url: metrics, token: denied, code: http.StatusForbidden},
+		{url: metrics, token: allowed, want: "cos_externalizer_clusterobjectsets{reason=\"Blocked\"} 0", code: http.StatusOK},
+		{url: metrics, token: allowed, want: "cos_externalizer_orphaned_secrets 0", code: http.StatusOK},
+	} {
+		framework.Eventually(t, ctx, fmt.Sprintf("GET %s (token %v) to give %d with %q", tc.url, tc.token != "", tc.code, tc.want), func(ctx context.Context) (bool, string) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tc.url, nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := insecureClient().Do(req)
+			if err != nil {
+				return false, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode == tc.code && strings.Contains(string(b), tc.want), fmt.Sprintf("%d %.300q", resp.StatusCode, b)
+		})
+	}
+	// HTTP/2 is not offered: a client that asks for h2 first gets HTTP/1.1.
+	conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(metricsPort), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}) //nolint:gosec // the metrics server's self-signed certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
+		t.Errorf("the metrics server negotiated %q", p)
+	}
+}
+
+// insecureClient speaks HTTPS to the metrics server's self-signed certificate.
+func insecureClient() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback test of a self-signed server
+	}}
+}
+
+// scraperToken creates a ServiceAccount in default, bound (when allow) to a role that may get
+// /metrics as config/rbac's metrics-reader does, and returns a token for it.
+func scraperToken(t *testing.T, ctx context.Context, name string, allow bool) string {
+	t.Helper()
+	c := testenv.Env.Client
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	if err := c.Create(ctx, sa); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	if allow {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}}}
+		for _, o := range []client.Object{role, binding} {
+			if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr, err := testenv.Env.Clientset.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// TestRolloutAuto: --rollout=auto rolls out unless the cluster serves OLM's ClusterExtension API.
+func TestRolloutAuto(t *testing.T) {
+	ctx := context.Background()
+	rollOut, why, err := app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
+	if err != nil || !rollOut {
+		t.Fatalf("without OLM: rollout %v (%s), %v", rollOut, why, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "clusterextensions.olm.operatorframework.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "olm.operatorframework.io", Scope: apiextensionsv1.ClusterScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "clusterextensions", Singular: "clusterextension", Kind: "ClusterExtension", ListKind: "ClusterExtensionList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+	if err := testenv.Env.Client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		// Gone from discovery before the next test (or run) asks again.
+		if err := testenv.Env.Client.Delete(ctx, crd); err != nil {
+			t.Error(err)
+		}
+		framework.Eventually(t, ctx, "the ClusterExtension API to go", func(context.Context) (bool, string) {
+			rollOut, why, err := app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
+			return err == nil && rollOut, fmt.Sprintf("rollout %v (%s), %v", rollOut, why, err)
+		})
+	}()
+	framework.Eventually(t, ctx, "no rollout with OLM's ClusterExtension API served", func(context.Context) (bool, string) {
+		rollOut, why, err = app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
+		return err == nil && !rollOut, fmt.Sprintf("rollout %v (%s), %v", rollOut, why, err)
+	})
+	if !strings.Contains(why, "ClusterExtension") {
+		t.Errorf("the reason does not name the ClusterExtension API: %s", why)
+	}
+	if rollOut, _, _ := app.DecideRollout(testenv.Env.Config, "true"); !rollOut {
+		t.Error("--rollout=true did not roll out beside OLM")
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
