@@ -41,6 +41,8 @@ type Externalizer struct {
 	Metrics *Metrics
 	// Limits are the served CRD's bounds; nil: the generated CRD's.
 	Limits *ServedLimits
+	// Store, when set, reads and writes in place of Client and Reader (fast tests of the translation).
+	Store cosadmission.Store
 }
 
 // Handle answers one admission request for a ClusterObjectSet.
@@ -106,8 +108,12 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 // pipeline is the admission pipeline of one request: reads uncached, Secrets written by
 // objectdata.Writer, at most WriteConcurrency at once.
 func (e *Externalizer) pipeline() *cosadmission.Pipeline {
+	store := e.Store
+	if store == nil {
+		store = &objectdata.Writer{Client: e.Client, Reader: e.Reader, Namespace: e.Options.SystemNamespace, Concurrency: max(e.Options.WriteConcurrency, 1)}
+	}
 	return &cosadmission.Pipeline{
-		Store:            &objectdata.Writer{Client: e.Client, Reader: e.Reader, Namespace: e.Options.SystemNamespace, Concurrency: max(e.Options.WriteConcurrency, 1)},
+		Store:            store,
 		SystemNamespace:  e.Options.SystemNamespace,
 		Mode:             e.Options.Mode,
 		Threshold:        e.Options.Threshold,

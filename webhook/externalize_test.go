@@ -1,0 +1,176 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+)
+
+// handled is what a test compares of the webhook's response and metrics.
+type handled struct {
+	Allowed  bool
+	Code     int32
+	Causes   []string
+	Patched  []string
+	Warnings []string
+	// Metrics are the counters that moved.
+	Metrics map[string]float64
+}
+
+// TestHandleTranslates checks the webhook's translation of the pipeline's answer (the decisions are
+// internal/admission's tests): the patch, the warnings, the refusal's status and the metrics.
+func TestHandleTranslates(t *testing.T) {
+	const ns = "olmv1-system"
+	always := b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
+	inline := b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", "app", 2)...))
+	plan, err := content.PlanFor(inline.Name, externalize.PlanInput(inline), content.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := inline.DeepCopy()
+	stored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, ns)
+	secret := externalize.ObjectDataSecret(inline.Name, ns, plan.Secrets[0])
+	notOurs := secret.DeepCopy()
+	notOurs.Data = map[string][]byte{"other": []byte("{}")}
+	lastApplied := inline.DeepCopy()
+	raw, err := json.Marshal(inline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastApplied.Annotations[externalize.LastAppliedAnnotation] = string(raw)
+	summary := cosadmission.WarningPrefix + "externalized 2 objects into 1 Secret in olmv1-system ("
+	phases := "/spec/phases"
+
+	tests := map[string]struct {
+		op       admissionv1.Operation
+		old, obj *olmv1.ClusterObjectSet
+		raw      string
+		secrets  []*corev1.Secret
+		dryRun   bool
+		want     handled
+	}{
+		"create: externalized": {op: admissionv1.Create, obj: inline,
+			want: handled{Allowed: true, Patched: []string{phases}, Warnings: []string{summary},
+				Metrics: map[string]float64{"objects": 2, "secrets": 1}}},
+		"create: a dry run writes nothing": {op: admissionv1.Create, obj: inline, dryRun: true,
+			want: handled{Allowed: true, Patched: []string{phases}, Warnings: []string{summary},
+				Metrics: map[string]float64{"objects": 2, "dryRuns": 1}}},
+		"create: kubectl's last-applied annotation gets the refs": {op: admissionv1.Create, obj: lastApplied,
+			want: handled{Allowed: true, Patched: []string{phases, "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"},
+				Warnings: []string{summary}, Metrics: map[string]float64{"objects": 2, "secrets": 1}}},
+		"create: invalid": {op: admissionv1.Create, obj: b.COS("app", always, b.WithProgressDeadline(5)),
+			want: handled{Code: 422, Causes: []string{"spec.progressDeadlineMinutes"}, Metrics: map[string]float64{"refused invalid": 1}}},
+		"create: a Secret not ours": {op: admissionv1.Create, obj: inline, secrets: []*corev1.Secret{notOurs},
+			want: handled{Code: 409, Metrics: map[string]float64{"refused secret_conflict": 1}}},
+		"create: not JSON": {op: admissionv1.Create, raw: "{",
+			want: handled{Code: 400, Metrics: map[string]float64{"refused bad_request": 1}}},
+		"update: the same objects get the stored refs": {op: admissionv1.Update, old: stored, obj: inline, secrets: []*corev1.Secret{secret},
+			want: handled{Allowed: true, Patched: []string{phases}}},
+		"update: heals": {op: admissionv1.Update, old: stored, obj: inline,
+			want: handled{Allowed: true, Patched: []string{phases}, Metrics: map[string]float64{"secrets": 1},
+				Warnings: []string{cosadmission.WarningPrefix + "1 Secret of the stored refs missing (" + secret.Name + "): the submitted objects are their content: re-created 1 Secret"}}},
+		"update: other objects": {op: admissionv1.Update, old: stored, obj: b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", "other", 2)...)),
+			secrets: []*corev1.Secret{secret},
+			want:    handled{Code: 422, Causes: []string{"spec.phases"}, Metrics: map[string]float64{"refused invalid": 1}}},
+		"delete: allowed": {op: admissionv1.Delete, raw: "{}", want: handled{Allowed: true}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			store := admissiontest.NewStore(ns)
+			for _, s := range tc.secrets {
+				store.AddSecret(s)
+			}
+			m := NewMetrics()
+			e := &Externalizer{Store: store, Metrics: m,
+				Options: Options{SystemNamespace: ns, Mode: externalize.ModeOversized, Threshold: 100}}
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op, DryRun: &tc.dryRun,
+				Object: runtime.RawExtension{Raw: rawOf(t, tc.obj, tc.raw)}}}
+			if tc.old != nil {
+				req.OldObject = runtime.RawExtension{Raw: rawOf(t, tc.old, "")}
+			}
+			resp := e.Handle(context.Background(), req)
+			got := handled{Allowed: resp.Allowed, Metrics: map[string]float64{}}
+			if r := resp.Result; r != nil && !resp.Allowed {
+				got.Code = r.Code
+				if r.Details != nil {
+					for _, c := range r.Details.Causes {
+						got.Causes = append(got.Causes, c.Field)
+					}
+				}
+			}
+			for _, p := range resp.Patches {
+				got.Patched = append(got.Patched, p.Path)
+			}
+			for _, w := range resp.Warnings {
+				if strings.HasPrefix(w, summary) {
+					w = summary // its sizes are the planner's
+				}
+				got.Warnings = append(got.Warnings, w)
+			}
+			for name, v := range map[string]float64{
+				"objects": counter(m.ObjectsExternalized), "secrets": counter(m.SecretsWritten), "dryRuns": counter(m.DryRuns),
+				"refused invalid": counter(m.Refusals.WithLabelValues(RefusalInvalid)), "refused secret_conflict": counter(m.Refusals.WithLabelValues(RefusalSecretConflict)),
+				"refused bad_request": counter(m.Refusals.WithLabelValues(RefusalBadRequest)),
+			} {
+				if v != 0 {
+					got.Metrics[name] = v
+				}
+			}
+			want := tc.want
+			if want.Metrics == nil {
+				want.Metrics = map[string]float64{}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRefusalReasonsAreTheMetricLabels: every reason of the pipeline has its label, of the same value.
+func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
+	for reason, label := range refusalReasons {
+		if string(reason) != label {
+			t.Errorf("reason %q has the label %q", reason, label)
+		}
+	}
+	if len(refusalReasons) != 6 {
+		t.Errorf("%d reasons mapped", len(refusalReasons))
+	}
+}
+
+func counter(c prometheus.Counter) float64 {
+	m := &dto.Metric{}
+	if err := c.Write(m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+func rawOf(t *testing.T, obj *olmv1.ClusterObjectSet, raw string) []byte {
+	t.Helper()
+	if obj == nil {
+		return []byte(raw)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
