@@ -89,7 +89,7 @@ func resolvesTo(t testing.TB, want, stored *olmv1.ClusterObjectSet) {
 // Succeeded; a second apply writes nothing.
 func TestTenMegabyteBundleRollsOut(t *testing.T) {
 	const name, ns = "ten-megabytes", "ten-megabytes"
-	removeAfter(t, name)
+	testenv.Env.RemoveWithSecretsAfter(t, name)
 	dir := generateBundle(t, ns, 200, 50_000)
 	built := mustPlugin(t, "build", dir, "--name", name, "--revision", "1", "-n", ns)
 	file := writeText(t, t.TempDir(), "cos.yaml", built.stdout)
@@ -111,7 +111,7 @@ func TestTenMegabyteBundleRollsOut(t *testing.T) {
 	stored := getCOS(t, name)
 	resolvesTo(t, want, stored)
 	waitSucceeded(t, name)
-	secrets := waitOwned(t, name)
+	secrets := testenv.Env.WaitOwned(t, name)
 	if len(secrets) < 5 {
 		t.Errorf("%d Secrets for about 5 MB of compressed content", len(secrets))
 	}
@@ -130,7 +130,7 @@ func TestTenMegabyteBundleRollsOut(t *testing.T) {
 	}
 
 	// Again: nothing is written.
-	before, beforeSecrets := getCOS(t, name).ResourceVersion, resourceVersions(objectDataSecrets(t, name))
+	before, beforeSecrets := getCOS(t, name).ResourceVersion, testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, name))
 	r = mustPlugin(t, "apply", "-f", file, "--server-side")
 	if !strings.Contains(r.stdout, name+" unchanged") || !strings.Contains(r.stderr, "the stored ClusterObjectSet holds the same objects: no Secret written") {
 		t.Errorf("second apply printed:\n%s\n%s", r.stdout, r.stderr)
@@ -138,7 +138,7 @@ func TestTenMegabyteBundleRollsOut(t *testing.T) {
 	if after := getCOS(t, name).ResourceVersion; after != before {
 		t.Errorf("the second apply wrote the ClusterObjectSet: resourceVersion %s -> %s", before, after)
 	}
-	if diff := cmp.Diff(beforeSecrets, resourceVersions(objectDataSecrets(t, name))); diff != "" {
+	if diff := cmp.Diff(beforeSecrets, testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, name))); diff != "" {
 		t.Errorf("the second apply changed the Secrets (-before +after):\n%s", diff)
 	}
 }
@@ -153,8 +153,8 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cosName, ns := "again-"+name, "again-"+name
-			removeAfter(t, cosName)
-			ensureNamespace(t, ns)
+			testenv.Env.RemoveWithSecretsAfter(t, cosName)
+			testenv.Env.EnsureNamespace(t, ns)
 			always := builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
 			want := builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(ns, "again", 5)...))
 			file := writeFile(t, want)
@@ -164,9 +164,9 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 				t.Fatalf("first apply printed %q", r.stdout)
 			}
 			waitSucceeded(t, cosName)
-			waitOwned(t, cosName)
+			testenv.Env.WaitOwned(t, cosName)
 			stored := getCOS(t, cosName)
-			secrets := resourceVersions(objectDataSecrets(t, cosName))
+			secrets := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, cosName))
 
 			if r := apply(); !strings.Contains(r.stdout, cosName+" unchanged") {
 				t.Errorf("second apply printed %q", r.stdout)
@@ -174,7 +174,7 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 			if got := getCOS(t, cosName); got.ResourceVersion != stored.ResourceVersion {
 				t.Errorf("the second apply wrote the ClusterObjectSet: %s -> %s", stored.ResourceVersion, got.ResourceVersion)
 			}
-			if diff := cmp.Diff(secrets, resourceVersions(objectDataSecrets(t, cosName))); diff != "" {
+			if diff := cmp.Diff(secrets, testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, cosName))); diff != "" {
 				t.Errorf("the second apply changed the Secrets (-before +after):\n%s", diff)
 			}
 
@@ -189,7 +189,7 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 			if got.Spec.ProgressDeadlineMinutes != 30 || !cmp.Equal(got.Spec.Phases, stored.Spec.Phases) {
 				t.Errorf("after a deadline change: deadline %d, phases changed %v", got.Spec.ProgressDeadlineMinutes, !cmp.Equal(got.Spec.Phases, stored.Spec.Phases))
 			}
-			if diff := cmp.Diff(secrets, resourceVersions(objectDataSecrets(t, cosName))); diff != "" {
+			if diff := cmp.Diff(secrets, testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, cosName))); diff != "" {
 				t.Errorf("a deadline change changed the Secrets (-before +after):\n%s", diff)
 			}
 
@@ -201,7 +201,7 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 				!strings.Contains(r.err.Error(), "cos.json:1: document 1 (ClusterObjectSet "+cosName+")") {
 				t.Errorf("changed objects: want the immutable refusal naming the file, got %v", r.err)
 			}
-			if diff := cmp.Diff(secrets, resourceVersions(objectDataSecrets(t, cosName))); diff != "" {
+			if diff := cmp.Diff(secrets, testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, cosName))); diff != "" {
 				t.Errorf("a refused apply changed the Secrets (-before +after):\n%s", diff)
 			}
 		})
@@ -243,7 +243,7 @@ func TestPluginAndWebhookStoreTheSame(t *testing.T) {
 	}
 	// A user's ref, kept as given by both, into a Secret outside the system namespace.
 	userNS := "same-user-refs"
-	ensureNamespace(t, userNS)
+	testenv.Env.EnsureNamespace(t, userNS)
 	given := builders.ConfigMap("same-mixed", "given", map[string]string{"k": "v"})
 	data, err := content.Canonical(given.Object)
 	if err != nil {
@@ -262,17 +262,17 @@ func TestPluginAndWebhookStoreTheSame(t *testing.T) {
 
 	for name, want := range map[string]*olmv1.ClusterObjectSet{"prometheus-operator": prometheus, "mixed": mixed} {
 		t.Run(name, func(t *testing.T) {
-			removeAfter(t, want.Name)
+			testenv.Env.RemoveWithSecretsAfter(t, want.Name)
 			file := writeFile(t, want)
 
 			testenv.MustKubectl(t, nil, "apply", "--server-side", "-f", file)
 			byWebhook := getCOS(t, want.Name)
-			webhookSecrets := viewOf(waitOwned(t, want.Name))
-			deleteAndWait(t, want.Name)
+			webhookSecrets := viewOf(testenv.Env.WaitOwned(t, want.Name))
+			testenv.Env.DeleteWithSecrets(t, want.Name)
 
 			mustPlugin(t, "apply", "-f", file, "--server-side")
 			byPlugin := getCOS(t, want.Name)
-			pluginSecrets := viewOf(waitOwned(t, want.Name))
+			pluginSecrets := viewOf(testenv.Env.WaitOwned(t, want.Name))
 
 			if diff := cmp.Diff(byWebhook.Spec, byPlugin.Spec); diff != "" {
 				t.Errorf("the stored specs differ (-webhook +plugin):\n%.3000s", diff)
@@ -337,7 +337,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 	stop := cos.Hooks{AfterSecrets: func(_ context.Context, _ string) error { return errStopped }}
 	stopped := func(t *testing.T, name string) (string, []corev1.Secret) {
 		t.Helper()
-		removeAfter(t, name)
+		testenv.Env.RemoveWithSecretsAfter(t, name)
 		want := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 			builders.WithPhase("configuration", bigConfigMaps("default", 14, 150_000)...))
 		file := writeFile(t, want)
@@ -348,7 +348,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 		if cosExists(t, name) {
 			t.Fatal("the ClusterObjectSet was sent")
 		}
-		secrets := objectDataSecrets(t, name)
+		secrets := testenv.Env.ObjectDataSecrets(t, name)
 		if len(secrets) < 2 {
 			t.Fatalf("%d Secrets written before the stop", len(secrets))
 		}
@@ -375,7 +375,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 			t.Errorf("the second run did not reuse the Secrets: %s", r.stderr)
 		}
 		waitSucceeded(t, name)
-		owned := waitOwned(t, name)
+		owned := testenv.Env.WaitOwned(t, name)
 		var names, firstNames []string
 		for i := range owned {
 			names = append(names, owned[i].Name)
@@ -400,7 +400,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 		if _, err := sweeper.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if left := objectDataSecrets(t, name); len(left) > 0 {
+		if left := testenv.Env.ObjectDataSecrets(t, name); len(left) > 0 {
 			t.Errorf("%d of %d Secrets left after the sweep", len(left), len(secrets))
 		}
 	})
@@ -415,7 +415,7 @@ func (f fixedClock) Since(t time.Time) time.Duration { return f.t.Sub(t) }
 // reconciler, started afterwards, owns the Secrets and rolls it out.
 func TestApplyWithoutWebhook(t *testing.T) {
 	const name = "no-webhook"
-	removeAfter(t, name)
+	testenv.Env.RemoveWithSecretsAfter(t, name)
 	if err := manager.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -436,14 +436,14 @@ func TestApplyWithoutWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ensureNamespace(t, "argocd")
+	testenv.Env.EnsureNamespace(t, "argocd")
 	file := writeFile(t, want)
 	r := mustPlugin(t, "apply", "-f", file)
 	if !strings.Contains(r.stderr, "externalized 59 objects into 1 Secret") {
 		t.Errorf("apply printed: %s", r.stderr)
 	}
 	resolvesTo(t, want, getCOS(t, name))
-	for _, s := range objectDataSecrets(t, name) {
+	for _, s := range testenv.Env.ObjectDataSecrets(t, name) {
 		if len(s.OwnerReferences) > 0 {
 			t.Errorf("Secret %s is owned with no manager running", s.Name)
 		}
@@ -454,7 +454,7 @@ func TestApplyWithoutWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	manager, started = m, true
-	waitOwned(t, name)
+	testenv.Env.WaitOwned(t, name)
 	waitSucceeded(t, name)
 }
 

@@ -156,7 +156,7 @@ func TestBadInputNamesFileAndDocument(t *testing.T) {
 			for f, text := range tc.files {
 				writeText(t, sub, f, text)
 			}
-			secretsBefore := len(objectDataSecrets(t, "bad-input"))
+			secretsBefore := len(testenv.Env.ObjectDataSecrets(t, "bad-input"))
 			r := plugin(t, args...)
 			if r.err == nil {
 				t.Fatalf("accepted:\n%s", r.stdout)
@@ -169,7 +169,7 @@ func TestBadInputNamesFileAndDocument(t *testing.T) {
 			if r.stdout != "" {
 				t.Errorf("printed on a refusal:\n%.500s", r.stdout)
 			}
-			if n := len(objectDataSecrets(t, "bad-input")); n != secretsBefore || cosExists(t, "bad-input") {
+			if n := len(testenv.Env.ObjectDataSecrets(t, "bad-input")); n != secretsBefore || cosExists(t, "bad-input") {
 				t.Errorf("something was written for a refused apply")
 			}
 		})

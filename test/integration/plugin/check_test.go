@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -66,7 +68,7 @@ func TestCheck(t *testing.T) {
 		})
 		var out string
 		// The API server reads webhook configurations from its informer: wait for it to use the new CA.
-		eventually(t, "check to see the new CA", func() (bool, string) {
+		framework.Eventually(t, ctx, "check to see the new CA", func(ctx context.Context) (bool, string) {
 			r := plugin(t, "check")
 			out = r.stdout
 			return exitCode(r.err) == 1 && strings.Contains(out, "[FAIL] The API server does not trust the serving certificate of webhook externalize.cos-externalizer.io"), out

@@ -12,6 +12,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 func secretObject(ns, name, value string) *unstructured.Unstructured {
@@ -38,7 +39,7 @@ func exitCode(err error) int {
 // KUBECTL_EXTERNAL_DIFF is honoured.
 func TestDiff(t *testing.T) {
 	const ns = "diff"
-	removeAfter(t, "diff-a", "diff-b")
+	testenv.Env.RemoveWithSecretsAfter(t, "diff-a", "diff-b")
 	// Archived: nothing is rolled out, only the stored content matters here.
 	revision := func(name string, rev int64, setting, password string, extra string) *olmv1.ClusterObjectSet {
 		objs := []olmv1.ClusterObjectSetObject{

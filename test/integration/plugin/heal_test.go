@@ -18,7 +18,7 @@ import (
 // (a dry run only says so), and the next apply writes nothing.
 func TestApplyRestoresMissingSecrets(t *testing.T) {
 	name := fmt.Sprintf("plugin-heal-%d", time.Now().UnixNano()%1e6)
-	removeAfter(t, name)
+	testenv.Env.RemoveWithSecretsAfter(t, name)
 	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
 	restored, plan, err := testenv.StoredForm(inline)
@@ -34,7 +34,7 @@ func TestApplyRestoresMissingSecrets(t *testing.T) {
 	if !strings.Contains(r.stderr, "1 Secret of the stored refs missing") || !strings.Contains(r.stderr, "nothing written") {
 		t.Errorf("the dry run does not say it would write the Secret again: %s", r.stderr)
 	}
-	if n := len(objectDataSecrets(t, name)); n != 0 {
+	if n := len(testenv.Env.ObjectDataSecrets(t, name)); n != 0 {
 		t.Fatalf("the dry run wrote %d Secrets", n)
 	}
 
@@ -50,5 +50,5 @@ func TestApplyRestoresMissingSecrets(t *testing.T) {
 	if r := mustPlugin(t, "apply", "-f", file); !strings.Contains(r.stderr, "no Secret written") {
 		t.Errorf("the next apply: %s", r.stderr)
 	}
-	waitOwned(t, name)
+	testenv.Env.WaitOwned(t, name)
 }

@@ -8,30 +8,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -182,25 +177,11 @@ func cosExists(t testing.TB, name string) bool {
 	return err == nil
 }
 
-// eventually polls cond every 100 ms for up to three minutes.
-func eventually(t testing.TB, what string, cond func() (bool, string)) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
-	}
-}
-
 // waitSucceeded waits for Succeeded=True, observed at the current generation.
 func waitSucceeded(t testing.TB, name string) *olmv1.ClusterObjectSet {
 	t.Helper()
 	var got *olmv1.ClusterObjectSet
-	eventually(t, name+" Succeeded", func() (bool, string) {
+	framework.Eventually(t, ctx, name+" Succeeded", func(ctx context.Context) (bool, string) {
 		got = &olmv1.ClusterObjectSet{}
 		if err := c().Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 			return false, err.Error()
@@ -213,104 +194,4 @@ func waitSucceeded(t testing.TB, name string) *olmv1.ClusterObjectSet {
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == got.Generation, strings.Join(msgs, " ")
 	})
 	return got
-}
-
-// objectDataSecrets lists the object-data Secrets labelled for a ClusterObjectSet, by name.
-func objectDataSecrets(t testing.TB, cosName string) []corev1.Secret {
-	t.Helper()
-	list := &corev1.SecretList{}
-	if err := c().List(ctx, list, client.InNamespace(testenv.SystemNamespace),
-		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}); err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	return list.Items
-}
-
-// resourceVersions maps Secret names to their resourceVersions.
-func resourceVersions(secrets []corev1.Secret) map[string]string {
-	out := map[string]string{}
-	for _, s := range secrets {
-		out[s.Name] = s.ResourceVersion
-	}
-	return out
-}
-
-// waitOwned waits until every object-data Secret of cos is controlled by it (the reconciler's
-// ownership, step 3) and returns them.
-func waitOwned(t testing.TB, name string) []corev1.Secret {
-	t.Helper()
-	var secrets []corev1.Secret
-	eventually(t, "the Secrets of "+name+" owned by it", func() (bool, string) {
-		cos := &olmv1.ClusterObjectSet{}
-		if err := c().Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
-			return false, err.Error()
-		}
-		secrets = objectDataSecrets(t, name)
-		if len(secrets) == 0 {
-			return false, "no Secrets"
-		}
-		for _, s := range secrets {
-			if ref := metav1.GetControllerOf(&s); ref == nil || ref.UID != cos.UID {
-				return false, "Secret " + s.Name + " not owned yet"
-			}
-		}
-		return true, ""
-	})
-	return secrets
-}
-
-// deleteAndWait deletes a ClusterObjectSet and waits until it and its object-data Secrets are gone
-// (teardown by the reconciler, then the garbage collector). It first waits until the reconciler owns
-// the Secrets, as an admin who deletes a ClusterObjectSet minutes after applying it finds them: a
-// ClusterObjectSet deleted before that leaves its Secrets to the orphan sweep, by design.
-func deleteAndWait(t testing.TB, name string) {
-	t.Helper()
-	if cosExists(t, name) && len(objectDataSecrets(t, name)) > 0 {
-		waitOwned(t, name)
-	}
-	err := c().Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	eventually(t, name+" and its Secrets gone", func() (bool, string) {
-		if cosExists(t, name) {
-			// Name what teardown waits for: CRDs being deleted, with their finalizers and conditions.
-			crds := &apiextensionsv1.CustomResourceDefinitionList{}
-			var stuck []string
-			if err := c().List(ctx, crds); err == nil {
-				for _, crd := range crds.Items {
-					if crd.DeletionTimestamp != nil {
-						stuck = append(stuck, fmt.Sprintf("%s (finalizers %v, conditions %v)", crd.Name, crd.Finalizers, crd.Status.Conditions))
-					}
-				}
-			}
-			return false, fmt.Sprintf("the ClusterObjectSet exists; CRDs being deleted: %v", stuck)
-		}
-		if left := objectDataSecrets(t, name); len(left) > 0 {
-			var names []string
-			for _, s := range left {
-				names = append(names, fmt.Sprintf("%s (owners %v, deleting %v)", s.Name, s.OwnerReferences, s.DeletionTimestamp != nil))
-			}
-			return false, fmt.Sprintf("%d Secrets left: %v", len(left), names)
-		}
-		return true, ""
-	})
-}
-
-// removeAfter deletes ClusterObjectSets when the test ends and waits until they and their Secrets
-// are gone, so that the test can run again (-count) with the same names and objects.
-func removeAfter(t testing.TB, names ...string) {
-	t.Cleanup(func() {
-		for _, n := range names {
-			deleteAndWait(t, n)
-		}
-	})
-}
-
-func ensureNamespace(t testing.TB, name string) {
-	t.Helper()
-	if err := controlplane.EnsureNamespace(ctx, testenv.Env.Config, name); err != nil {
-		t.Fatal(err)
-	}
 }

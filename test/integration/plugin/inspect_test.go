@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -20,17 +22,17 @@ import (
 // inline form, equal to what was applied.
 func TestInspectPrometheusOperator(t *testing.T) {
 	const name = "inspect-prometheus"
-	removeAfter(t, name)
+	testenv.Env.RemoveWithSecretsAfter(t, name)
 	want, err := builders.Bundle(name, "prometheus-operator-crds", "monitoring")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustPlugin(t, "apply", "-f", writeFile(t, want), "--server-side")
 	waitSucceeded(t, name)
-	secrets := waitOwned(t, name)
+	secrets := testenv.Env.WaitOwned(t, name)
 
 	var out string
-	eventually(t, "inspect to show the Succeeded Event", func() (bool, string) {
+	framework.Eventually(t, ctx, "inspect to show the Succeeded Event", func(ctx context.Context) (bool, string) {
 		out = squeeze(mustPlugin(t, "inspect", name).stdout)
 		return strings.Contains(out, "Normal Succeeded every phase is rolled out and ready"), out
 	})
@@ -74,8 +76,8 @@ func TestInspectPrometheusOperator(t *testing.T) {
 // shown, and every other part still prints.
 func TestInspectShowsProblems(t *testing.T) {
 	const name = "inspect-problems"
-	removeAfter(t, name)
-	ensureNamespace(t, "inspect-problems")
+	testenv.Env.RemoveWithSecretsAfter(t, name)
+	testenv.Env.EnsureNamespace(t, "inspect-problems")
 	tampered := &corev1.Secret{}
 	tampered.Namespace, tampered.Name = "inspect-problems", "tampered"
 	tampered.Type = olmv1.SecretTypeObjectData
