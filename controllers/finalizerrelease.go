@@ -32,17 +32,23 @@ type FinalizerReleaseReconciler struct {
 
 // SetupWithManager registers the controller for ClusterObjectSets being deleted.
 func (r *FinalizerReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	deleting := func(o client.Object) bool { return !o.GetDeletionTimestamp().IsZero() }
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("finalizer-release").
-		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(e event.CreateEvent) bool { return deleting(e.Object) },
-			UpdateFunc:  func(e event.UpdateEvent) bool { return deleting(e.ObjectNew) },
-			DeleteFunc:  func(event.DeleteEvent) bool { return false },
-			GenericFunc: func(e event.GenericEvent) bool { return deleting(e.Object) },
-		})).
+		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(beingDeleted())).
 		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
+}
+
+// beingDeleted passes the events of objects being deleted (those that exist at start-up included),
+// but not their final deletion.
+func beingDeleted() predicate.Predicate {
+	deleting := func(o client.Object) bool { return !o.GetDeletionTimestamp().IsZero() }
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return deleting(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return deleting(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return deleting(e.Object) },
+	}
 }
 
 // Reconcile releases our finalizer from a ClusterObjectSet being deleted.
