@@ -74,7 +74,7 @@ generate: ## Generate deepcopy code for the API types.
 
 .PHONY: manifests
 manifests: ## Generate the CRD, webhook configurations and RBAC under config/ (kustomize builds on them).
-	$(CONTROLLER_GEN) crd webhook rbac:roleName=cos-externalizer-manager paths="./api/...;./webhook/...;./controllers;./servingcert;./cmd/..." \
+	$(CONTROLLER_GEN) crd webhook rbac:roleName=cos-externalizer-manager paths="./api/...;./webhook/...;./controllers;./certs/servingcert;./cmd/..." \
 		output:crd:artifacts:config=config/crd/bases output:webhook:artifacts:config=config/webhook \
 		output:rbac:artifacts:config=config/rbac
 	@# The rule only a manager that rolls out needs (anything on anything): a ClusterRole of its own,

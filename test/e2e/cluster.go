@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 )
 
 // Cert modes of the managers (their --webhook-cert-source).

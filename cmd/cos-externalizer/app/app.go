@@ -29,12 +29,12 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 

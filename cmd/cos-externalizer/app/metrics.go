@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 

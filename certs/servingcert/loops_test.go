@@ -89,8 +89,8 @@ func TestLoop(t *testing.T) {
 					t.Fatalf("sync %d came %s after the one before, want %s to %s", i, gap, lo, hi)
 				}
 			}
-			if max := int(time.Hour/minSyncInterval) + 1; len(syncs) > max {
-				t.Errorf("%d syncs in a simulated hour, want at most %d", len(syncs), max)
+			if limit := int(time.Hour/minSyncInterval) + 1; len(syncs) > limit {
+				t.Errorf("%d syncs in a simulated hour, want at most %d", len(syncs), limit)
 			}
 		})
 	}

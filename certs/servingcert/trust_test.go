@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -215,7 +216,7 @@ func TestNewCANeverServedUntrusted(t *testing.T) {
 			// history: the caBundles as written; the first was written long before.
 			var history []written
 			setBundle := func(bundle []byte) {
-				for _, wc := range (&Server{opts: Options{WebhookConfiguration: DefaultWebhookConfiguration}}).configurations() {
+				for _, wc := range configurations() {
 					if err := api.Get(ctx, types.NamespacedName{Name: DefaultWebhookConfiguration}, wc.obj); err != nil {
 						t.Fatal(err)
 					}
@@ -262,14 +263,15 @@ func TestNewCANeverServedUntrusted(t *testing.T) {
 				return b
 			}
 			o := Options{Source: SourceSecret, Namespace: secretKey.Namespace, SecretName: secretKey.Name, WebhookConfiguration: DefaultWebhookConfiguration, Clock: clk}
-			var replicas []*Server
+			var replicas []*SecretSource
 			var loops []*simLoop
 			for range 2 {
-				s := New(o)
+				srv := New(o)
+				*srv.env = env{log: logr.Discard(), cached: api, api: api, cl: api, rec: &events.FakeRecorder{}}
+				s := srv.src.(*SecretSource)
 				s.settle = tc.settle
-				s.cached, s.api, s.cl, s.rec = api, api, api, &events.FakeRecorder{}
 				replicas = append(replicas, s)
-				loops = append(loops, &simLoop{sync: s.syncReplica, due: t0, early: t0})
+				loops = append(loops, &simLoop{sync: s.sync, due: t0, early: t0})
 			}
 			// Installed long ago: the first CA's bundle and certificate.
 			setBundle(ca1.PEM)

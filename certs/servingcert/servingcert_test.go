@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,22 +133,23 @@ func newSimulation(t *testing.T, caLife, certLife time.Duration) *simulation {
 	add := func(sync func(context.Context) (time.Time, error)) {
 		m.loops = append(m.loops, &simLoop{sync: sync, due: t0, early: t0, perHour: map[int]int{}})
 	}
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		s := New(o)
-		s.cached, s.api, s.cl, s.rec = m.api, m.api, m.api, &events.FakeRecorder{}
+		*s.env = env{log: logr.Discard(), cached: m.api, api: m.api, cl: m.api, rec: &events.FakeRecorder{}}
 		m.replicas = append(m.replicas, s)
 		m.issued = append(m.issued, map[int]int{})
+		src := s.src.(*SelfSignedSource)
 		if i == 0 {
-			add(s.syncAuthority)
+			add(src.auth.sync)
 		}
-		add(s.syncReplica)
+		add(src.sync)
 	}
 	return m
 }
 
 // leaf is what replica i serves or waits to serve.
 func (m *simulation) leaf(i int) string {
-	s := m.replicas[i]
+	s := m.replicas[i].src.(*SelfSignedSource)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
