@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -29,6 +28,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
@@ -83,7 +83,7 @@ func TestSecretGuard(t *testing.T) {
 	if err := testenv.Env.Client.Delete(ctx, cos, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, client.ObjectKey{Name: cos.Name}, &olmv1.ClusterObjectSet{})
+	framework.WaitGone(t, ctx, testenv.Env.Client, cos)
 	if err := alice.Delete(ctx, referenced); err != nil {
 		t.Errorf("deleting the Secret of a deleted ClusterObjectSet: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestSecretGuardStaleCache(t *testing.T) {
 	if err := testenv.Env.Client.Delete(ctx, cos, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, client.ObjectKey{Name: cos.Name}, &olmv1.ClusterObjectSet{})
+	framework.WaitGone(t, ctx, testenv.Env.Client, cos)
 	if resp := guard.Handle(ctx, deleteOf()); !resp.Allowed {
 		t.Errorf("a stale cache refused: %v", resp.Result)
 	}
@@ -148,7 +148,7 @@ func (f frozenCache) List(_ context.Context, list client.ObjectList, _ ...client
 func TestSecretGuardBypasses(t *testing.T) {
 	ctx := context.Background()
 	alice := asUser(t, "alice")
-	removeAfter(t, "guard-bypass")
+	testenv.Env.RemoveAfter(t, "guard-bypass")
 	cos := builders.COS("guard-bypass", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "guard-bypass", 2)...))
 	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
@@ -163,7 +163,7 @@ func TestSecretGuardBypasses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "holds objects of ClusterObjectSet guard-bypass") {
 		t.Errorf("a bulk delete of referenced Secrets: want the guard's refusal, got %v", err)
 	}
-	if n := len(objectDataSecrets(t, cos.Name)); n == 0 {
+	if n := len(testenv.Env.ObjectDataSecrets(t, cos.Name)); n == 0 {
 		t.Fatal("a bulk delete removed the referenced Secrets")
 	}
 
@@ -220,7 +220,7 @@ func TestSecretGuardBypasses(t *testing.T) {
 // ClusterObjectSet references: it is exempt, so the namespace goes away.
 func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 	ctx := context.Background()
-	removeAfter(t, "guard-namespace")
+	testenv.Env.RemoveAfter(t, "guard-namespace")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guard-namespace"}}
 	if err := testenv.Env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 	if err := testenv.Env.Client.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, client.ObjectKey{Name: ns.Name}, &corev1.Namespace{})
+	framework.WaitGone(t, ctx, testenv.Env.Client, ns)
 }
 
 // deadGuard installs, until the test ends, a copy of the generated secret guard (its rules,
@@ -307,45 +307,13 @@ func deadGuard(t *testing.T, ns string) {
 	if err := testenv.Env.Client.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	framework.Eventually(t, ctx, "the dead guard to take effect", func(ctx context.Context) (bool, string) {
 		p := probe.DeepCopy()
 		p.Annotations = map[string]string{"probe": time.Now().String()}
 		p.Labels = map[string]string{olmv1.LabelRevisionName: "changed"}
 		err := asUser(t, "alice").Update(ctx, p)
-		return err != nil && strings.Contains(err.Error(), "failed calling webhook"), nil
-	}); err != nil {
-		t.Fatalf("the dead guard never took effect: %v", err)
-	}
-}
-
-// removeAfter deletes the ClusterObjectSets when the test ends and waits until they are gone, so
-// that the test can run again (-count) in the same cluster.
-func removeAfter(t *testing.T, names ...string) {
-	t.Helper()
-	t.Cleanup(func() {
-		for _, name := range names {
-			cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}
-			if err := testenv.Env.Client.Delete(context.Background(), cos); client.IgnoreNotFound(err) != nil {
-				t.Errorf("deleting %s: %v", name, err)
-			}
-			waitGone(t, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
-		}
+		return err != nil && strings.Contains(err.Error(), "failed calling webhook"), fmt.Sprintf("update: %v", err)
 	})
-}
-
-// waitGone waits until the API server no longer has the object.
-func waitGone(t *testing.T, key client.ObjectKey, obj client.Object) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := testenv.Env.Client.Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, client.IgnoreNotFound(err)
-	})
-	if err != nil {
-		t.Fatalf("waiting for %T %s to be gone: %v", obj, key, err)
-	}
 }
 
 func TestWarningsForMissingUserRefs(t *testing.T) {

@@ -24,7 +24,7 @@ func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	ctx := context.Background()
 	// A name of its own per run: the Secrets of an earlier run (-count) go with the garbage collector.
 	name := fmt.Sprintf("heal-restored-%d", time.Now().UnixNano()%1e6)
-	removeAfter(t, name)
+	testenv.Env.RemoveAfter(t, name)
 	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
 	restored, plan, err := testenv.StoredForm(inline)
@@ -34,7 +34,7 @@ func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	if err := testenv.Env.Client.Create(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(objectDataSecrets(t, name)); n != 0 {
+	if n := len(testenv.Env.ObjectDataSecrets(t, name)); n != 0 {
 		t.Fatalf("%d Secrets before the re-apply", n)
 	}
 	file := writeJSON(t, inline)
@@ -43,7 +43,7 @@ func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	if !strings.Contains(stderr, "would re-create them") {
 		t.Errorf("the dry run does not say it would re-create the Secrets: %s", stderr)
 	}
-	if n := len(objectDataSecrets(t, name)); n != 0 {
+	if n := len(testenv.Env.ObjectDataSecrets(t, name)); n != 0 {
 		t.Fatalf("the dry run wrote %d Secrets", n)
 	}
 

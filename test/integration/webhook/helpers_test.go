@@ -4,17 +4,16 @@ import (
 	"context"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -23,29 +22,6 @@ var kubectl, mustKubectl = testenv.Kubectl, testenv.MustKubectl
 
 // writeJSON writes obj as a JSON file for kubectl -f (testenv.WriteJSON).
 func writeJSON(t *testing.T, obj any) string { return testenv.WriteJSON(t, obj, "cos.json") }
-
-// secretState is what the tests compare of the object-data Secrets: name to resourceVersion.
-type secretState map[string]string
-
-// objectDataSecrets lists the object-data Secrets of a ClusterObjectSet.
-func objectDataSecrets(t *testing.T, cosName string) []corev1.Secret {
-	t.Helper()
-	list := &corev1.SecretList{}
-	if err := testenv.Env.Client.List(context.Background(), list, client.InNamespace(testenv.SystemNamespace),
-		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}); err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	return list.Items
-}
-
-func stateOf(secrets []corev1.Secret) secretState {
-	s := secretState{}
-	for _, sec := range secrets {
-		s[sec.Name] = sec.ResourceVersion
-	}
-	return s
-}
 
 // secretNames lists the object-data Secrets of the system namespace by name.
 func secretNames(t *testing.T) map[string]bool {
@@ -141,18 +117,15 @@ func checkExternalized(t *testing.T, want, stored *olmv1.ClusterObjectSet) {
 
 // settledSecrets waits until every object-data Secret of cos is owned by it (the reconciler's Secret
 // ownership runs even in webhook-only mode), then returns their resourceVersions.
-func settledSecrets(t *testing.T, cos *olmv1.ClusterObjectSet) secretState {
+func settledSecrets(t *testing.T, cos *olmv1.ClusterObjectSet) map[string]string {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		for _, s := range objectDataSecrets(t, cos.Name) {
+	framework.Eventually(t, context.Background(), "the Secrets of "+cos.Name+" to be owned by it", func(context.Context) (bool, string) {
+		for _, s := range testenv.Env.ObjectDataSecrets(t, cos.Name) {
 			if ref := metav1.GetControllerOf(&s); ref == nil || ref.UID != cos.UID {
-				return false, nil
+				return false, "Secret " + s.Name + " not owned yet"
 			}
 		}
-		return true, nil
+		return true, ""
 	})
-	if err != nil {
-		t.Fatalf("waiting for the Secrets of %s to be owned: %v", cos.Name, err)
-	}
-	return stateOf(objectDataSecrets(t, cos.Name))
+	return testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, cos.Name))
 }

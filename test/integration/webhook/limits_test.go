@@ -5,19 +5,18 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
@@ -55,7 +54,7 @@ func lowerDeadlineMinimum(t *testing.T, name string) {
 	setDeadlineMinimum(t, 1)
 	t.Cleanup(func() {
 		setDeadlineMinimum(t, olmv1.MinProgressDeadlineMinutes)
-		waitUntil(t, "a 1-minute deadline to be refused again", func() (bool, string) {
+		framework.Eventually(t, context.Background(), "a 1-minute deadline to be refused again", func(ctx context.Context) (bool, string) {
 			err := createWithDeadline(name+"-x", 1, false)
 			return apierrors.IsInvalid(err), fmt.Sprint(err)
 		})
@@ -66,14 +65,14 @@ func lowerDeadlineMinimum(t *testing.T, name string) {
 // CRD (within their 10-second reading of it) instead of refusing with the generated bound.
 func TestServedCRDBoundsApply(t *testing.T) {
 	const name = "served-bounds"
-	removeAfter(t, name)
+	testenv.Env.RemoveAfter(t, name)
 	err := createWithDeadline(name, 1, false)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.progressDeadlineMinutes") {
 		t.Fatalf("a 1-minute deadline under the generated CRD: want Invalid at spec.progressDeadlineMinutes, got %v", err)
 	}
 
 	lowerDeadlineMinimum(t, name)
-	waitUntil(t, "a 1-minute deadline to be admitted", func() (bool, string) {
+	framework.Eventually(t, context.Background(), "a 1-minute deadline to be admitted", func(ctx context.Context) (bool, string) {
 		err := createWithDeadline(name, 1, false)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -92,7 +91,7 @@ func TestServedCRDBoundsApply(t *testing.T) {
 // server: the webhooks' reading is laxer for up to 10 seconds) and stores no ClusterObjectSet.
 func TestServedCRDBoundChangedJustNow(t *testing.T) {
 	const name, reverse = "served-bounds-now", "served-bounds-now-lowered"
-	removeAfter(t, name, reverse)
+	testenv.Env.RemoveAfter(t, name, reverse)
 	// A refusal under the generated CRD: the webhooks' reading of it is fresh.
 	if err := createWithDeadline(name, 1, false); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.progressDeadlineMinutes") {
 		t.Fatalf("a 1-minute deadline under the generated CRD: want Invalid at spec.progressDeadlineMinutes, got %v", err)
@@ -118,7 +117,7 @@ func TestServedCRDBoundChangedJustNow(t *testing.T) {
 	// The webhooks now read the raised maximum; lowered again, the API server refuses as soon as it
 	// serves the change, while the webhooks' reading is still the raised one.
 	setDeadlineBound(t, "maximum", olmv1.MaxProgressDeadlineMinutes)
-	waitUntil(t, fmt.Sprintf("a %d-minute deadline to be refused again", over), func() (bool, string) {
+	framework.Eventually(t, context.Background(), fmt.Sprintf("a %d-minute deadline to be refused again", over), func(ctx context.Context) (bool, string) {
 		err := createWithDeadline(reverse, over, false)
 		return apierrors.IsInvalid(err), fmt.Sprint(err)
 	})
@@ -146,24 +145,11 @@ func TestServedCRDBoundChangedJustNow(t *testing.T) {
 // change. A refusal by one of our webhooks fails the test at once.
 func admittedByWebhooks(t *testing.T, name string, minutes int32) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("a %d-minute deadline to be admitted", minutes), func() (bool, string) {
+	framework.Eventually(t, context.Background(), fmt.Sprintf("a %d-minute deadline to be admitted", minutes), func(ctx context.Context) (bool, string) {
 		err := createWithDeadline(name, minutes, false)
 		if err != nil && strings.Contains(err.Error(), "admission webhook") {
 			t.Fatalf("a %d-minute deadline refused by a webhook right after the CRD allowed it: %v", minutes, err)
 		}
 		return err == nil, fmt.Sprint(err)
 	})
-}
-
-// waitUntil polls cond every 200 ms for up to two minutes.
-func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	last := ""
-	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		last = msg
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
-	}
 }

@@ -62,7 +62,7 @@ func TestPrometheusBundleServerSideApply(t *testing.T) {
 	if again.ResourceVersion != stored.ResourceVersion {
 		t.Errorf("re-apply changed the ClusterObjectSet: resourceVersion %s -> %s", stored.ResourceVersion, again.ResourceVersion)
 	}
-	if after := stateOf(objectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("re-apply changed the Secrets: %v -> %v", before, after)
 	}
 }
@@ -86,7 +86,7 @@ func TestArgoCDClientSideApplyTwice(t *testing.T) {
 	if second.ResourceVersion != first.ResourceVersion {
 		t.Errorf("second apply wrote the ClusterObjectSet: resourceVersion %s -> %s", first.ResourceVersion, second.ResourceVersion)
 	}
-	if after := stateOf(objectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
+	if after := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
 		t.Errorf("second apply changed the Secrets: %v -> %v", secrets, after)
 	}
 }
@@ -152,7 +152,7 @@ func TestCreateAndReplace(t *testing.T) {
 	if fmt.Sprint(replaced.Spec.Phases) != fmt.Sprint(created.Spec.Phases) {
 		t.Error("replace changed the stored refs")
 	}
-	if after := stateOf(objectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
+	if after := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
 		t.Errorf("replace changed the Secrets: %v -> %v", secrets, after)
 	}
 
@@ -199,7 +199,7 @@ func TestDryRunAndDiff(t *testing.T) {
 		t.Errorf("kubectl diff after the apply: %v\n%.3000s\n%s", err, out, stderr)
 	}
 	var own []string
-	for _, s := range objectDataSecrets(t, want.Name) {
+	for _, s := range testenv.Env.ObjectDataSecrets(t, want.Name) {
 		own = append(own, s.Name)
 	}
 	if w := written(t, before); fmt.Sprint(w) != fmt.Sprint(own) {
@@ -283,7 +283,7 @@ func TestConcurrentApplies(t *testing.T) {
 		}
 	}
 	checkExternalized(t, want, getCOS(t, want.Name))
-	secrets := objectDataSecrets(t, want.Name)
+	secrets := testenv.Env.ObjectDataSecrets(t, want.Name)
 	referenced := map[string]bool{}
 	for _, p := range getCOS(t, want.Name).Spec.Phases {
 		for _, o := range p.Objects {
@@ -346,7 +346,7 @@ func TestObjectTooLargeEvenCompressed(t *testing.T) {
 // server refuses it, before any Secret is written.
 func TestCreateOfAnExistingNameWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	removeAfter(t, "taken")
+	testenv.Env.RemoveAfter(t, "taken")
 	always := builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"})
 	first := builders.COS("taken", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "taken", 2)...))
 	if err := testenv.Env.Client.Create(ctx, first); err != nil {
@@ -367,7 +367,7 @@ func TestCreateOfAnExistingNameWritesNothing(t *testing.T) {
 // of a list-map ignores order, so the webhook refuses a reorder itself.
 func TestReorderedPhasesAreRefused(t *testing.T) {
 	ctx := context.Background()
-	removeAfter(t, "reorder")
+	testenv.Env.RemoveAfter(t, "reorder")
 	cos := builders.COS("reorder",
 		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", "reorder-a", nil))),
 		builders.WithPhase("deploy", builders.Inline(builders.ConfigMap("default", "reorder-b", nil))))
@@ -393,7 +393,7 @@ func TestReorderedPhasesAreRefused(t *testing.T) {
 // (matchConditions). It starts a new manager when it ends, for the tests after it.
 func TestWebhookDown(t *testing.T) {
 	ctx := context.Background()
-	removeAfter(t, "webhook-down-refs", "webhook-down-reorder")
+	testenv.Env.RemoveAfter(t, "webhook-down-refs", "webhook-down-reorder")
 	refsOnly := func(name string, phases ...string) *olmv1.ClusterObjectSet {
 		c := builders.COS(name)
 		for _, p := range phases {
