@@ -49,6 +49,14 @@ func Eventually(t testing.TB, ctx context.Context, what string, cond Condition) 
 	}
 }
 
+// Within returns a context that ends after d, or when the test ends: for Eventually, when how long
+// a wait may take is part of what the test checks.
+func Within(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // Gone holds once the API server no longer has obj (by its name and namespace).
 func Gone(c client.Client, obj client.Object) Condition {
 	return func(ctx context.Context) (bool, string) {
@@ -69,6 +77,12 @@ func Delete(t testing.TB, ctx context.Context, c client.Client, obj client.Objec
 	if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 		t.Fatalf("deleting %s: %v", describe(obj), err)
 	}
+	WaitGone(t, ctx, c, obj)
+}
+
+// WaitGone waits until the API server no longer has obj.
+func WaitGone(t testing.TB, ctx context.Context, c client.Client, obj client.Object) {
+	t.Helper()
 	Eventually(t, ctx, describe(obj)+" to be gone", Gone(c, obj))
 }
 
@@ -85,7 +99,7 @@ func RemoveAfter(t testing.TB, c client.Client, objs ...client.Object) {
 			}
 		}
 		for _, obj := range objs {
-			Eventually(t, ctx, describe(obj)+" to be gone", Gone(c, obj))
+			WaitGone(t, ctx, c, obj)
 		}
 	})
 }
