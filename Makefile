@@ -199,8 +199,8 @@ soak: control-plane testdata ## Run the adversarial sequence test long: SEED=N, 
 		$(GO) test -count=1 -timeout 0 -run TestAdversarial -v ./test/adversarial/
 
 .PHONY: test-unit
-test-unit: testdata ## Run the tests that need no control plane (pure packages).
-	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./cmd/kubectl-cos/... ./test/builders/...
+test-unit: ## Run the tests that need no control plane and no downloaded bundles (pure packages).
+	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./cmd/... ./objectdata/... ./test/builders/... ./test/framework/...
 
 # The e2e suite (test/e2e) runs on the local control plane in `make test` (test/e2e/local) and, for
 # those with Docker, on kind: a cluster named $KIND_CLUSTER, cert-manager $(CERTMANAGER_VERSION) from
