@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -28,6 +27,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
 // Names config/ installs.
@@ -61,22 +61,6 @@ func newClient(t testing.TB, c Cluster) client.Client {
 	return cl
 }
 
-// poll waits for cond, failing the test with what it last saw after timeout.
-func poll(t testing.TB, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, seen := cond(ctx)
-		if ctx.Err() == nil {
-			last = seen // not the error of a call cut short by the deadline
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
-	}
-}
-
 func deploy(t *testing.T, c Cluster, mode string, replicas int, extra ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -95,15 +79,7 @@ func EnsureNamespace(t testing.TB, cfg *rest.Config, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ensureNamespace(t, cl, name)
-}
-
-func ensureNamespace(t testing.TB, cl client.Client, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := cl.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
-		t.Fatal(err)
-	}
+	framework.EnsureNamespace(t, context.Background(), cl, name)
 }
 
 func stopLoad(t testing.TB, l *Load, what string) Result {
@@ -134,7 +110,7 @@ func CertManagerTLS(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager, 2)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	ensureNamespace(t, cl, "e2e-tls")
+	framework.EnsureNamespace(t, context.Background(), cl, "e2e-tls")
 	cos := builders.COS("e2e-tls", builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 		builders.WithPhase("config", builders.Inline(builders.ConfigMap("e2e-tls", "tls", map[string]string{"k": "v"}))))
 	start := time.Now()
@@ -146,7 +122,7 @@ func CertManagerTLS(t *testing.T, c Cluster) {
 	if ref := cos.Spec.Phases[0].Objects[0].Ref; ref.Name == "" {
 		t.Fatalf("the stored ClusterObjectSet holds no ref: the mutating webhook did not externalize it")
 	}
-	poll(t, "the ClusterObjectSet to succeed", 2*time.Minute, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, context.Background(), "the ClusterObjectSet to succeed", func(ctx context.Context) (bool, string) {
 		got := &olmv1.ClusterObjectSet{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
 			return false, err.Error()
@@ -173,7 +149,7 @@ func CertManagerRenewalUnderLoad(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager, 2)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	ensureNamespace(t, cl, "e2e-load")
+	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
 	before := servedSerials(t, c)
 	load, err := StartLoad(c.Config(), loadClients)
 	if err != nil {
@@ -224,12 +200,12 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 		t.Fatalf("triggering the renewal of Certificate %s: %v", CertificateName, err)
 	}
 	var renewed string
-	poll(t, "cert-manager to write the renewed certificate", 2*time.Minute, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, context.Background(), "cert-manager to write the renewed certificate", func(ctx context.Context) (bool, string) {
 		renewed = secretSerial(ctx)
 		return renewed != "" && renewed != old, "serial " + renewed
 	})
 	issued = time.Since(triggered)
-	poll(t, "every replica to serve the renewed certificate", time.Minute, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, context.Background(), "every replica to serve the renewed certificate", func(ctx context.Context) (bool, string) {
 		for i := range c.Replicas() {
 			cert, err := c.Served(ctx, i)
 			if err != nil || cert.SerialNumber.String() != renewed {
@@ -249,7 +225,7 @@ func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager, 2)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	ensureNamespace(t, cl, "e2e-load")
+	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
 	dyn, err := dynamic.NewForConfig(c.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +253,7 @@ func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
 		t.Helper()
 		last := cas[len(cas)-1]
 		var cur *x509.Certificate
-		poll(t, "cert-manager to write a new CA ("+how+")", 2*time.Minute, func(ctx context.Context) (bool, string) {
+		framework.Eventually(t, context.Background(), "cert-manager to write a new CA ("+how+")", func(ctx context.Context) (bool, string) {
 			var err error
 			if cur, err = ca(ctx); err != nil {
 				return false, err.Error()
@@ -339,7 +315,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	deploy(t, c, ModeSelfSigned, 2, "--self-signed-ca-lifetime="+caLife.String(), "--self-signed-cert-lifetime="+certLife.String())
 	ctx := context.Background()
 	cl := newClient(t, c)
-	ensureNamespace(t, cl, "e2e-load")
+	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
 	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCASecret}
 	signing := func(ctx context.Context) (*x509.Certificate, error) {
 		s := &corev1.Secret{}
@@ -365,7 +341,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	// Two CA rotations: each replica serves a certificate of the second successor.
 	rotations := 0
 	last := first
-	poll(t, "the CA to rotate twice and every replica to serve a certificate of the new CA", 4*caLife, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, framework.Within(t, 4*caLife), "the CA to rotate twice and every replica to serve a certificate of the new CA", func(ctx context.Context) (bool, string) {
 		for i := range c.Replicas() {
 			if cert, err := c.Served(ctx, i); err == nil {
 				leafChanges[cert.SerialNumber.String()] = true
@@ -397,7 +373,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	poll(t, "a new CA after the CA Secret was deleted, and every replica on it", 2*caLife, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, framework.Within(t, 2*caLife), "a new CA after the CA Secret was deleted, and every replica on it", func(ctx context.Context) (bool, string) {
 		cur, err := signing(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -430,7 +406,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager, 2)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	ensureNamespace(t, cl, "argocd")
+	framework.EnsureNamespace(t, context.Background(), cl, "argocd")
 	gate := builders.ConfigMap("argocd", "e2e-gate", map[string]string{"k": "v"})
 	gate.SetLabels(map[string]string{"e2e.cos-externalizer.io/gate": "true"})
 	cos, err := builders.Bundle("e2e-argocd", "argocd-install", "argocd", builders.WithProbes(olmv1.ProgressionProbe{
@@ -456,7 +432,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Delete(context.Background(), cos) })
-	poll(t, fmt.Sprintf("the rollout to reach the gate in phase %q", cos.Spec.Phases[gated].Name), 2*time.Minute, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, context.Background(), fmt.Sprintf("the rollout to reach the gate in phase %q", cos.Spec.Phases[gated].Name), func(ctx context.Context) (bool, string) {
 		got := &olmv1.ClusterObjectSet{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
 			return false, err.Error()
@@ -488,7 +464,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 	if err := cl.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "e2e-gate"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the other replica to finish the rollout", 3*time.Minute, func(ctx context.Context) (bool, string) {
+	framework.Eventually(t, context.Background(), "the other replica to finish the rollout", func(ctx context.Context) (bool, string) {
 		got := &olmv1.ClusterObjectSet{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
 			return false, err.Error()
@@ -522,7 +498,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 func ReplicaStopped(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager, 2)
 	ctx := context.Background()
-	ensureNamespace(t, newClient(t, c), "e2e-load")
+	framework.EnsureNamespace(t, context.Background(), newClient(t, c), "e2e-load")
 	two := MeasureAdmission(t, c, 300)
 	if err := c.Stop(ctx, 1); err != nil {
 		t.Fatal(err)
