@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,7 +14,6 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 )
 
 // wireOf is what the API server decodes from the JSON encoding of v.
@@ -187,25 +185,21 @@ func TestCycle(t *testing.T) {
 	}
 }
 
-// fixtures are small excerpts of the real bundles (testdata/, sources and licences in each file's
-// header), each as one inline ClusterObjectSet: the package's tests need no downloaded bundle.
-// BenchmarkValidate runs the full bundles.
+// fixtures are the excerpts of the real bundles kept in the repository (builders.Excerpt), each as
+// one inline ClusterObjectSet: the package's tests need no downloaded bundle. BenchmarkValidate runs
+// the full bundles.
 func fixtures(t testing.TB) map[string]*olmv1.ClusterObjectSet {
 	t.Helper()
 	out := map[string]*olmv1.ClusterObjectSet{}
-	for _, f := range []struct{ dir, namespace string }{{"argocd", "argocd"}, {"prometheus-operator", "monitoring"}} {
-		objs, err := manifests.ReadDir(filepath.Join("testdata", f.dir))
+	for _, f := range []struct{ bundle, namespace string }{{"argocd-install", "argocd"}, {"prometheus-operator-crds", "monitoring"}} {
+		obj, err := b.Excerpt("x", f.bundle, f.namespace)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(objs) == 0 {
-			t.Fatalf("testdata/%s holds no objects", f.dir)
+		if len(obj.Spec.Phases) == 0 {
+			t.Fatalf("the excerpt of %s holds no objects", f.bundle)
 		}
-		obj, err := b.FromBundle("x", objs, f.namespace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[f.dir] = obj
+		out[f.bundle] = obj
 	}
 	return out
 }
