@@ -193,7 +193,7 @@ func RenewCertificate(ctx context.Context, dyn dynamic.Interface, namespace, nam
 		}
 		conditions, _, err := unstructured.NestedSlice(crt.Object, "status", "conditions")
 		if err != nil {
-			return fmt.Errorf("Certificate %s/%s: %w", namespace, name, err)
+			return fmt.Errorf("the status of Certificate %s/%s: %w", namespace, name, err)
 		}
 		issuing := map[string]any{
 			"type":               "Issuing",
@@ -292,7 +292,7 @@ func (cm *CertManager) waitUntilWorking(ctx context.Context) error {
 	if err := cm.cp.poll(ctx, "cert-manager to issue Certificate "+ns+"/"+name, func(ctx context.Context) (bool, error) {
 		obj, err := dyn.Resource(CertificateGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: poll again
 		}
 		return ConditionTrue(obj, "Ready"), nil
 	}); err != nil {
@@ -301,11 +301,11 @@ func (cm *CertManager) waitUntilWorking(ctx context.Context) error {
 	return cm.cp.poll(ctx, "the cert-manager cainjector to fill the caBundle of "+webhook.Name, func(ctx context.Context) (bool, error) {
 		secret, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: poll again
 		}
 		wc, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, webhook.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: poll again
 		}
 		ca := secret.Data["ca.crt"]
 		return len(ca) > 0 && string(wc.Webhooks[0].ClientConfig.CABundle) == string(ca), nil

@@ -81,7 +81,7 @@ type ControlPlane struct {
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	logf := func(format string, args ...any) {
 		if opts.Log != nil {
-			fmt.Fprintf(opts.Log, format+"\n", args...)
+			_, _ = fmt.Fprintf(opts.Log, format+"\n", args...) // a log that cannot be written stops nothing
 		}
 	}
 	bins, err := findBinaries()
@@ -315,7 +315,7 @@ func (cp *ControlPlane) registerNode(ctx context.Context, cs kubernetes.Interfac
 	return cp.poll(ctx, "node "+NodeName+" Ready", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: poll again
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
@@ -357,7 +357,7 @@ func (cp *ControlPlane) waitHTTP(ctx context.Context, component, url string, tls
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not yet: poll again
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()

@@ -57,7 +57,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) ([]string, e
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			crd, err := api.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // not yet: poll again
 			}
 			for _, c := range crd.Status.Conditions {
 				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
@@ -81,7 +81,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) ([]string, e
 			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 				list, err := cs.Discovery().ServerResourcesForGroupVersion(gv)
 				if err != nil {
-					return false, nil
+					return false, nil //nolint:nilerr // not yet: poll again
 				}
 				for _, r := range list.APIResources {
 					if r.Name == crd.Spec.Names.Plural {

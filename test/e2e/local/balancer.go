@@ -67,7 +67,7 @@ func (b *Balancer) dial() (net.Conn, error) {
 	backends, start := b.backends, b.next
 	b.next++
 	b.mu.Unlock()
-	var last error = io.EOF
+	last := io.EOF
 	for i := range backends {
 		c, err := net.DialTimeout("tcp", backends[(start+i)%len(backends)], time.Second)
 		if err == nil {

@@ -146,7 +146,7 @@ func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 				return err
 			}
 		}
-		if err := c.client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+		if err := c.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
@@ -282,7 +282,7 @@ func (c *Cluster) waitReady(ctx context.Context, i int) error {
 			last = err.Error()
 			return false, nil
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read to the end or not at all: nothing to lose
 		var b strings.Builder
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
@@ -309,7 +309,7 @@ func (c *Cluster) Served(ctx context.Context, i int) (*x509.Certificate, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // only the handshake was needed
 	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0], nil
 }
 
@@ -332,11 +332,11 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 			for sc.Scan() {
 				if strings.HasPrefix(sc.Text(), "leader_election_master_status{") && strings.HasSuffix(sc.Text(), " 1") {
 					leader = i
-					resp.Body.Close()
+					_ = resp.Body.Close()
 					return true, nil
 				}
 			}
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		return false, nil
 	})
