@@ -61,7 +61,11 @@ func newClient(t testing.TB, c Cluster) client.Client {
 	return cl
 }
 
-func deploy(t *testing.T, c Cluster, mode string, replicas int, extra ...string) {
+// replicas is how many manager replicas every case runs, behind the load balancer.
+const replicas = 2
+
+// deploy installs the manager's replicas in mode, with extra flags.
+func deploy(t *testing.T, c Cluster, mode string, extra ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -107,7 +111,7 @@ func noRestarts(t testing.TB, c Cluster) {
 // CertManagerTLS: a ClusterObjectSet applied through the webhooks, served with cert-manager's
 // certificate, is externalized and rolls out.
 func CertManagerTLS(t *testing.T, c Cluster) {
-	deploy(t, c, ModeCertManager, 2)
+	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(t, context.Background(), cl, "e2e-tls")
@@ -146,7 +150,7 @@ func CertManagerTLS(t *testing.T, c Cluster) {
 // send admission requests: every replica serves the new certificate; no request fails and no
 // replica restarts.
 func CertManagerRenewalUnderLoad(t *testing.T, c Cluster) {
-	deploy(t, c, ModeCertManager, 2)
+	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
@@ -222,7 +226,7 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 // requests: every replica ends on a certificate of the newest CA, the injected bundle still holds
 // the CAs before it, and no request fails.
 func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
-	deploy(t, c, ModeCertManager, 2)
+	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
@@ -312,7 +316,7 @@ func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
 // admission requests; then an admin deletes the CA Secret. No request fails.
 func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	const caLife, certLife = 24 * time.Second, 6 * time.Second
-	deploy(t, c, ModeSelfSigned, 2, "--self-signed-ca-lifetime="+caLife.String(), "--self-signed-cert-lifetime="+certLife.String())
+	deploy(t, c, ModeSelfSigned, "--self-signed-ca-lifetime="+caLife.String(), "--self-signed-cert-lifetime="+certLife.String())
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
@@ -403,7 +407,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 // its phases holds the rollout there); the other replica takes the Lease only after the leader is
 // gone and finishes the rollout.
 func LeaderKilledMidRollout(t *testing.T, c Cluster) {
-	deploy(t, c, ModeCertManager, 2)
+	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(t, context.Background(), cl, "argocd")
@@ -496,7 +500,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 
 // ReplicaStopped: with one of two replicas stopped, the webhooks still answer every request.
 func ReplicaStopped(t *testing.T, c Cluster) {
-	deploy(t, c, ModeCertManager, 2)
+	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	framework.EnsureNamespace(t, context.Background(), newClient(t, c), "e2e-load")
 	two := MeasureAdmission(t, c, 300)
