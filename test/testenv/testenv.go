@@ -57,6 +57,23 @@ func RunWith(m *testing.M, setup Setup) {
 	os.Exit(run(m, setup))
 }
 
+// RunWithManager is Run with a manager started by start before the tests, kept in *mgr, and stopped
+// after them: the one in *mgr then, as tests may stop it and start another.
+func RunWithManager(m *testing.M, mgr **Manager, start func(ctx context.Context, env *Environment) (*Manager, error)) {
+	RunWith(m, func(ctx context.Context, env *Environment) (func(), error) {
+		started, err := start(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		*mgr = started
+		return func() {
+			if *mgr != nil {
+				_ = (*mgr).Stop()
+			}
+		}, nil
+	})
+}
+
 func run(m *testing.M, setup Setup) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -116,6 +133,18 @@ func Start(ctx context.Context) (*Environment, error) {
 		return nil, err
 	}
 	return env, nil
+}
+
+// StartFor starts a control plane of the test's own (Start), stopped when the test ends: for tests
+// and benchmarks that each need a fresh one.
+func StartFor(tb testing.TB) *Environment {
+	tb.Helper()
+	env, err := Start(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = env.Stop() })
+	return env
 }
 
 func newEnvironment(ctx context.Context, cp *controlplane.ControlPlane) (*Environment, error) {

@@ -54,19 +54,17 @@ func startManager(ctx context.Context, args ...string) (*testenv.Manager, error)
 }
 
 func TestMain(m *testing.M) {
-	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
-		testenv.Env = env
+	testenv.RunWithManager(m, &manager, func(ctx context.Context, env *testenv.Environment) (*testenv.Manager, error) {
 		mgr, err := startManager(ctx)
 		if err != nil {
 			return nil, err
 		}
-		manager = mgr
 		// Deletion tests wait for dependents to go: not for the collector to start watching the CRD.
 		if err := env.WaitForGarbageCollector(ctx); err != nil {
-			_ = manager.Stop()
+			_ = mgr.Stop()
 			return nil, err
 		}
-		return func() { _ = manager.Stop() }, nil
+		return mgr, nil
 	})
 }
 

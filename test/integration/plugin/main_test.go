@@ -17,14 +17,8 @@ func startManager(ctx context.Context) (*testenv.Manager, error) {
 }
 
 func TestMain(m *testing.M) {
-	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
-		testenv.Env = env
-		mgr, err := startManager(ctx)
-		if err != nil {
-			return nil, err
-		}
-		manager = mgr
-		return func() { _ = manager.Stop() }, nil
+	testenv.RunWithManager(m, &manager, func(ctx context.Context, _ *testenv.Environment) (*testenv.Manager, error) {
+		return startManager(ctx)
 	})
 }
 

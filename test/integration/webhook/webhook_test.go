@@ -30,15 +30,10 @@ import (
 var manager *testenv.Manager
 
 func TestMain(m *testing.M) {
-	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
+	testenv.RunWithManager(m, &manager, func(ctx context.Context, env *testenv.Environment) (*testenv.Manager, error) {
 		// Webhook-only mode: the reconciler's status writes would change the resourceVersions these
 		// tests compare. Secret ownership still runs: tests wait for it to settle.
-		mgr, err := env.StartManager(ctx, "--rollout=false")
-		if err != nil {
-			return nil, err
-		}
-		manager = mgr
-		return func() { _ = mgr.Stop() }, nil
+		return env.StartManager(ctx, "--rollout=false")
 	})
 }
 
