@@ -63,20 +63,11 @@ func (r *ClusterObjectSetReconciler) setStatus(cos *olmv1.ClusterObjectSet, foun
 // deleted, Archived once done) and patches the status; the first Archived records an Event.
 func (r *ClusterObjectSetReconciler) reportTeardown(ctx context.Context, cos *olmv1.ClusterObjectSet, o conditions.Outcome) error {
 	before := cos.DeepCopy()
-	conditions.Set(cos, o, r.Clock.Now())
-	if o.Kind == conditions.Archived && !hasArchivedCondition(before) {
+	if conditions.Changed(cos.Status.Conditions, o) == conditions.NewlyArchived {
 		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventArchived, "Archive", "archived: objects handed over or torn down")
 	}
+	conditions.Set(cos, o, r.Clock.Now())
 	return r.patchStatus(ctx, before, cos)
-}
-
-func hasArchivedCondition(c *olmv1.ClusterObjectSet) bool {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == olmv1.ConditionProgressing && cond.Reason == olmv1.ReasonArchived {
-			return true
-		}
-	}
-	return false
 }
 
 // patchStatus writes the status once, if it changed, guarded by the resourceVersion of before.

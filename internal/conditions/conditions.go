@@ -204,6 +204,8 @@ const (
 	NewRetryingCause
 	// FirstSuccess: Complete, and Succeeded was not True yet.
 	FirstSuccess
+	// NewlyArchived: Archived, and Progressing did not say so yet.
+	NewlyArchived
 )
 
 // Changed compares an outcome with the conditions before it.
@@ -217,6 +219,8 @@ func Changed(before []metav1.Condition, o Outcome) Change {
 		return NewRetryingCause
 	case o.Kind == Complete && !apimeta.IsStatusConditionTrue(before, olmv1.ConditionSucceeded):
 		return FirstSuccess
+	case o.Kind == Archived && (prev == nil || prev.Reason != olmv1.ReasonArchived):
+		return NewlyArchived
 	}
 	return NoChange
 }

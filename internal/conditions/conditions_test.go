@@ -206,7 +206,9 @@ func TestChanged(t *testing.T) {
 		"first success":                        {before: []metav1.Condition{progressing(olmv1.ReasonRollingOut, "")}, o: Outcome{Kind: Complete}, want: FirstSuccess},
 		"complete again":                       {before: []metav1.Condition{succeeded}, o: Outcome{Kind: Complete}},
 		"rolling out: nothing to say":          {o: Outcome{Kind: RollingOut, Message: "probe"}},
-		"archived: said by teardown":           {o: Outcome{Kind: Archived}},
+		"archived":                             {before: []metav1.Condition{progressing(olmv1.ReasonRetrying, MessageTeardownInProgress)}, o: Outcome{Kind: Archived}, want: NewlyArchived},
+		"archived again":                       {before: []metav1.Condition{progressing(olmv1.ReasonArchived, MessageArchived)}, o: Outcome{Kind: Archived}},
+		"archived, no status yet":              {o: Outcome{Kind: Archived}, want: NewlyArchived},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
