@@ -23,32 +23,14 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
-
-// freshEnv starts a control plane of its own for one measurement.
-func freshEnv(b *testing.B) *testenv.Environment {
-	b.Helper()
-	env, err := testenv.Start(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = env.Stop() })
-	return env
-}
-
-func ensureNamespace(b *testing.B, env *testenv.Environment, name string) {
-	b.Helper()
-	if err := controlplane.EnsureNamespace(context.Background(), env.Config, name); err != nil {
-		b.Fatal(err)
-	}
-}
 
 func kubectl(b *testing.B, env *testenv.Environment, args ...string) {
 	b.Helper()
@@ -71,8 +53,8 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 		b.StopTimer()
 		var cosTime, kubectlTime time.Duration
 		{
-			env := freshEnv(b)
-			ensureNamespace(b, env, "argocd")
+			env := testenv.StartFor(b)
+			env.EnsureNamespace(b, "argocd")
 			mgr, err := env.StartManager(context.Background())
 			if err != nil {
 				b.Fatal(err)
@@ -97,8 +79,8 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 			_ = env.Stop()
 		}
 		{
-			env := freshEnv(b)
-			ensureNamespace(b, env, "argocd")
+			env := testenv.StartFor(b)
+			env.EnsureNamespace(b, "argocd")
 			dir, err := builders.BundleDir("argocd-install")
 			if err != nil {
 				b.Fatal(err)
@@ -119,16 +101,13 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 
 func waitCondition(b *testing.B, c client.Client, name, condType string) {
 	b.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	framework.Eventually(b, framework.Within(b, 5*time.Minute), name+" "+condType, func(ctx context.Context) (bool, string) {
 		cos := &olmv1.ClusterObjectSet{}
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
-			return false, nil
+			return false, err.Error()
 		}
-		return apimeta.IsStatusConditionTrue(cos.Status.Conditions, condType), nil
+		return apimeta.IsStatusConditionTrue(cos.Status.Conditions, condType), fmt.Sprintf("conditions %v", cos.Status.Conditions)
 	})
-	if err != nil {
-		b.Fatalf("waiting for %s %s: %v", name, condType, err)
-	}
 }
 
 // managerProcess runs the manager binary against env as a separate process, so that its memory
@@ -183,16 +162,14 @@ func startManagerProcess(b *testing.B, env *testenv.Environment) *managerProcess
 	}
 	b.Cleanup(func() { m.stop() })
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	framework.Eventually(b, context.Background(), "the manager to be ready", func(context.Context) (bool, string) {
 		resp, err := http.Get(ready) //nolint:noctx // loopback
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		b.Fatal("manager not ready")
-	}
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
 	return m
 }
 
@@ -253,9 +230,9 @@ func (m *managerProcess) metric(b *testing.B, prefix string) float64 {
 func BenchmarkManagerMemory(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
-		env := freshEnv(b)
-		ensureNamespace(b, env, olmv1.DefaultSystemNamespace)
-		ensureNamespace(b, env, "noise")
+		env := testenv.StartFor(b)
+		env.EnsureNamespace(b, olmv1.DefaultSystemNamespace)
+		env.EnsureNamespace(b, "noise")
 		for i := range 5 {
 			cos := builders.COS(fmt.Sprintf("mem-%d", i), builders.WithPhase("configuration", builders.InlineConfigMaps("default", fmt.Sprintf("mem-%d", i), 3)...))
 			if err := env.Client.Create(context.Background(), cos); err != nil {
@@ -328,8 +305,8 @@ func createNoise(b *testing.B, env *testenv.Environment, n int) {
 func BenchmarkSettledReconcile(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
-		env := freshEnv(b)
-		ensureNamespace(b, env, olmv1.DefaultSystemNamespace)
+		env := testenv.StartFor(b)
+		env.EnsureNamespace(b, olmv1.DefaultSystemNamespace)
 		idle := startManagerProcess(b, env)
 		time.Sleep(5 * time.Second)
 		baseline := idle.cpuSeconds(b)
@@ -349,11 +326,10 @@ func BenchmarkSettledReconcile(b *testing.B) {
 		first.stop()
 
 		m := startManagerProcess(b, env)
-		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`) >= n, nil
-		}); err != nil {
-			b.Fatal("the settled ClusterObjectSets were not reconciled")
-		}
+		framework.Eventually(b, context.Background(), "the settled ClusterObjectSets to be reconciled", func(context.Context) (bool, string) {
+			got := m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`)
+			return got >= n, fmt.Sprintf("%v reconciles", got)
+		})
 		time.Sleep(5 * time.Second)
 		cpu := m.cpuSeconds(b) - baseline
 		reconcileSum := m.metric(b, `controller_runtime_reconcile_time_seconds_sum{controller="clusterobjectset"`)
@@ -371,11 +347,10 @@ func BenchmarkSettledReconcile(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`) >= reconciles+n, nil
-		}); err != nil {
-			b.Fatal("the touched ClusterObjectSets were not reconciled")
-		}
+		framework.Eventually(b, context.Background(), "the touched ClusterObjectSets to be reconciled", func(context.Context) (bool, string) {
+			got := m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`)
+			return got >= reconciles+n, fmt.Sprintf("%v reconciles", got)
+		})
 		touched := m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`) - reconciles
 		b.ReportMetric((m.metric(b, "rest_client_requests_total")-requests0)/touched, "api-requests/settled-reconcile")
 		b.StartTimer()

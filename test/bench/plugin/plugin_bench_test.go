@@ -13,14 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -44,7 +36,7 @@ func BenchmarkPluginApply(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		env := freshEnv(b)
+		env := testenv.StartFor(b)
 		mgr, err := env.StartManager(context.Background(), "--rollout=false")
 		if err != nil {
 			b.Fatal(err)
@@ -89,7 +81,7 @@ func BenchmarkPluginApply(b *testing.B) {
 					pluginTimes, kubectlTimes = append(pluginTimes, p), append(kubectlTimes, k)
 				}
 				for _, f := range files {
-					deleteCOS(b, env.Client, cosNameOf(b, f))
+					env.DeleteWithSecrets(b, cosNameOf(b, f))
 				}
 			}
 			mp, mk := median(pluginTimes), median(kubectlTimes)
@@ -102,17 +94,6 @@ func BenchmarkPluginApply(b *testing.B) {
 		_ = env.Stop()
 		b.StartTimer()
 	}
-}
-
-// freshEnv starts a control plane of its own for the benchmark.
-func freshEnv(b *testing.B) *testenv.Environment {
-	b.Helper()
-	env, err := testenv.Start(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = env.Stop() })
-	return env
 }
 
 // buildPlugin builds kubectl-cos for the benchmark.
@@ -144,30 +125,6 @@ func writeCOS(b *testing.B, name, bundle, namespace string) string {
 func cosNameOf(b *testing.B, file string) string {
 	b.Helper()
 	return strings.TrimSuffix(filepath.Base(file), ".json")
-}
-
-// deleteCOS deletes a ClusterObjectSet and waits until it and its object-data Secrets are gone.
-func deleteCOS(b *testing.B, c client.Client, name string) {
-	b.Helper()
-	ctx := context.Background()
-	if err := c.Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsNotFound(err) {
-		b.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
-		if !apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		list := &corev1.SecretList{}
-		if err := c.List(ctx, list, client.InNamespace(testenv.SystemNamespace),
-			client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(name)}); err != nil {
-			return false, err
-		}
-		return len(list.Items) == 0, nil
-	})
-	if err != nil {
-		b.Fatalf("waiting for %s and its Secrets to be deleted: %v", name, err)
-	}
 }
 
 func median(xs []float64) float64 {
