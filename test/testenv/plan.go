@@ -2,8 +2,10 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,6 +13,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
 // PlannedSecrets returns the content plan the webhook makes for the inline objects of c (refs kept
@@ -44,4 +47,33 @@ func CheckPlannedSecrets(ctx context.Context, t testing.TB, reader client.Reader
 			t.Errorf("Secret %s does not hold the planned content", want.Name)
 		}
 	}
+}
+
+// Restored is a ClusterObjectSet as restored from a backup without its Secrets: created in its stored
+// form, refs with nothing behind them.
+type Restored struct {
+	Inline, Stored *olmv1.ClusterObjectSet // the manifest applied to heal it, and what the cluster holds
+	Plan           *content.Plan           // the Secrets behind the refs
+}
+
+// CreateRestored creates a Restored ClusterObjectSet of three ConfigMaps (externalized always), named
+// prefix and a number of its own per run: the Secrets of an earlier run (-count) may still be there.
+// It is removed, with its Secrets, when the test ends.
+func (e *Environment) CreateRestored(t testing.TB, prefix string) Restored {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e6)
+	e.RemoveWithSecretsAfter(t, name)
+	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
+	stored, plan, err := StoredForm(inline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.ObjectDataSecrets(t, name)); n != 0 {
+		t.Fatalf("%d Secrets of a restored ClusterObjectSet before healing", n)
+	}
+	return Restored{Inline: inline, Stored: stored, Plan: plan}
 }

@@ -1,15 +1,11 @@
 package plugin_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -17,18 +13,9 @@ import (
 // holds refs with nothing behind them; kubectl cos apply of the same manifests writes them again
 // (a dry run only says so), and the next apply writes nothing.
 func TestApplyRestoresMissingSecrets(t *testing.T) {
-	name := fmt.Sprintf("plugin-heal-%d", time.Now().UnixNano()%1e6)
-	testenv.Env.RemoveWithSecretsAfter(t, name)
-	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
-		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
-	restored, plan, err := testenv.StoredForm(inline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c().Create(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
-	file := writeFile(t, inline)
+	heal := testenv.Env.CreateRestored(t, "plugin-heal")
+	name := heal.Stored.Name
+	file := writeFile(t, heal.Inline)
 
 	r := mustPlugin(t, "apply", "-f", file, "--dry-run=server")
 	if !strings.Contains(r.stderr, "1 Secret of the stored refs missing") || !strings.Contains(r.stderr, "nothing written") {
@@ -42,9 +29,9 @@ func TestApplyRestoresMissingSecrets(t *testing.T) {
 	if !strings.Contains(r.stderr, "1 Secret of the stored refs missing") || !strings.Contains(r.stderr, "re-created 1") {
 		t.Errorf("the apply does not say it wrote the Secret again: %s", r.stderr)
 	}
-	testenv.CheckPlannedSecrets(ctx, t, c(), plan)
-	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, restored.Spec.Phases) {
-		t.Errorf("the stored phases changed:\n%s", cmp.Diff(restored.Spec.Phases, got.Spec.Phases))
+	testenv.CheckPlannedSecrets(ctx, t, c(), heal.Plan)
+	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, heal.Stored.Spec.Phases) {
+		t.Errorf("the stored phases changed:\n%s", cmp.Diff(heal.Stored.Spec.Phases, got.Spec.Phases))
 	}
 
 	if r := mustPlugin(t, "apply", "-f", file); !strings.Contains(r.stderr, "no Secret written") {

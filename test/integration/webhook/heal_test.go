@@ -2,14 +2,11 @@ package webhook_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -22,22 +19,9 @@ import (
 // the only way out was deleting the ClusterObjectSet, which tears its objects down.
 func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	ctx := context.Background()
-	// A name of its own per run: the Secrets of an earlier run (-count) go with the garbage collector.
-	name := fmt.Sprintf("heal-restored-%d", time.Now().UnixNano()%1e6)
-	testenv.Env.RemoveAfter(t, name)
-	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
-		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
-	restored, plan, err := testenv.StoredForm(inline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := testenv.Env.Client.Create(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(testenv.Env.ObjectDataSecrets(t, name)); n != 0 {
-		t.Fatalf("%d Secrets before the re-apply", n)
-	}
-	file := writeJSON(t, inline)
+	heal := testenv.Env.CreateRestored(t, "heal-restored")
+	name := heal.Stored.Name
+	file := writeJSON(t, heal.Inline)
 
 	_, stderr := mustKubectl(t, nil, "apply", "--dry-run=server", "-f", file)
 	if !strings.Contains(stderr, "would re-create them") {
@@ -51,13 +35,13 @@ func TestReapplyRestoresMissingSecrets(t *testing.T) {
 	if !strings.Contains(stderr, "re-created 1 Secret") {
 		t.Errorf("the re-apply does not say it re-created the Secret: %s", stderr)
 	}
-	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, restored.Spec.Phases) {
-		t.Errorf("the stored phases changed:\n%s", cmp.Diff(restored.Spec.Phases, got.Spec.Phases))
+	if got := getCOS(t, name); !cmp.Equal(got.Spec.Phases, heal.Stored.Spec.Phases) {
+		t.Errorf("the stored phases changed:\n%s", cmp.Diff(heal.Stored.Spec.Phases, got.Spec.Phases))
 	}
-	testenv.CheckPlannedSecrets(ctx, t, testenv.Env.Client, plan)
+	testenv.CheckPlannedSecrets(ctx, t, testenv.Env.Client, heal.Plan)
 
 	// A manifest with other content is still refused: phases are immutable.
-	changed := inline.DeepCopy()
+	changed := heal.Inline.DeepCopy()
 	changed.Spec.Phases[0].Objects[0] = builders.Inline(builders.ConfigMap("default", name+"-other", nil))
 	if _, stderr, err := kubectl(t, nil, "apply", "-f", writeJSON(t, changed)); err == nil || !strings.Contains(stderr, "immutable") {
 		t.Errorf("other content was not refused: %v\n%s", err, stderr)
