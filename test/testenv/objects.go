@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,4 +143,45 @@ func ResourceVersions(secrets []corev1.Secret) map[string]string {
 		out[s.Name] = s.ResourceVersion
 	}
 	return out
+}
+
+// CheckExternalized fails t unless stored has only refs, into typed, immutable, labelled object-data
+// Secrets of SystemNamespace, and every ref resolves to the object of the same place in want.
+func (e *Environment) CheckExternalized(t testing.TB, want, stored *olmv1.ClusterObjectSet) {
+	t.Helper()
+	if len(want.Spec.Phases) != len(stored.Spec.Phases) {
+		t.Fatalf("stored %d phases, want %d", len(stored.Spec.Phases), len(want.Spec.Phases))
+	}
+	secrets := map[string]*corev1.Secret{}
+	for i, p := range stored.Spec.Phases {
+		if w := want.Spec.Phases[i]; p.Name != w.Name || len(p.Objects) != len(w.Objects) {
+			t.Fatalf("phase %d: %s of %d objects, want %s of %d", i, p.Name, len(p.Objects), w.Name, len(w.Objects))
+		}
+		for j, o := range p.Objects {
+			if !o.IsRef() {
+				t.Errorf("phase %s object %d is still inline", p.Name, j)
+				continue
+			}
+			sec, ok := secrets[o.Ref.Name]
+			if !ok {
+				sec = &corev1.Secret{}
+				key := client.ObjectKey{Namespace: o.Ref.NamespaceOr(SystemNamespace), Name: o.Ref.Name}
+				if err := e.Client.Get(context.Background(), key, sec); err != nil {
+					t.Fatalf("phase %s object %d: %v", p.Name, j, err)
+				}
+				if sec.Type != olmv1.SecretTypeObjectData || sec.Immutable == nil || !*sec.Immutable ||
+					sec.Labels[olmv1.LabelRevisionName] != content.RevisionLabelValue(stored.Name) || sec.Namespace != SystemNamespace {
+					t.Errorf("Secret %s: type %q, immutable %v, labels %v, namespace %s", sec.Name, sec.Type, sec.Immutable, sec.Labels, sec.Namespace)
+				}
+				secrets[o.Ref.Name] = sec
+			}
+			got, err := content.Resolve(sec.Data[o.Ref.Key], o.Ref.Key, content.MaxDecompressedSize)
+			if err != nil {
+				t.Fatalf("phase %s object %d: resolving: %v", p.Name, j, err)
+			}
+			if diff := cmp.Diff(want.Spec.Phases[i].Objects[j].Object.Object, got); diff != "" {
+				t.Errorf("phase %s object %d resolves to another object (-want +got):\n%.3000s", p.Name, j, diff)
+			}
+		}
+	}
 }

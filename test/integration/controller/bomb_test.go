@@ -6,19 +6,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -41,31 +38,6 @@ func gzipBomb(t *testing.T) ([]byte, int) {
 		t.Fatal(err)
 	}
 	return buf.Bytes(), size
-}
-
-// warnings collects the API server's warnings.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-// warningClient returns a client whose requests' warnings are collected in the warnings returned.
-func warningClient(t *testing.T) (client.Client, *warnings) {
-	t.Helper()
-	seen := &warnings{}
-	cfg := rest.CopyConfig(testenv.Env.Config)
-	cfg.WarningHandler = seen
-	wc, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wc, seen
 }
 
 // TestGzipBombRefsAreBlocked: a thousand refs (20 phases of 50, the most the CRD allows) to one
@@ -111,7 +83,7 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 
 	// An update to refs under another key of the same content makes the webhook compare both sides:
 	// two values per object, so the budget runs out at object 3, and the update is refused.
-	wc, seen := warningClient(t)
+	wc, seen := testenv.Env.WarningClient(t)
 	update := getCOS(t, name)
 	update.Spec.Phases = builders.COS(name, refs("plain-key")...).Spec.Phases
 	err := wc.Update(ctx, update)
@@ -119,7 +91,7 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 		t.Errorf("update to other refs: %v, want Invalid (a change of immutable phases)", err)
 	}
 	budgetWarning := ""
-	for _, w := range seen.list {
+	for _, w := range seen.List() {
 		if strings.Contains(w, bombMarker) || strings.Contains(w, "aaaa") {
 			t.Errorf("warning quotes content: %q", w)
 		}
@@ -128,7 +100,7 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 		}
 	}
 	if !strings.Contains(budgetWarning, `phase "p00" object 3: the resolved content exceeds the limit of 67108864 bytes`) {
-		t.Errorf("no warning about the budget at phase p00 object 3; warnings: %q", seen.list)
+		t.Errorf("no warning about the budget at phase p00 object 3; warnings: %q", seen.List())
 	}
 	if err != nil && (strings.Contains(err.Error(), bombMarker) || strings.Contains(err.Error(), "aaaa")) {
 		t.Errorf("refusal quotes content: %v", err)
@@ -204,7 +176,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 
 	// The webhook compares an update to the plain keys with the stored refs: the first stored value
 	// is refused by the budget, so the update is refused as a change of immutable phases.
-	wc, seen := warningClient(t)
+	wc, seen := testenv.Env.WarningClient(t)
 	update := getCOS(t, name)
 	update.Spec.Phases = builders.COS(name, builders.WithPhase("p", refs(func(i int) string { return fmt.Sprintf("plain-%d", i) })...)).Spec.Phases
 	if err := wc.Update(ctx, update); !apierrors.IsInvalid(err) {
@@ -213,7 +185,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 		t.Errorf("refusal quotes content: %v", err)
 	}
 	budgetWarning := ""
-	for _, w := range seen.list {
+	for _, w := range seen.List() {
 		if strings.Contains(w, bombMarker) {
 			t.Errorf("warning quotes content: %q", w)
 		}
@@ -222,7 +194,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 		}
 	}
 	if !strings.Contains(budgetWarning, `phase "p" object 0: the resolved content exceeds the limit of 67108864 bytes: 0 bytes used, the next value needs`) {
-		t.Errorf("no warning about the budget at phase p object 0; warnings: %q", seen.list)
+		t.Errorf("no warning about the budget at phase p object 0; warnings: %q", seen.List())
 	}
 
 	// The manager lives on: it tears the ClusterObjectSet down.

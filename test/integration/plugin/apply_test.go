@@ -49,41 +49,6 @@ func generateBundle(t testing.TB, ns string, n, size int) string {
 	return dir
 }
 
-// resolvesTo checks that every ref of stored resolves, from its Secret, to the object of the same
-// place in want.
-func resolvesTo(t testing.TB, want, stored *olmv1.ClusterObjectSet) {
-	t.Helper()
-	if len(want.Spec.Phases) != len(stored.Spec.Phases) {
-		t.Fatalf("stored %d phases, want %d", len(stored.Spec.Phases), len(want.Spec.Phases))
-	}
-	secrets := map[string]*corev1.Secret{}
-	for i, p := range stored.Spec.Phases {
-		if p.Name != want.Spec.Phases[i].Name || len(p.Objects) != len(want.Spec.Phases[i].Objects) {
-			t.Fatalf("phase %d: %s of %d objects, want %s of %d", i, p.Name, len(p.Objects), want.Spec.Phases[i].Name, len(want.Spec.Phases[i].Objects))
-		}
-		for j, o := range p.Objects {
-			if !o.IsRef() {
-				t.Fatalf("phase %s object %d is inline", p.Name, j)
-			}
-			sec, ok := secrets[o.Ref.Name]
-			if !ok {
-				sec = &corev1.Secret{}
-				if err := c().Get(ctx, client.ObjectKey{Namespace: o.Ref.NamespaceOr(testenv.SystemNamespace), Name: o.Ref.Name}, sec); err != nil {
-					t.Fatal(err)
-				}
-				secrets[o.Ref.Name] = sec
-			}
-			got, err := content.Resolve(sec.Data[o.Ref.Key], o.Ref.Key, content.MaxDecompressedSize)
-			if err != nil {
-				t.Fatalf("phase %s object %d: %v", p.Name, j, err)
-			}
-			if diff := cmp.Diff(want.Spec.Phases[i].Objects[j].Object.Object, got); diff != "" {
-				t.Fatalf("phase %s object %d resolves to another object (-want +got):\n%.2000s", p.Name, j, diff)
-			}
-		}
-	}
-}
-
 // TestTenMegabyteBundleRollsOut: a generated 10 MB bundle, which no request to the API server can
 // carry inline, is built into a ClusterObjectSet, applied with kubectl cos apply, and rolls out to
 // Succeeded; a second apply writes nothing.
@@ -109,7 +74,7 @@ func TestTenMegabyteBundleRollsOut(t *testing.T) {
 		t.Errorf("apply printed:\n%s\n%s", r.stdout, r.stderr)
 	}
 	stored := getCOS(t, name)
-	resolvesTo(t, want, stored)
+	testenv.Env.CheckExternalized(t, want, stored)
 	waitSucceeded(t, name)
 	secrets := testenv.Env.WaitOwned(t, name)
 	if len(secrets) < 5 {
@@ -288,7 +253,8 @@ func TestPluginAndWebhookStoreTheSame(t *testing.T) {
 	}
 }
 
-// resolvesToWithUserRefs is resolvesTo for a ClusterObjectSet whose given refs stay refs.
+// resolvesToWithUserRefs is testenv.Env.CheckExternalized for a ClusterObjectSet whose given refs
+// stay refs.
 func resolvesToWithUserRefs(t *testing.T, want, stored *olmv1.ClusterObjectSet) {
 	t.Helper()
 	inlineOnly := want.DeepCopy()
@@ -304,7 +270,7 @@ func resolvesToWithUserRefs(t *testing.T, want, stored *olmv1.ClusterObjectSet) 
 			}
 		}
 	}
-	resolvesTo(t, inlineOnly, storedOnly)
+	testenv.Env.CheckExternalized(t, inlineOnly, storedOnly)
 }
 
 func namespace(name string) *unstructured.Unstructured {
@@ -442,7 +408,7 @@ func TestApplyWithoutWebhook(t *testing.T) {
 	if !strings.Contains(r.stderr, "externalized 59 objects into 1 Secret") {
 		t.Errorf("apply printed: %s", r.stderr)
 	}
-	resolvesTo(t, want, getCOS(t, name))
+	testenv.Env.CheckExternalized(t, want, getCOS(t, name))
 	for _, s := range testenv.Env.ObjectDataSecrets(t, name) {
 		if len(s.OwnerReferences) > 0 {
 			t.Errorf("Secret %s is owned with no manager running", s.Name)

@@ -5,14 +5,12 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -68,51 +66,6 @@ func cosExists(t *testing.T, name string) bool {
 		t.Fatal(err)
 	}
 	return err == nil
-}
-
-// checkExternalized asserts that stored has only refs, into typed, immutable, labelled Secrets of
-// the system namespace, and that every ref resolves to the object of the same place in want.
-func checkExternalized(t *testing.T, want, stored *olmv1.ClusterObjectSet) {
-	t.Helper()
-	ctx := context.Background()
-	if len(want.Spec.Phases) != len(stored.Spec.Phases) {
-		t.Fatalf("stored %d phases, want %d", len(stored.Spec.Phases), len(want.Spec.Phases))
-	}
-	secrets := map[string]*corev1.Secret{}
-	for i, p := range stored.Spec.Phases {
-		if p.Name != want.Spec.Phases[i].Name {
-			t.Errorf("phase %d is %q, want %q", i, p.Name, want.Spec.Phases[i].Name)
-		}
-		for j, o := range p.Objects {
-			if !o.IsRef() {
-				t.Errorf("phase %s object %d is still inline", p.Name, j)
-				continue
-			}
-			sec, ok := secrets[o.Ref.Name]
-			if !ok {
-				sec = &corev1.Secret{}
-				ns := o.Ref.Namespace
-				if ns == "" {
-					ns = testenv.SystemNamespace
-				}
-				if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.Ref.Name}, sec); err != nil {
-					t.Fatalf("phase %s object %d: %v", p.Name, j, err)
-				}
-				if sec.Type != olmv1.SecretTypeObjectData || sec.Immutable == nil || !*sec.Immutable ||
-					sec.Labels[olmv1.LabelRevisionName] != content.RevisionLabelValue(stored.Name) || sec.Namespace != testenv.SystemNamespace {
-					t.Errorf("Secret %s: type %q, immutable %v, labels %v, namespace %s", sec.Name, sec.Type, sec.Immutable, sec.Labels, sec.Namespace)
-				}
-				secrets[o.Ref.Name] = sec
-			}
-			got, err := content.Resolve(sec.Data[o.Ref.Key], o.Ref.Key, content.MaxDecompressedSize)
-			if err != nil {
-				t.Fatalf("phase %s object %d: resolving: %v", p.Name, j, err)
-			}
-			if diff := cmp.Diff(want.Spec.Phases[i].Objects[j].Object.Object, got); diff != "" {
-				t.Errorf("phase %s object %d resolves to another object (-want +got):\n%.3000s", p.Name, j, diff)
-			}
-		}
-	}
 }
 
 // settledSecrets waits until every object-data Secret of cos is owned by it (the reconciler's Secret

@@ -48,7 +48,7 @@ func TestPrometheusBundleServerSideApply(t *testing.T) {
 		t.Errorf("kubectl did not show the webhook's warning; stderr: %s", stderr)
 	}
 	stored := getCOS(t, want.Name)
-	checkExternalized(t, want, stored)
+	testenv.Env.CheckExternalized(t, want, stored)
 	before := settledSecrets(t, stored)
 
 	// Applying the same inline file again changes nothing.
@@ -70,7 +70,7 @@ func TestArgoCDClientSideApplyTwice(t *testing.T) {
 	file := writeJSON(t, want)
 	mustKubectl(t, nil, "apply", "-f", file)
 	first := getCOS(t, want.Name)
-	checkExternalized(t, want, first)
+	testenv.Env.CheckExternalized(t, want, first)
 	secrets := settledSecrets(t, first)
 	if v := first.Annotations[externalize.LastAppliedAnnotation]; len(v) > 256<<10 || strings.Contains(v, `"object":`) {
 		t.Errorf("last-applied annotation (%d bytes) still holds inline objects", len(v))
@@ -132,7 +132,7 @@ func TestCreateAndReplace(t *testing.T) {
 	file := writeJSON(t, want)
 	mustKubectl(t, nil, "create", "-f", file)
 	created := getCOS(t, want.Name)
-	checkExternalized(t, want, created)
+	testenv.Env.CheckExternalized(t, want, created)
 	secrets := settledSecrets(t, created)
 
 	// replace sends the inline content again, with a mutable field changed.
@@ -277,7 +277,7 @@ func TestConcurrentApplies(t *testing.T) {
 			t.Errorf("client %d: %v", i, err)
 		}
 	}
-	checkExternalized(t, want, getCOS(t, want.Name))
+	testenv.Env.CheckExternalized(t, want, getCOS(t, want.Name))
 	secrets := testenv.Env.ObjectDataSecrets(t, want.Name)
 	referenced := map[string]bool{}
 	for _, p := range getCOS(t, want.Name).Spec.Phases {
