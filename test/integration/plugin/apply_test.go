@@ -253,7 +253,7 @@ func TestPluginAndWebhookStoreTheSame(t *testing.T) {
 	}
 }
 
-// resolvesToWithUserRefs is testenv.Env.CheckExternalized for a ClusterObjectSet whose given refs
+// resolvesToWithUserRefs is Environment.CheckExternalized for a ClusterObjectSet whose given refs
 // stay refs.
 func resolvesToWithUserRefs(t *testing.T, want, stored *olmv1.ClusterObjectSet) {
 	t.Helper()
