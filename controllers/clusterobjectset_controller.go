@@ -36,6 +36,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/recheck"
 )
 
@@ -222,10 +223,8 @@ func describe(o client.Object) string {
 	return describeKey(kind, client.ObjectKeyFromObject(o))
 }
 
-// describeKey is describe for an object known by kind and key.
+// describeKey is describe for an object known by kind and key (naming.Key, the format of every
+// component).
 func describeKey(kind string, key client.ObjectKey) string {
-	if key.Namespace == "" {
-		return kind + " " + key.Name
-	}
-	return kind + " " + key.Namespace + "/" + key.Name
+	return naming.Key(kind, key.Namespace, key.Name)
 }

@@ -23,6 +23,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/validation"
 	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
@@ -123,7 +124,7 @@ type Stats struct {
 // Summary is the line that says what was externalized, with extra notes inside its parentheses.
 func (s Stats) Summary(systemNamespace string, extra ...string) string {
 	notes := append([]string{fmt.Sprintf("%d bytes inline, %d bytes stored", s.Plan.InlineBytes, s.Plan.StoredBytes), s.Decision.Reason}, extra...)
-	return fmt.Sprintf("externalized %s into %s in %s (%s)", Plural(s.Plan.Objects, "object"), Plural(s.Plan.Secrets, "Secret"),
+	return fmt.Sprintf("externalized %s into %s in %s (%s)", naming.Count(s.Plan.Objects, "object"), naming.Count(s.Plan.Secrets, "Secret"),
 		systemNamespace, strings.Join(notes, "; "))
 }
 
@@ -231,11 +232,11 @@ func (p *Pipeline) update(ctx context.Context, req Request) Response {
 		return refused(resp.Warnings, writeRefusal(err))
 	}
 	resp.Stats.Created, resp.Stats.Healed = n, h.missing
-	what := fmt.Sprintf("%s%s of the stored refs missing (%s): ", WarningPrefix, Plural(len(h.missing), "Secret"), strings.Join(h.missing, ", "))
+	what := fmt.Sprintf("%s%s of the stored refs missing (%s): ", WarningPrefix, naming.Count(len(h.missing), "Secret"), strings.Join(h.missing, ", "))
 	if req.DryRun {
 		what += "the submitted objects are their content and would re-create them; nothing written"
 	} else {
-		what += "the submitted objects are their content: re-created " + Plural(n, "Secret")
+		what += "the submitted objects are their content: re-created " + naming.Count(n, "Secret")
 	}
 	resp.Warnings = append(resp.Warnings, what)
 	return resp
@@ -384,12 +385,4 @@ func writeRefusal(err error) *Refusal {
 
 func refused(warnings []string, r *Refusal) Response {
 	return Response{Warnings: warnings, Refusal: r}
-}
-
-// Plural is "1 noun" or "n nouns".
-func Plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -82,7 +83,7 @@ func TestAdmit(t *testing.T) {
 	userKey := types.NamespacedName{Namespace: "team", Name: "given"}
 	refsOnly := b.COS("refs", b.WithPhase("p", b.Ref("absent", "", "k"), b.Ref(userKey.Name, userKey.Namespace, "nokey"), b.Ref(userKey.Name, userKey.Namespace, "k")))
 	user := &corev1.Secret{ObjectMeta: objectMeta(userKey), Data: map[string][]byte{"k": []byte(secretValue)}}
-	missingWarning := admission.WarningPrefix + admission.Plural(len(plannedNames), "Secret") + " of the stored refs missing (" + strings.Join(plannedNames, ", ") + "): "
+	missingWarning := admission.WarningPrefix + naming.Count(len(plannedNames), "Secret") + " of the stored refs missing (" + strings.Join(plannedNames, ", ") + "): "
 	immutable := []string{"spec.phases"}
 
 	tests := map[string]struct {
@@ -159,7 +160,7 @@ func TestAdmit(t *testing.T) {
 		"update: heals missing Secrets": {
 			op: admission.Update, old: stored, new: inline,
 			want: outcome{Phases: "stored", Kept: true, Healed: plannedNames, Created: len(plannedNames), Secrets: plannedNames,
-				Warnings: []string{missingWarning + "the submitted objects are their content: re-created " + admission.Plural(len(plannedNames), "Secret")}},
+				Warnings: []string{missingWarning + "the submitted objects are their content: re-created " + naming.Count(len(plannedNames), "Secret")}},
 		},
 		"update: a Secret of the stored refs that cannot be read is refused": {
 			op: admission.Update, old: stored, new: inline, unreadable: slices.Collect(maps.Keys(planned)),

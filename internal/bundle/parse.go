@@ -20,7 +20,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/describe"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 )
 
 // Source is where an object was read.
@@ -286,7 +286,7 @@ func checkObject(src Source, m map[string]any) (Object, error) {
 }
 
 // errorObject names u for an Error: empty when u has neither a kind nor a name (the Error then names
-// only its source), else as everywhere (describe.Object).
+// only its source), else as everywhere (naming.Object).
 func errorObject(u *unstructured.Unstructured) string {
 	kind, _ := u.Object["kind"].(string)
 	md, _ := u.Object["metadata"].(map[string]any)
@@ -294,7 +294,7 @@ func errorObject(u *unstructured.Unstructured) string {
 	if kind == "" && name == "" {
 		return ""
 	}
-	return describe.Object(u.Object)
+	return naming.Object(u.Object)
 }
 
 func typeName(v any) string {

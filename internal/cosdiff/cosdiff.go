@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/describe"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 )
 
 // Status is how an object differs between the two sides.
@@ -153,14 +153,14 @@ func filesOf(c *olmv1.ClusterObjectSet) (map[string]*file, error) {
 			u := &o.Object
 			name := fileName(u)
 			if _, dup := out[name]; dup {
-				return nil, fmt.Errorf("ClusterObjectSet %s holds %s twice", c.Name, describe.Unstructured(u))
+				return nil, fmt.Errorf("ClusterObjectSet %s holds %s twice", c.Name, naming.Unstructured(u))
 			}
 			header := fmt.Sprintf("# phase %d: %s\n", i+1, p.Name)
 			if cp := o.CollisionProtection; cp != "" {
 				header += "# collisionProtection: " + string(cp) + "\n"
 			}
 			gk := u.GroupVersionKind().GroupKind()
-			out[name] = &file{header: header, describe: describe.Unstructured(u), obj: u.Object, secret: gk.Group == "" && gk.Kind == "Secret"}
+			out[name] = &file{header: header, describe: naming.Unstructured(u), obj: u.Object, secret: gk.Group == "" && gk.Kind == "Secret"}
 		}
 	}
 	return out, nil

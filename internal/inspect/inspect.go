@@ -26,7 +26,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/describe"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 )
 
@@ -285,7 +285,7 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 		complete := true
 		for _, o := range p.Objects {
 			if !o.IsRef() {
-				ph.Objects = append(ph.Objects, Object{What: describe.Object(o.Object.Object)})
+				ph.Objects = append(ph.Objects, Object{What: naming.Object(o.Object.Object)})
 				resolved = append(resolved, o.Object.Object)
 				continue
 			}
@@ -298,7 +298,7 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 			}
 			what := "(not resolved)"
 			if obj != nil {
-				what = describe.Object(obj)
+				what = naming.Object(obj)
 				resolved = append(resolved, obj)
 			}
 			ph.Objects = append(ph.Objects, Object{What: what, Ref: ref})
@@ -461,7 +461,7 @@ func Render(w io.Writer, r *Report) error {
 			if ph.CompletedAt != nil {
 				state = "completed " + ph.CompletedAt.UTC().Format(time.RFC3339)
 			}
-			p.f("  %d. %s: %s, %s; digest %s\n", i+1, ph.Name, describe.Count(len(ph.Objects), "object"), state, ph.DigestCheck)
+			p.f("  %d. %s: %s, %s; digest %s\n", i+1, ph.Name, naming.Count(len(ph.Objects), "object"), state, ph.DigestCheck)
 			for _, o := range ph.Objects {
 				if o.Ref == nil {
 					p.f("     %s\tinline\n", o.What)
@@ -560,7 +560,7 @@ func secretLine(s Secret) string {
 	default:
 		parts = append(parts, "owner "+s.Owner)
 	}
-	parts = append(parts, describe.Count(s.Keys, "key"), byteSize(s.Data)+" of data")
+	parts = append(parts, naming.Count(s.Keys, "key"), byteSize(s.Data)+" of data")
 	return strings.Join(parts, ", ")
 }
 

@@ -14,8 +14,8 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/describe"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 )
 
 // The platform's limits (docs/design.md).
@@ -285,7 +285,7 @@ func Render(w io.Writer, r *Report) error {
 	if name == "" {
 		name = "(no name)"
 	}
-	printf(tw, "ClusterObjectSet %s: %s in %s (%d inline, %d refs)\n\n", name, describe.Count(r.Objects, "object"), describe.Count(r.Phases, "phase"),
+	printf(tw, "ClusterObjectSet %s: %s in %s (%d inline, %d refs)\n\n", name, naming.Count(r.Objects, "object"), naming.Count(r.Phases, "phase"),
 		r.InlineObjects, r.Objects-r.InlineObjects)
 	ext := func(f func(*Form) string) string {
 		if r.Externalized == nil {
@@ -304,7 +304,7 @@ func Render(w io.Writer, r *Report) error {
 		if len(f.Secrets) == 0 {
 			return "none"
 		}
-		return fmt.Sprintf("%s, %s of data (largest %s)", describe.Count(len(f.Secrets), "Secret"), byteSize(data), byteSize(largest))
+		return fmt.Sprintf("%s, %s of data (largest %s)", naming.Count(len(f.Secrets), "Secret"), byteSize(data), byteSize(largest))
 	}))
 	printf(tw, "total stored\t%s\t%s\n", byteSize(r.Inline.Total), ext(func(f *Form) string {
 		return fmt.Sprintf("%s (%.1f%%)", byteSize(f.Total), r.StoredPercent)

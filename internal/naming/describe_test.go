@@ -1,4 +1,4 @@
-package describe
+package naming
 
 import (
 	"testing"

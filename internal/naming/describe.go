@@ -1,7 +1,7 @@
-// Package describe holds the one format in which messages, Events, logs and reports name a
+// Package naming holds the one format in which messages, Events, logs and reports name a
 // Kubernetes object ("Kind namespace/name", "Kind name" when cluster-scoped) and count things
 // ("1 Secret", "3 Secrets"), so that every component says the same thing the same way.
-package describe
+package naming
 
 import (
 	"fmt"
