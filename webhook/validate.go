@@ -74,7 +74,11 @@ func (v *Validator) refuse(obj *olmv1.ClusterObjectSet, errs field.ErrorList) er
 // objects were not externalized.
 func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
 	b, err := json.Marshal(obj)
-	if err != nil || len(b) <= v.Options.MaxStoredBytes {
+	if err != nil {
+		// It was decoded from JSON, so it encodes; should it not, the API server cannot store it either.
+		return field.InternalError(field.NewPath("spec"), fmt.Errorf("encoding the ClusterObjectSet to measure it: %w", err))
+	}
+	if len(b) <= v.Options.MaxStoredBytes {
 		return nil
 	}
 	specBytes, _ := json.Marshal(obj.Spec)

@@ -91,7 +91,7 @@ func (ch *checker) checkRules(p *field.Path, v any, s *schema, c *corr) {
 		if holds {
 			continue
 		}
-		var value any = v
+		value := v
 		if s.Type == "object" || s.Type == "array" {
 			value = field.OmitValueType{}
 		}

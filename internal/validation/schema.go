@@ -84,8 +84,10 @@ func fieldPath() *schema {
 	return s
 }
 
-// unionRule is the rule of a discriminated union member: set exactly when the discriminator names it.
-func unionRule(discriminator, value, member string) rule {
+// unionRule is the rule of a discriminated union member: set exactly when the discriminator, `type`
+// in every union of the API, names it.
+func unionRule(value, member string) rule {
+	const discriminator = "type"
 	return rule{
 		Rule:    "self." + discriminator + " == '" + value + "' ? has(self." + member + ") : !has(self." + member + ")",
 		Message: member + " is required when type is " + value + ", and forbidden otherwise",
@@ -200,9 +202,9 @@ func buildSpecSchema() *schema {
 			},
 		},
 		Rules: []rule{
-			unionRule("type", "ConditionEqual", "conditionEqual"),
-			unionRule("type", "FieldsEqual", "fieldsEqual"),
-			unionRule("type", "FieldValue", "fieldValue"),
+			unionRule("ConditionEqual", "conditionEqual"),
+			unionRule("FieldsEqual", "fieldsEqual"),
+			unionRule("FieldValue", "fieldValue"),
 		},
 	}
 
@@ -224,8 +226,8 @@ func buildSpecSchema() *schema {
 					"label": labelSelector,
 				},
 				Rules: []rule{
-					unionRule("type", "GroupKind", "groupKind"),
-					unionRule("type", "Label", "label"),
+					unionRule("GroupKind", "groupKind"),
+					unionRule("Label", "label"),
 				},
 			},
 		},

@@ -2,7 +2,6 @@ package validation
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"testing"
 
@@ -176,7 +175,7 @@ func TestCycle(t *testing.T) {
 		t.Error("a cyclic body is left unencoded")
 	}
 	got := agree(t, nil, obj)
-	if len(got) != 1 || got[0] != fmt.Sprintf("FieldValueInvalid spec.phases[0].objects[0].object: Invalid value: cannot be encoded as JSON: json: error calling MarshalJSON for type *unstructured.Unstructured: json: unsupported value: encountered a cycle via map[string]interface {}") {
+	if len(got) != 1 || got[0] != "FieldValueInvalid spec.phases[0].objects[0].object: Invalid value: cannot be encoded as JSON: json: error calling MarshalJSON for type *unstructured.Unstructured: json: unsupported value: encountered a cycle via map[string]interface {}" {
 		t.Errorf("got %q", got)
 	}
 	// An old object that cannot be encoded has no old value: the transition rules do not run.

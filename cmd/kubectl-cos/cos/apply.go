@@ -129,8 +129,8 @@ func (o *applyOptions) run(ctx context.Context) error {
 			if err := printer(res.obj); err != nil {
 				return err
 			}
-		} else {
-			fmt.Fprintf(o.Out, "clusterobjectset.%s/%s %s%s\n", olmv1.GroupVersion.Group, res.obj.GetName(), res.op, dryRunSuffix(o.dryRun))
+		} else if _, err := fmt.Fprintf(o.Out, "clusterobjectset.%s/%s %s%s\n", olmv1.GroupVersion.Group, res.obj.GetName(), res.op, dryRunSuffix(o.dryRun)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -201,15 +201,15 @@ func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Obj
 	}
 	switch s := r.Stats; {
 	case s.Kept && len(s.Healed) == 0:
-		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: the stored ClusterObjectSet holds the same objects: no Secret written\n", obj.Name)
+		notef(o.ErrOut, "kubectl-cos: %s: the stored ClusterObjectSet holds the same objects: no Secret written\n", obj.Name)
 	case s.Plan.Secrets > 0:
 		written := fmt.Sprintf("%d created, %d already there", s.Created, s.Plan.Secrets-s.Created)
 		if s.DryRun {
 			written = "nothing written"
 		}
-		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: %s\n", obj.Name, s.Summary(o.systemNamespace, written))
+		notef(o.ErrOut, "kubectl-cos: %s: %s\n", obj.Name, s.Summary(o.systemNamespace, written))
 	case !s.Kept && externalize.CountInline(obj.Spec.Phases) > 0:
-		fmt.Fprintf(o.ErrOut, "kubectl-cos: %s: sent inline: %s\n", obj.Name, s.Decision.Reason)
+		notef(o.ErrOut, "kubectl-cos: %s: sent inline: %s\n", obj.Name, s.Decision.Reason)
 	}
 	obj.Spec.Phases = r.Phases
 	if o.hooks.AfterSecrets != nil {

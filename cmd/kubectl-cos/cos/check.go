@@ -62,17 +62,21 @@ Exit status 1 when a check fails.`,
 type checker struct {
 	o     *checkOptions
 	fails int
+	// err is the first error writing the report; the command fails with it.
+	err error
 }
 
-func (c *checker) ok(format string, args ...any) {
-	fmt.Fprintf(c.o.Out, "[ok]   "+format+"\n", args...)
-}
-func (c *checker) warn(format string, args ...any) {
-	fmt.Fprintf(c.o.Out, "[warn] "+format+"\n", args...)
-}
+func (c *checker) ok(format string, args ...any)   { c.print("[ok]   "+format, args...) }
+func (c *checker) warn(format string, args ...any) { c.print("[warn] "+format, args...) }
 func (c *checker) fail(format string, args ...any) {
 	c.fails++
-	fmt.Fprintf(c.o.Out, "[FAIL] "+format+"\n", args...)
+	c.print("[FAIL] "+format, args...)
+}
+
+func (c *checker) print(format string, args ...any) {
+	if c.err == nil {
+		_, c.err = fmt.Fprintf(c.o.Out, format+"\n", args...)
+	}
 }
 
 func (o *checkOptions) run(ctx context.Context) error {
@@ -86,6 +90,9 @@ func (o *checkOptions) run(ctx context.Context) error {
 	}
 	c.webhooks(ctx, cl)
 	c.dryRun(ctx, cl)
+	if c.err != nil {
+		return fmt.Errorf("writing the report: %w", c.err)
+	}
 	if c.fails > 0 {
 		return &ExitError{Code: 1}
 	}

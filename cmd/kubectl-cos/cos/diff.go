@@ -123,12 +123,16 @@ func (o *diffOptions) compare(a, b *olmv1.ClusterObjectSet, nameA, nameB string)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.ErrOut, "kubectl-cos: %s\n", cosdiff.Summary(entries))
+	notef(o.ErrOut, "kubectl-cos: %s\n", cosdiff.Summary(entries))
 	tmp, err := os.MkdirTemp("", "kubectl-cos-diff-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			notef(o.ErrOut, "kubectl-cos: removing the diff's temporary folder: %v\n", err)
+		}
+	}()
 	dirA, dirB := filepath.Join(tmp, dirName(nameA)), filepath.Join(tmp, dirName(nameB))
 	if nameA == nameB {
 		dirA, dirB = dirA+"-A", dirB+"-B"

@@ -1,7 +1,6 @@
 package cos
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -65,7 +64,7 @@ func (p *progress) draw() {
 	if p.total > 0 {
 		filled = barWidth * p.doneBytes / p.total
 	}
-	fmt.Fprintf(p.w, "\r%s [%s%s] %d/%d, %.1f of %.1f MB", p.what, strings.Repeat("=", filled), strings.Repeat(" ", barWidth-filled),
+	notef(p.w, "\r%s [%s%s] %d/%d, %.1f of %.1f MB", p.what, strings.Repeat("=", filled), strings.Repeat(" ", barWidth-filled),
 		p.count, p.of, float64(p.doneBytes)/1e6, float64(p.total)/1e6)
 }
 
@@ -74,6 +73,6 @@ func (p *progress) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.on && p.of > 0 {
-		fmt.Fprint(p.w, "\r\033[K")
+		notef(p.w, "\r\033[K")
 	}
 }

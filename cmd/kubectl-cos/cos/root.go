@@ -23,7 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -131,20 +131,20 @@ func (r *root) clients() (*clients, error) {
 
 // restMapper maps the few kinds the plugin reads and writes without asking the API server's
 // discovery, which would cost a round trip per group on every run.
-func restMapper() meta.RESTMapper {
-	m := meta.NewDefaultRESTMapper(nil)
+func restMapper() apimeta.RESTMapper {
+	m := apimeta.NewDefaultRESTMapper(nil)
 	for _, k := range []struct {
 		gvk   schema.GroupVersionKind
-		scope meta.RESTScope
+		scope apimeta.RESTScope
 	}{
-		{corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace},
-		{corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace},
-		{corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace},
-		{eventsv1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace},
-		{olmv1.GroupVersion.WithKind(olmv1.ClusterObjectSetKind), meta.RESTScopeRoot},
-		{apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), meta.RESTScopeRoot},
-		{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), meta.RESTScopeRoot},
-		{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), meta.RESTScopeRoot},
+		{corev1.SchemeGroupVersion.WithKind("Secret"), apimeta.RESTScopeNamespace},
+		{corev1.SchemeGroupVersion.WithKind("Event"), apimeta.RESTScopeNamespace},
+		{corev1.SchemeGroupVersion.WithKind("Service"), apimeta.RESTScopeNamespace},
+		{eventsv1.SchemeGroupVersion.WithKind("Event"), apimeta.RESTScopeNamespace},
+		{olmv1.GroupVersion.WithKind(olmv1.ClusterObjectSetKind), apimeta.RESTScopeRoot},
+		{apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), apimeta.RESTScopeRoot},
+		{admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), apimeta.RESTScopeRoot},
+		{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), apimeta.RESTScopeRoot},
 	} {
 		m.Add(k.gvk, k.scope)
 	}
@@ -333,8 +333,15 @@ func Main(args []string) int {
 	case errors.As(err, &exit):
 		return exit.Code
 	case err != nil:
-		fmt.Fprintln(streams.ErrOut, "error: "+err.Error())
+		notef(streams.ErrOut, "error: %s\n", err)
 		return 1
 	}
 	return 0
+}
+
+// notef writes a note (progress, a summary, the final error) to standard error. A note that cannot be
+// written has nowhere left to be reported, so its write error is dropped, as kubectl drops it; what a
+// command prints to standard output, its result, fails the command when it cannot be written.
+func notef(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, format, args...)
 }

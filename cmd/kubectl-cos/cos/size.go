@@ -76,7 +76,9 @@ func (o *sizeOptions) run() error {
 			if o.output == "yaml" {
 				sep = "---\n"
 			}
-			fmt.Fprint(o.Out, sep)
+			if _, err := fmt.Fprint(o.Out, sep); err != nil {
+				return err
+			}
 		}
 		switch o.output {
 		case "json":
@@ -84,13 +86,17 @@ func (o *sizeOptions) run() error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(o.Out, string(b))
+			if _, err := fmt.Fprintln(o.Out, string(b)); err != nil {
+				return err
+			}
 		case "yaml":
 			b, err := yaml.Marshal(r)
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(o.Out, string(b))
+			if _, err := fmt.Fprint(o.Out, string(b)); err != nil {
+				return err
+			}
 		default:
 			if err := sizes.Render(o.Out, r); err != nil {
 				return err
