@@ -204,7 +204,8 @@ func (r *runner) waitSettled() error {
 		}
 		sets, err := r.runSets(ctx)
 		if err != nil {
-			return false, nil
+			last = "listing: " + err.Error()
+			return false, nil //nolint:nilerr // a list that failed says nothing yet: poll again (kept for the timeout message)
 		}
 		newest := map[string]*olmv1.ClusterObjectSet{}
 		for i := range sets {
@@ -274,11 +275,13 @@ func (r *runner) waitNoOrphans() error {
 	err := wait.PollUntilContextTimeout(r.ctx(), pollInterval, bound, true, func(ctx context.Context) (bool, error) {
 		secrets := &corev1.SecretList{}
 		if err := r.admin.List(ctx, secrets, client.InNamespace(testenv.SystemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
-			return false, nil
+			last = "listing Secrets: " + err.Error()
+			return false, nil //nolint:nilerr // a list that failed says nothing yet: poll again (kept for the timeout message)
 		}
 		list := &olmv1.ClusterObjectSetList{}
 		if err := r.admin.List(ctx, list); err != nil {
-			return false, nil
+			last = "listing ClusterObjectSets: " + err.Error()
+			return false, nil //nolint:nilerr // a list that failed says nothing yet: poll again (kept for the timeout message)
 		}
 		exists := map[types.UID]bool{}
 		for _, c := range list.Items {

@@ -180,13 +180,18 @@ func clearRuns() error {
 	if err := testenv.Env.Client.DeleteAllOf(ctx, &olmv1.ClusterObjectSet{}); err != nil {
 		return err
 	}
-	return wait.PollUntilContextTimeout(ctx, pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
+	var listErr error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, deleteBound, true, func(ctx context.Context) (bool, error) {
 		list := &olmv1.ClusterObjectSetList{}
-		if err := testenv.Env.Client.List(ctx, list); err != nil {
-			return false, nil
+		if listErr = testenv.Env.Client.List(ctx, list); listErr != nil {
+			return false, nil //nolint:nilerr // a list that failed says nothing yet: poll again (kept for the timeout message)
 		}
 		return len(list.Items) == 0, nil
 	})
+	if err != nil && listErr != nil {
+		return fmt.Errorf("%w (the last list failed: %w)", err, listErr)
+	}
+	return err
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -259,7 +264,7 @@ func mustJSON(ops []Op) string {
 // sequence and its violation.
 func shrink(h *harness, ops []Op, kind string, budget time.Duration) ([]Op, error) {
 	deadline := time.Now().Add(budget)
-	var why error = errors.New("not shrunk")
+	why := errors.New("not shrunk")
 	for size := max(1, (len(ops)-1)/2); time.Now().Before(deadline); size = max(1, size/2) {
 		for start := 0; start+size <= len(ops)-1 && time.Now().Before(deadline); {
 			candidate := append(append([]Op{}, ops[:start]...), ops[start+size:]...)

@@ -122,16 +122,6 @@ func (m *model) shares(e *entry) bool {
 	return false
 }
 
-func (m *model) latest(owner int) *entry {
-	var best *entry
-	for _, e := range m.entries {
-		if e.owner == owner && !e.gone && (best == nil || e.rev > best.rev) {
-			best = e
-		}
-	}
-	return best
-}
-
 // objects returns the manifests of revision rev of owner from seed: ConfigMaps whose names are the
 // same for every revision of an owner (so revisions hand them over), whose data carries the marker
 // that must never appear in a status, Event or log line, in one or two phases.
@@ -204,13 +194,14 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 	}
 	// pickShared mostly picks a revision whose Secrets another live revision uses (refs copied from
 	// it, or copied by it): what its deletion or archiving must never take from the other.
-	pickShared := func() (*entry, bool) {
+	pickShared := func() bool {
 		if shared := m.live(func(e *entry) bool { return m.shares(e) }); len(shared) > 0 && r.IntN(3) > 0 {
 			e := m.entries[shared[r.IntN(len(shared))]]
 			op.Owner, op.Rev = e.owner, e.rev
-			return e, true
+			return true
 		}
-		return pickLive(nil)
+		_, ok := pickLive(nil)
+		return ok
 	}
 	next := func(owner int) {
 		op.Owner = owner
@@ -240,7 +231,7 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 			return op, false
 		}
 	case opArchive:
-		if _, ok := pickShared(); !ok {
+		if !pickShared() {
 			return op, false
 		}
 	case opSecretDel, opSecretColl, opDrift:
@@ -253,7 +244,7 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 		}
 		op.Variant = []string{"label", "owners"}[r.IntN(2)]
 	case opDelete:
-		if _, ok := pickShared(); !ok {
+		if !pickShared() {
 			return op, false
 		}
 		op.Variant = []string{"Background", "Foreground", "Orphan"}[r.IntN(3)]

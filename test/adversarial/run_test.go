@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -204,7 +205,7 @@ func (r *runner) apply(op Op) error {
 			err = fmt.Errorf("%v: %s", kerr, stderr)
 		}
 	default: // ssa, large
-		err = r.admin.Patch(r.ctx(), cos, client.Apply, client.FieldOwner("adversary"), client.ForceOwnership)
+		err = r.serverSideApply(cos)
 	}
 	if err := expect("applying "+cos.Name, err); err != nil {
 		return err
@@ -215,8 +216,11 @@ func (r *runner) apply(op Op) error {
 func (r *runner) copyRefs(op Op) error {
 	src := r.m.entries[r.m.name(op.Owner, op.From)]
 	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: r.m.name(op.Owner, op.From)}, stored); err != nil || src == nil || src.objs == nil {
-		return nil // the source is gone: nothing to copy
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: r.m.name(op.Owner, op.From)}, stored); err != nil {
+		return client.IgnoreNotFound(err) // the source is gone: nothing to copy
+	}
+	if src == nil || src.objs == nil {
+		return nil
 	}
 	name := r.m.name(op.Owner, op.Rev)
 	cos := r.revision(op, builders.WithPhases(stored.Spec.Phases...))
@@ -239,7 +243,10 @@ func (r *runner) fill(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
 	e := r.m.entries[name]
 	cos := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil || e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	objs := r.m.objects(op.Owner, op.Rev, op.Seed, false)
@@ -303,7 +310,7 @@ func (r *runner) recreate(op Op) error {
 		return err
 	}
 	cos := r.inlineCOS(op, e.objs)
-	if err := expect("re-creating "+name, r.admin.Patch(r.ctx(), cos, client.Apply, client.FieldOwner("adversary"), client.ForceOwnership)); err != nil {
+	if err := expect("re-creating "+name, r.serverSideApply(cos)); err != nil {
 		return err
 	}
 	e.gone = false
@@ -316,7 +323,10 @@ func (r *runner) restore(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
 	e := r.m.entries[name]
 	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil || e == nil || !stored.DeletionTimestamp.IsZero() {
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if e == nil || !stored.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	var secrets []*corev1.Secret
@@ -345,7 +355,7 @@ func (r *runner) restore(op Op) error {
 			}
 			list := &olmv1.ClusterObjectSetList{}
 			if err := r.admin.List(ctx, list); err != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // a list that failed says nothing yet: poll again
 			}
 			return len(secretuse.Users(list.Items, client.ObjectKeyFromObject(s), testenv.SystemNamespace)) > 0, nil
 		}); err != nil {
@@ -393,7 +403,7 @@ func (r *runner) secretOp(op Op) error {
 	}
 	sec := &corev1.Secret{}
 	if err := r.admin.Get(r.ctx(), key, sec); err != nil {
-		return nil
+		return client.IgnoreNotFound(err)
 	}
 	list := &olmv1.ClusterObjectSetList{}
 	if err := r.admin.List(r.ctx(), list); err != nil {
@@ -584,3 +594,14 @@ func (r *runner) replay(ops []Op) error {
 const opQuiesce = "quiesce"
 
 const quiesceEvery = 12
+
+// serverSideApply applies cos as the adversary, taking every field it sets.
+func (r *runner) serverSideApply(cos *olmv1.ClusterObjectSet) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cos)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	obj.SetGroupVersionKind(olmv1.GroupVersion.WithKind(olmv1.ClusterObjectSetKind))
+	return r.admin.Apply(r.ctx(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("adversary"), client.ForceOwnership)
+}
