@@ -127,7 +127,7 @@ func retainedHeap(b *testing.B, values [][]byte) int64 {
 		runtime.GC()
 		runtime.ReadMemStats(&m)
 		// The slice of objects is not the parser's.
-		got := int64(m.HeapAlloc) - int64(before) - int64(allocSize(int64(8*len(values))))
+		got := int64(m.HeapAlloc) - int64(before) - allocSize(int64(8*len(values)))
 		runtime.KeepAlive(objs)
 		if least < 0 || got < least {
 			least = got

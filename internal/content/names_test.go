@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/util/validation"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 )
 
 var hashSuffix = regexp.MustCompile(`-[0-9a-f]{16}$`)
@@ -32,7 +32,7 @@ func TestSecretName(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := SecretName(tc.cosName, tc.data)
-			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			if errs := utilvalidation.IsDNS1123Subdomain(got); len(errs) > 0 {
 				t.Errorf("SecretName = %q (%d chars): not a DNS subdomain: %v", got, len(got), errs)
 			}
 			if !hashSuffix.MatchString(got) {
@@ -120,7 +120,7 @@ func TestRevisionLabelValue(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := RevisionLabelValue(tc.cosName)
-			if errs := validation.IsValidLabelValue(got); len(errs) > 0 {
+			if errs := utilvalidation.IsValidLabelValue(got); len(errs) > 0 {
 				t.Fatalf("RevisionLabelValue = %q: not a label value: %v", got, errs)
 			}
 			if tc.wantSame {

@@ -64,7 +64,7 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 			if err := env.Client.Create(context.Background(), warm); err != nil {
 				b.Fatal(err)
 			}
-			waitCondition(b, env.Client, warm.Name, olmv1.ConditionSucceeded)
+			waitSucceeded(b, env.Client, warm.Name)
 			cos, err := builders.Bundle("argocd", "argocd-install", "argocd")
 			if err != nil {
 				b.Fatal(err)
@@ -73,7 +73,7 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 			if err := env.Client.Create(context.Background(), cos); err != nil {
 				b.Fatal(err)
 			}
-			waitCondition(b, env.Client, cos.Name, olmv1.ConditionSucceeded)
+			waitSucceeded(b, env.Client, cos.Name)
 			cosTime = time.Since(start)
 			_ = mgr.Stop()
 			_ = env.Stop()
@@ -99,14 +99,15 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 	}
 }
 
-func waitCondition(b *testing.B, c client.Client, name, condType string) {
+// waitSucceeded waits until the ClusterObjectSet is Succeeded.
+func waitSucceeded(b *testing.B, c client.Client, name string) {
 	b.Helper()
-	framework.Eventually(b, framework.Within(b, 5*time.Minute), name+" "+condType, func(ctx context.Context) (bool, string) {
+	framework.Eventually(framework.Within(b, 5*time.Minute), b, name+" Succeeded", func(ctx context.Context) (bool, string) {
 		cos := &olmv1.ClusterObjectSet{}
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
 			return false, err.Error()
 		}
-		return apimeta.IsStatusConditionTrue(cos.Status.Conditions, condType), fmt.Sprintf("conditions %v", cos.Status.Conditions)
+		return apimeta.IsStatusConditionTrue(cos.Status.Conditions, olmv1.ConditionSucceeded), fmt.Sprintf("conditions %v", cos.Status.Conditions)
 	})
 }
 
@@ -162,12 +163,12 @@ func startManagerProcess(b *testing.B, env *testenv.Environment) *managerProcess
 	}
 	b.Cleanup(func() { m.stop() })
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-	framework.Eventually(b, context.Background(), "the manager to be ready", func(context.Context) (bool, string) {
+	framework.Eventually(context.Background(), b, "the manager to be ready", func(context.Context) (bool, string) {
 		resp, err := http.Get(ready) //nolint:noctx // loopback
 		if err != nil {
 			return false, err.Error()
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
 	return m
@@ -186,7 +187,7 @@ func (m *managerProcess) rssBytes(b *testing.B) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
@@ -217,7 +218,7 @@ func (m *managerProcess) metric(b *testing.B, prefix string) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	sum, err := testenv.SumMetric(resp.Body, prefix)
 	if err != nil {
 		b.Fatal(err)
@@ -242,7 +243,7 @@ func BenchmarkManagerMemory(b *testing.B) {
 		measure := func() float64 {
 			m := startManagerProcess(b, env)
 			for i := range 5 {
-				waitCondition(b, env.Client, fmt.Sprintf("mem-%d", i), olmv1.ConditionSucceeded)
+				waitSucceeded(b, env.Client, fmt.Sprintf("mem-%d", i))
 			}
 			time.Sleep(3 * time.Second) // let the heap settle after the initial sync
 			rss := m.rssBytes(b)
@@ -321,12 +322,12 @@ func BenchmarkSettledReconcile(b *testing.B) {
 		}
 		first := startManagerProcess(b, env)
 		for i := range n {
-			waitCondition(b, env.Client, fmt.Sprintf("settled-%d", i), olmv1.ConditionSucceeded)
+			waitSucceeded(b, env.Client, fmt.Sprintf("settled-%d", i))
 		}
 		first.stop()
 
 		m := startManagerProcess(b, env)
-		framework.Eventually(b, context.Background(), "the settled ClusterObjectSets to be reconciled", func(context.Context) (bool, string) {
+		framework.Eventually(context.Background(), b, "the settled ClusterObjectSets to be reconciled", func(context.Context) (bool, string) {
 			got := m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`)
 			return got >= n, fmt.Sprintf("%v reconciles", got)
 		})
@@ -347,7 +348,7 @@ func BenchmarkSettledReconcile(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		framework.Eventually(b, context.Background(), "the touched ClusterObjectSets to be reconciled", func(context.Context) (bool, string) {
+		framework.Eventually(context.Background(), b, "the touched ClusterObjectSets to be reconciled", func(context.Context) (bool, string) {
 			got := m.metric(b, `controller_runtime_reconcile_total{controller="clusterobjectset"`)
 			return got >= reconciles+n, fmt.Sprintf("%v reconciles", got)
 		})

@@ -98,7 +98,7 @@ func TestCertManager(t *testing.T) {
 			"issuerRef":   issuerRef("ca"),
 		},
 	})
-	framework.Eventually(t, ctx, "Certificate leaf to be Ready", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "Certificate leaf to be Ready", func(ctx context.Context) (bool, string) {
 		crt, err := dyn.Resource(controlplane.CertificateGVR).Namespace(ns).Get(ctx, "leaf", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -120,7 +120,7 @@ func TestCertManager(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = api.Delete(context.Background(), wc.Name, metav1.DeleteOptions{}) }()
-		framework.Eventually(t, ctx, "caBundle of "+wc.Name+" to be the CA", func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "caBundle of "+wc.Name+" to be the CA", func(ctx context.Context) (bool, string) {
 			got, err := api.Get(ctx, wc.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -134,7 +134,7 @@ func TestCertManager(t *testing.T) {
 			t.Fatal(err)
 		}
 		var renewed *x509.Certificate
-		framework.Eventually(t, ctx, "a renewed certificate in Secret leaf-tls", func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "a renewed certificate in Secret leaf-tls", func(ctx context.Context) (bool, string) {
 			s, err := cs.CoreV1().Secrets(ns).Get(ctx, "leaf-tls", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -152,7 +152,7 @@ func TestCertManager(t *testing.T) {
 		if bytes.Equal(renewed.RawSubjectPublicKeyInfo, leaf.RawSubjectPublicKeyInfo) {
 			t.Error("renewed certificate kept the private key despite rotationPolicy Always")
 		}
-		framework.Eventually(t, ctx, "Certificate leaf to be Ready and no longer Issuing", func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "Certificate leaf to be Ready and no longer Issuing", func(ctx context.Context) (bool, string) {
 			crt, err := dyn.Resource(controlplane.CertificateGVR).Namespace(ns).Get(ctx, "leaf", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()

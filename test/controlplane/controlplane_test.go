@@ -64,7 +64,7 @@ func TestControlPlane(t *testing.T) {
 		if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, ctx, "child to be garbage collected", func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "child to be garbage collected", func(ctx context.Context) (bool, string) {
 			_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "child", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 		})
@@ -86,7 +86,7 @@ func TestControlPlane(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, ctx, "Deployment web to be Available", func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "Deployment web to be Available", func(ctx context.Context) (bool, string) {
 			d, err := cs.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -163,7 +163,7 @@ func TestComponentsDieWithTheirParent(t *testing.T) {
 					}
 				}
 			})
-			framework.Eventually(t, context.Background(), "the components to die with their parent", func(context.Context) (bool, string) {
+			framework.Eventually(context.Background(), t, "the components to die with their parent", func(context.Context) (bool, string) {
 				var left []int
 				for _, pid := range pids {
 					if alive(pid) {

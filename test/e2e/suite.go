@@ -83,7 +83,7 @@ func EnsureNamespace(t testing.TB, cfg *rest.Config, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.EnsureNamespace(t, context.Background(), cl, name)
+	framework.EnsureNamespace(context.Background(), t, cl, name)
 }
 
 func stopLoad(t testing.TB, l *Load, what string) Result {
@@ -114,7 +114,7 @@ func CertManagerTLS(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	framework.EnsureNamespace(t, context.Background(), cl, "e2e-tls")
+	framework.EnsureNamespace(context.Background(), t, cl, "e2e-tls")
 	cos := builders.COS("e2e-tls", builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
 		builders.WithPhase("config", builders.Inline(builders.ConfigMap("e2e-tls", "tls", map[string]string{"k": "v"}))))
 	start := time.Now()
@@ -126,7 +126,7 @@ func CertManagerTLS(t *testing.T, c Cluster) {
 	if ref := cos.Spec.Phases[0].Objects[0].Ref; ref.Name == "" {
 		t.Fatalf("the stored ClusterObjectSet holds no ref: the mutating webhook did not externalize it")
 	}
-	framework.Eventually(t, context.Background(), "the ClusterObjectSet to succeed", func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, "the ClusterObjectSet to succeed", func(ctx context.Context) (bool, string) {
 		got := &olmv1.ClusterObjectSet{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
 			return false, err.Error()
@@ -153,7 +153,7 @@ func CertManagerRenewalUnderLoad(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
+	framework.EnsureNamespace(context.Background(), t, cl, "e2e-load")
 	before := servedSerials(t, c)
 	load, err := StartLoad(c.Config(), loadClients)
 	if err != nil {
@@ -204,12 +204,12 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 		t.Fatalf("triggering the renewal of Certificate %s: %v", CertificateName, err)
 	}
 	var renewed string
-	framework.Eventually(t, context.Background(), "cert-manager to write the renewed certificate", func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, "cert-manager to write the renewed certificate", func(ctx context.Context) (bool, string) {
 		renewed = secretSerial(ctx)
 		return renewed != "" && renewed != old, "serial " + renewed
 	})
 	issued = time.Since(triggered)
-	framework.Eventually(t, context.Background(), "every replica to serve the renewed certificate", func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, "every replica to serve the renewed certificate", func(ctx context.Context) (bool, string) {
 		for i := range c.Replicas() {
 			cert, err := c.Served(ctx, i)
 			if err != nil || cert.SerialNumber.String() != renewed {
@@ -229,7 +229,7 @@ func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
+	framework.EnsureNamespace(context.Background(), t, cl, "e2e-load")
 	dyn, err := dynamic.NewForConfig(c.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +257,7 @@ func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
 		t.Helper()
 		last := cas[len(cas)-1]
 		var cur *x509.Certificate
-		framework.Eventually(t, context.Background(), "cert-manager to write a new CA ("+how+")", func(ctx context.Context) (bool, string) {
+		framework.Eventually(context.Background(), t, "cert-manager to write a new CA ("+how+")", func(ctx context.Context) (bool, string) {
 			var err error
 			if cur, err = ca(ctx); err != nil {
 				return false, err.Error()
@@ -319,7 +319,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	deploy(t, c, ModeSelfSigned, "--self-signed-ca-lifetime="+caLife.String(), "--self-signed-cert-lifetime="+certLife.String())
 	ctx := context.Background()
 	cl := newClient(t, c)
-	framework.EnsureNamespace(t, context.Background(), cl, "e2e-load")
+	framework.EnsureNamespace(context.Background(), t, cl, "e2e-load")
 	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCASecret}
 	signing := func(ctx context.Context) (*x509.Certificate, error) {
 		s := &corev1.Secret{}
@@ -345,7 +345,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	// Two CA rotations: each replica serves a certificate of the second successor.
 	rotations := 0
 	last := first
-	framework.Eventually(t, framework.Within(t, 4*caLife), "the CA to rotate twice and every replica to serve a certificate of the new CA", func(ctx context.Context) (bool, string) {
+	framework.Eventually(framework.Within(t, 4*caLife), t, "the CA to rotate twice and every replica to serve a certificate of the new CA", func(ctx context.Context) (bool, string) {
 		for i := range c.Replicas() {
 			if cert, err := c.Served(ctx, i); err == nil {
 				leafChanges[cert.SerialNumber.String()] = true
@@ -377,7 +377,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	framework.Eventually(t, framework.Within(t, 2*caLife), "a new CA after the CA Secret was deleted, and every replica on it", func(ctx context.Context) (bool, string) {
+	framework.Eventually(framework.Within(t, 2*caLife), t, "a new CA after the CA Secret was deleted, and every replica on it", func(ctx context.Context) (bool, string) {
 		cur, err := signing(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -410,7 +410,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
 	cl := newClient(t, c)
-	framework.EnsureNamespace(t, context.Background(), cl, "argocd")
+	framework.EnsureNamespace(context.Background(), t, cl, "argocd")
 	gate := builders.ConfigMap("argocd", "e2e-gate", map[string]string{"k": "v"})
 	gate.SetLabels(map[string]string{"e2e.cos-externalizer.io/gate": "true"})
 	cos, err := builders.Bundle("e2e-argocd", "argocd-install", "argocd", builders.WithProbes(olmv1.ProgressionProbe{
@@ -436,7 +436,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Delete(context.Background(), cos) })
-	framework.Eventually(t, context.Background(), fmt.Sprintf("the rollout to reach the gate in phase %q", cos.Spec.Phases[gated].Name), func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, fmt.Sprintf("the rollout to reach the gate in phase %q", cos.Spec.Phases[gated].Name), func(ctx context.Context) (bool, string) {
 		got := &olmv1.ClusterObjectSet{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
 			return false, err.Error()
@@ -468,7 +468,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 	if err := cl.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "e2e-gate"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, context.Background(), "the other replica to finish the rollout", func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, "the other replica to finish the rollout", func(ctx context.Context) (bool, string) {
 		got := &olmv1.ClusterObjectSet{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(cos), got); err != nil {
 			return false, err.Error()
@@ -502,7 +502,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 func ReplicaStopped(t *testing.T, c Cluster) {
 	deploy(t, c, ModeCertManager)
 	ctx := context.Background()
-	framework.EnsureNamespace(t, context.Background(), newClient(t, c), "e2e-load")
+	framework.EnsureNamespace(context.Background(), t, newClient(t, c), "e2e-load")
 	two := MeasureAdmission(t, c, 300)
 	if err := c.Stop(ctx, 1); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package framework holds the helpers that tests against an API server share: waiting for a
 // condition, creating namespaces, and removing what a test created so that it can run again
-// (-count). It imports no package of this module, so every test package can use it, test/controlplane's
-// own tests included.
+// (-count). It imports no package of this module, so every test package can use it,
+// test/controlplane's own tests included.
 package framework
 
 import (
@@ -29,7 +29,7 @@ type Condition func(ctx context.Context) (done bool, seen string)
 
 // Eventually checks cond at once, then every Interval, until it holds. It fails t when ctx ends, or
 // after Timeout if ctx has no deadline, naming what it waited for and what cond last saw.
-func Eventually(t testing.TB, ctx context.Context, what string, cond Condition) {
+func Eventually(ctx context.Context, t testing.TB, what string, cond Condition) {
 	t.Helper()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -72,18 +72,18 @@ func Gone(c client.Client, obj client.Object) Condition {
 }
 
 // Delete deletes obj unless it is gone already, and waits until the API server no longer has it.
-func Delete(t testing.TB, ctx context.Context, c client.Client, obj client.Object) {
+func Delete(ctx context.Context, t testing.TB, c client.Client, obj client.Object) {
 	t.Helper()
 	if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 		t.Fatalf("deleting %s: %v", describe(obj), err)
 	}
-	WaitGone(t, ctx, c, obj)
+	WaitGone(ctx, t, c, obj)
 }
 
 // WaitGone waits until the API server no longer has obj.
-func WaitGone(t testing.TB, ctx context.Context, c client.Client, obj client.Object) {
+func WaitGone(ctx context.Context, t testing.TB, c client.Client, obj client.Object) {
 	t.Helper()
-	Eventually(t, ctx, describe(obj)+" to be gone", Gone(c, obj))
+	Eventually(ctx, t, describe(obj)+" to be gone", Gone(c, obj))
 }
 
 // RemoveAfter deletes objs when the test ends and waits until they are gone, so that the test can
@@ -99,7 +99,7 @@ func RemoveAfter(t testing.TB, c client.Client, objs ...client.Object) {
 			}
 		}
 		for _, obj := range objs {
-			WaitGone(t, ctx, c, obj)
+			WaitGone(ctx, t, c, obj)
 		}
 	})
 }
@@ -114,7 +114,7 @@ func describe(obj client.Object) string {
 }
 
 // EnsureNamespace creates the namespace unless it exists.
-func EnsureNamespace(t testing.TB, ctx context.Context, c client.Client, name string) {
+func EnsureNamespace(ctx context.Context, t testing.TB, c client.Client, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := c.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {

@@ -29,7 +29,7 @@ func eventually(ctx context.Context, cond framework.Condition) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		framework.Eventually(r, ctx, "the thing", cond)
+		framework.Eventually(ctx, r, "the thing", cond)
 	}()
 	<-done
 	return r.failure

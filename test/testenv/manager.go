@@ -95,11 +95,12 @@ func (e *Environment) StartManagerWith(ctx context.Context, adjust func(*app.Opt
 	}
 	running = true
 	go func() {
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		m.done <- app.Run(runCtx, e.Config, &o)
 	}()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle.CA)
+	var dialErr error // the last dial's: the server may not listen yet
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-m.done:
@@ -108,15 +109,14 @@ func (e *Environment) StartManagerWith(ctx context.Context, adjust func(*app.Opt
 		default:
 		}
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(ports[0]), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
-		if err != nil {
-			return false, nil
+		if dialErr = err; err == nil {
+			_ = conn.Close()
 		}
-		_ = conn.Close()
-		return true, nil
+		return dialErr == nil, nil
 	})
 	if err != nil {
 		_ = m.Stop()
-		return nil, fmt.Errorf("waiting for the webhook server: %w", err)
+		return nil, fmt.Errorf("waiting for the webhook server (last dial: %v): %w", dialErr, err)
 	}
 	manifests, err := controlplane.WebhookManifests()
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // EnsureNamespace creates the namespace unless it exists.
 func (e *Environment) EnsureNamespace(t testing.TB, name string) {
 	t.Helper()
-	framework.EnsureNamespace(t, context.Background(), e.Client, name)
+	framework.EnsureNamespace(context.Background(), t, e.Client, name)
 }
 
 // RemoveAfter deletes the ClusterObjectSets when the test ends and waits until they are gone (their
@@ -69,7 +69,7 @@ func (e *Environment) ObjectDataSecrets(t testing.TB, cosName string) []corev1.S
 func (e *Environment) WaitOwned(t testing.TB, name string) []corev1.Secret {
 	t.Helper()
 	var secrets []corev1.Secret
-	framework.Eventually(t, context.Background(), "the Secrets of "+name+" owned by it", func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, "the Secrets of "+name+" owned by it", func(ctx context.Context) (bool, string) {
 		cos := &olmv1.ClusterObjectSet{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
 			return false, err.Error()
@@ -106,7 +106,7 @@ func (e *Environment) DeleteWithSecrets(t testing.TB, name string) {
 	if err := e.Client.Delete(ctx, cos); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, name+" and its Secrets gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, name+" and its Secrets gone", func(ctx context.Context) (bool, string) {
 		err := e.Client.Get(ctx, client.ObjectKeyFromObject(cos), &olmv1.ClusterObjectSet{})
 		if err == nil {
 			// Name what teardown waits for: CRDs being deleted, with their finalizers and conditions.

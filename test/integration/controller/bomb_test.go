@@ -110,11 +110,11 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	framework.Eventually(t, ctx, "the Secret to be gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the Secret to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Delete(ctx, &corev1.Secret{ObjectMeta: sec.ObjectMeta})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -201,7 +201,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

@@ -93,7 +93,7 @@ func conditions(cos *olmv1.ClusterObjectSet) string {
 func waitFor(t *testing.T, name, condType string, status metav1.ConditionStatus, reason string) *olmv1.ClusterObjectSet {
 	t.Helper()
 	var cos *olmv1.ClusterObjectSet
-	framework.Eventually(t, ctx, fmt.Sprintf("%s %s=%s/%s", name, condType, status, reason), func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, fmt.Sprintf("%s %s=%s/%s", name, condType, status, reason), func(ctx context.Context) (bool, string) {
 		cos = &olmv1.ClusterObjectSet{}
 		if err := c().Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
 			return false, err.Error()
@@ -249,7 +249,7 @@ func TestRevisionHandover(t *testing.T) {
 	if getCOS(t, rev1.Name).Spec.LifecycleState != olmv1.LifecycleStateArchived {
 		t.Error("revision 1 not archived")
 	}
-	framework.Eventually(t, ctx, "the removed ConfigMap to be deleted", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the removed ConfigMap to be deleted", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "removed"}, &corev1.ConfigMap{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -353,7 +353,7 @@ func TestMissingSecretThenCreated(t *testing.T) {
 	}
 	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	// The Secret is now owned by the ClusterObjectSet.
-	framework.Eventually(t, ctx, "the Secret's owner reference", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the Secret's owner reference", func(ctx context.Context) (bool, string) {
 		s := &corev1.Secret{}
 		if err := c().Get(ctx, client.ObjectKeyFromObject(sec), s); err != nil {
 			return false, err.Error()
@@ -409,7 +409,7 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 	if !strings.HasPrefix(msg, `resolved content of 1 phase(s) has changed: phase "configuration" (expected digest sha256:`) || strings.Contains(msg, "value-after-9d2e") {
 		t.Errorf("Blocked message %q: want the phase named and no content", msg)
 	}
-	framework.Eventually(t, ctx, "a Blocked Event", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "a Blocked Event", func(ctx context.Context) (bool, string) {
 		events := &eventsv1.EventList{}
 		if err := c().List(ctx, events); err != nil {
 			return false, err.Error()
@@ -540,7 +540,7 @@ func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 	create(t, cos)
 	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	secretName := got.Spec.Phases[0].Objects[0].Ref.Name
-	framework.Eventually(t, ctx, "the Secret to be owned", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the Secret to be owned", func(ctx context.Context) (bool, string) {
 		s := &corev1.Secret{}
 		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: secretName}, s); err != nil {
 			return false, err.Error()
@@ -550,7 +550,7 @@ func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, "the ClusterObjectSet, its objects and its Secrets to be gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the ClusterObjectSet, its objects and its Secrets to be gone", func(ctx context.Context) (bool, string) {
 		var left []string
 		if err := c().Get(ctx, client.ObjectKey{Name: cos.Name}, &olmv1.ClusterObjectSet{}); !apierrors.IsNotFound(err) {
 			left = append(left, "ClusterObjectSet")
@@ -578,7 +578,7 @@ func TestKeepsFiveArchivedRevisions(t *testing.T) {
 		create(t, cos)
 		waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	}
-	framework.Eventually(t, ctx, "revisions 2 to 6 archived, 1 deleted, 7 active", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "revisions 2 to 6 archived, 1 deleted, 7 active", func(ctx context.Context) (bool, string) {
 		list := &olmv1.ClusterObjectSetList{}
 		if err := c().List(ctx, list, client.MatchingLabels(owner)); err != nil {
 			return false, err.Error()

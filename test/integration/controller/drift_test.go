@@ -77,7 +77,7 @@ func TestDriftIsRestored(t *testing.T) {
 			if ok, got := tc.restored(target); ok {
 				t.Fatalf("the patch changed nothing: %s", got)
 			}
-			framework.Eventually(t, ctx, name+" to be restored", func(ctx context.Context) (bool, string) {
+			framework.Eventually(ctx, t, name+" to be restored", func(ctx context.Context) (bool, string) {
 				live := tc.newObj()
 				if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.name}, live); err != nil {
 					return false, err.Error()

@@ -99,7 +99,7 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 			}
 			if whileTerminating {
 				// Our teardown runs; the hold is released while the producer already retries.
-				framework.Eventually(t, ctx, "the teardown to finish", func(ctx context.Context) (bool, string) {
+				framework.Eventually(ctx, t, "the teardown to finish", func(ctx context.Context) (bool, string) {
 					cur := getCOS(t, cosName)
 					return !controllerutil.ContainsFinalizer(cur, controllers.Finalizer), fmt.Sprint(cur.Finalizers)
 				})
@@ -110,12 +110,12 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 					t.Fatal(err)
 				}
 				// A GitOps tool re-applies until the name is free.
-				framework.Eventually(t, ctx, "the re-create to be accepted", func(ctx context.Context) (bool, string) {
+				framework.Eventually(ctx, t, "the re-create to be accepted", func(ctx context.Context) (bool, string) {
 					err := c().Create(ctx, build())
 					return err == nil, fmt.Sprint(err)
 				})
 			} else {
-				framework.Eventually(t, ctx, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
+				framework.Eventually(ctx, t, "the ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 					err := c().Get(ctx, client.ObjectKey{Name: cosName}, &olmv1.ClusterObjectSet{})
 					return apierrors.IsNotFound(err), fmt.Sprint(err)
 				})
@@ -145,7 +145,7 @@ func TestRestoreFromBackupKeepsContent(t *testing.T) {
 	if err := c().Delete(ctx, lost); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, "the ClusterObjectSet and its Secrets to be gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the ClusterObjectSet and its Secrets to be gone", func(ctx context.Context) (bool, string) {
 		left := 0
 		for _, s := range secrets {
 			if err := c().Get(ctx, client.ObjectKeyFromObject(&s), &corev1.Secret{}); !apierrors.IsNotFound(err) {
@@ -257,7 +257,7 @@ func TestWebhookOnlyModeReleasesOnlyOurFinalizer(t *testing.T) {
 	if err := c().Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, "our ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "our ClusterObjectSet to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, client.ObjectKey{Name: ours.Name}, &olmv1.ClusterObjectSet{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -277,7 +277,7 @@ func TestWebhookOnlyModeReleasesOnlyOurFinalizer(t *testing.T) {
 func waitSecretsControlledBy(t *testing.T, cos *olmv1.ClusterObjectSet, stale ...types.UID) []corev1.Secret {
 	t.Helper()
 	var secrets []corev1.Secret
-	framework.Eventually(t, ctx, "the Secrets of "+cos.Name+" to be controlled by it", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the Secrets of "+cos.Name+" to be controlled by it", func(ctx context.Context) (bool, string) {
 		secrets = secrets[:0]
 		seen := map[string]bool{}
 		for _, p := range cos.Spec.Phases {

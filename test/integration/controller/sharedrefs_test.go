@@ -31,7 +31,7 @@ func copyRefs(t *testing.T, writer *olmv1.ClusterObjectSet, name string) *olmv1.
 // ClusterObjectSet in gone.
 func waitSecretsOwnedBy(t *testing.T, cos *olmv1.ClusterObjectSet, gone ...*olmv1.ClusterObjectSet) {
 	t.Helper()
-	framework.Eventually(t, ctx, "the Secrets of "+cos.Name+" to be owned by it", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the Secrets of "+cos.Name+" to be owned by it", func(ctx context.Context) (bool, string) {
 		for _, key := range cos.ReferencedSecrets(testenv.SystemNamespace) {
 			s := &corev1.Secret{}
 			if err := c().Get(ctx, key, s); err != nil {
@@ -79,7 +79,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			if err := c().Delete(ctx, xa, client.PropagationPolicy(propagation)); err != nil {
 				t.Fatal(err)
 			}
-			framework.Eventually(t, ctx, writer+" to be gone", func(ctx context.Context) (bool, string) {
+			framework.Eventually(ctx, t, writer+" to be gone", func(ctx context.Context) (bool, string) {
 				cur := &olmv1.ClusterObjectSet{}
 				err := c().Get(ctx, client.ObjectKey{Name: writer}, cur)
 				return apierrors.IsNotFound(err), fmt.Sprintf("%v finalizers %v", err, cur.Finalizers)
@@ -103,7 +103,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			if err := c().Delete(ctx, xb, client.PropagationPolicy(propagation)); err != nil {
 				t.Fatal(err)
 			}
-			framework.Eventually(t, ctx, "the Secrets to go with their last user", func(ctx context.Context) (bool, string) {
+			framework.Eventually(ctx, t, "the Secrets to go with their last user", func(ctx context.Context) (bool, string) {
 				for _, key := range xb.ReferencedSecrets(testenv.SystemNamespace) {
 					if err := c().Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 						return false, fmt.Sprintf("Secret %s: %v", key, err)
@@ -129,7 +129,7 @@ func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := cos.ReferencedSecrets(testenv.SystemNamespace)
-	framework.Eventually(t, ctx, "the Secrets to lose their owner", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the Secrets to lose their owner", func(ctx context.Context) (bool, string) {
 		for _, key := range keys {
 			s := &corev1.Secret{}
 			if err := c().Get(ctx, key, s); err != nil {

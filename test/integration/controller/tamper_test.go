@@ -97,7 +97,7 @@ func deleteSecret(t *testing.T, key client.ObjectKey) {
 	if err := c().Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, "Secret "+key.String()+" to be gone", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "Secret "+key.String()+" to be gone", func(ctx context.Context) (bool, string) {
 		err := c().Get(ctx, key, &corev1.Secret{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

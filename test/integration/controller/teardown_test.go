@@ -37,7 +37,7 @@ func TestDeletingRightAfterRolloutRemovesCRDs(t *testing.T) {
 		if err := c().Delete(ctx, got); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, ctx, fmt.Sprintf("round %d: %s and its CRDs to be gone", round, name), func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, fmt.Sprintf("round %d: %s and its CRDs to be gone", round, name), func(ctx context.Context) (bool, string) {
 			var left []string
 			if err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{}); !apierrors.IsNotFound(err) {
 				left = append(left, "the ClusterObjectSet")

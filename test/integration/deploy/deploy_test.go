@@ -225,7 +225,7 @@ func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 	}
 	// A rolling update drops no admission request: the Pod serves on while it leaves the endpoints.
 	if l := c.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Sleep == nil || l.PreStop.Sleep.Seconds < 5 ||
-		int64(l.PreStop.Sleep.Seconds) >= *pod.TerminationGracePeriodSeconds {
+		l.PreStop.Sleep.Seconds >= *pod.TerminationGracePeriodSeconds {
 		t.Errorf("preStop %+v: want a sleep of at least 5 s, within terminationGracePeriodSeconds", c.Lifecycle)
 	}
 	if sc := c.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
@@ -611,5 +611,5 @@ func mustJSON(t *testing.T, u *unstructured.Unstructured) []byte {
 	return b
 }
 
-// kubectl and mustKubectl run the control plane's kubectl against the test cluster.
-var kubectl, mustKubectl = testenv.Kubectl, testenv.MustKubectl
+// mustKubectl runs the control plane's kubectl against the test cluster.
+var mustKubectl = testenv.MustKubectl

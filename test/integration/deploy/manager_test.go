@@ -59,7 +59,7 @@ func TestManagerServesProbesAndMetrics(t *testing.T) {
 		}
 	}()
 
-	allowed, denied := scraperToken(t, ctx, "metrics-scraper", true), scraperToken(t, ctx, "metrics-nobody", false)
+	allowed, denied := scraperToken(ctx, t, "metrics-scraper", true), scraperToken(ctx, t, "metrics-nobody", false)
 	metrics := "https://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"
 	for _, tc := range []struct {
 		url, token, want string
@@ -72,7 +72,7 @@ func TestManagerServesProbesAndMetrics(t *testing.T) {
 		{url: metrics, token: allowed, want: "cos_externalizer_clusterobjectsets{reason=\"Blocked\"} 0", code: http.StatusOK},
 		{url: metrics, token: allowed, want: "cos_externalizer_orphaned_secrets 0", code: http.StatusOK},
 	} {
-		framework.Eventually(t, ctx, fmt.Sprintf("GET %s (token %v) to give %d with %q", tc.url, tc.token != "", tc.code, tc.want), func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, fmt.Sprintf("GET %s (token %v) to give %d with %q", tc.url, tc.token != "", tc.code, tc.want), func(ctx context.Context) (bool, string) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tc.url, nil)
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
@@ -81,7 +81,7 @@ func TestManagerServesProbesAndMetrics(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			b, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode == tc.code && strings.Contains(string(b), tc.want), fmt.Sprintf("%d %.300q", resp.StatusCode, b)
 		})
@@ -91,7 +91,7 @@ func TestManagerServesProbesAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if p := conn.ConnectionState().NegotiatedProtocol; p == "h2" {
 		t.Errorf("the metrics server negotiated %q", p)
 	}
@@ -106,7 +106,7 @@ func insecureClient() *http.Client {
 
 // scraperToken creates a ServiceAccount in default, bound (when allow) to a role that may get
 // /metrics as config/rbac's metrics-reader does, and returns a token for it.
-func scraperToken(t *testing.T, ctx context.Context, name string, allow bool) string {
+func scraperToken(ctx context.Context, t *testing.T, name string, allow bool) string {
 	t.Helper()
 	c := testenv.Env.Client
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
@@ -157,12 +157,12 @@ func TestRolloutAuto(t *testing.T) {
 		if err := testenv.Env.Client.Delete(ctx, crd); err != nil {
 			t.Error(err)
 		}
-		framework.Eventually(t, ctx, "the ClusterExtension API to go", func(context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "the ClusterExtension API to go", func(context.Context) (bool, string) {
 			rollOut, why, err := app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
 			return err == nil && rollOut, fmt.Sprintf("rollout %v (%s), %v", rollOut, why, err)
 		})
 	}()
-	framework.Eventually(t, ctx, "no rollout with OLM's ClusterExtension API served", func(context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "no rollout with OLM's ClusterExtension API served", func(context.Context) (bool, string) {
 		rollOut, why, err = app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
 		return err == nil && !rollOut, fmt.Sprintf("rollout %v (%s), %v", rollOut, why, err)
 	})
@@ -180,6 +180,6 @@ func freePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }

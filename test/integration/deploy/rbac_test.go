@@ -66,14 +66,14 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			})
 			c := testenv.Env.Client
 
-			framework.Eventually(t, ctx, "the manager to lead", func(ctx context.Context) (bool, string) {
+			framework.Eventually(ctx, t, "the manager to lead", func(ctx context.Context) (bool, string) {
 				lease := &coordinationv1.Lease{}
 				err := c.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease)
 				return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", fmt.Sprint(err)
 			})
 
 			// The event that records who leads (core events, in the system namespace).
-			framework.Eventually(t, ctx, "the leader election event", func(ctx context.Context) (bool, string) {
+			framework.Eventually(ctx, t, "the leader election event", func(ctx context.Context) (bool, string) {
 				list := &corev1.EventList{}
 				if err := c.List(ctx, list, client.InNamespace(systemNamespace)); err != nil {
 					return false, err.Error()
@@ -88,7 +88,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			}
 			testenv.Env.RemoveAfter(t, name)
 			var secrets []corev1.Secret
-			framework.Eventually(t, ctx, "the object-data Secrets to be owned by the ClusterObjectSet", func(ctx context.Context) (bool, string) {
+			framework.Eventually(ctx, t, "the object-data Secrets to be owned by the ClusterObjectSet", func(ctx context.Context) (bool, string) {
 				stored := &olmv1.ClusterObjectSet{}
 				if err := c.Get(ctx, client.ObjectKey{Name: name}, stored); err != nil {
 					return false, err.Error()
@@ -109,7 +109,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 
 			configMap := client.ObjectKey{Namespace: "default", Name: name + "-0"}
 			if o.rollout {
-				framework.Eventually(t, ctx, "the rollout to succeed", func(ctx context.Context) (bool, string) {
+				framework.Eventually(ctx, t, "the rollout to succeed", func(ctx context.Context) (bool, string) {
 					stored := &olmv1.ClusterObjectSet{}
 					if err := c.Get(ctx, client.ObjectKey{Name: name}, stored); err != nil {
 						return false, err.Error()
@@ -120,7 +120,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 				if err := c.Get(ctx, configMap, &corev1.ConfigMap{}); err != nil {
 					t.Errorf("the rolled-out ConfigMap: %v", err)
 				}
-				framework.Eventually(t, ctx, "an event about the rollout (events.k8s.io)", func(ctx context.Context) (bool, string) {
+				framework.Eventually(ctx, t, "an event about the rollout (events.k8s.io)", func(ctx context.Context) (bool, string) {
 					list := &eventsv1.EventList{}
 					if err := c.List(ctx, list); err != nil {
 						return false, err.Error()
@@ -134,7 +134,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			}
 
 			// Teardown (default) patches the finalizer away after deleting the ConfigMaps.
-			framework.Delete(t, ctx, c, cos)
+			framework.Delete(ctx, t, c, cos)
 			if o.rollout {
 				if err := c.Get(ctx, configMap, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 					t.Errorf("the ConfigMap outlived its ClusterObjectSet's teardown (%v)", err)
@@ -151,7 +151,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = c.Delete(context.Background(), orphan) })
-			framework.WaitGone(t, ctx, c, orphan) // by the sweep
+			framework.WaitGone(ctx, t, c, orphan) // by the sweep
 		})
 	}
 }
@@ -215,7 +215,7 @@ func impersonating(t *testing.T, user string) *testenv.Environment {
 		{Verb: "create", Resource: "secrets", Namespace: systemNamespace},
 		{Verb: "list", Group: olmv1.GroupVersion.Group, Resource: "clusterobjectsets"},
 	} {
-		framework.Eventually(t, ctx, fmt.Sprintf("%s to be allowed to %s %s", user, attrs.Verb, attrs.Resource), func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, fmt.Sprintf("%s to be allowed to %s %s", user, attrs.Verb, attrs.Resource), func(ctx context.Context) (bool, string) {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user, Groups: groups, ResourceAttributes: &attrs,
 			}}

@@ -1,7 +1,6 @@
 package plugin_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,14 +173,4 @@ func TestBadInputNamesFileAndDocument(t *testing.T) {
 			}
 		})
 	}
-}
-
-// decodeJSON is a helper for -o json outputs.
-func decodeJSON(t *testing.T, s string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }

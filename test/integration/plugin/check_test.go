@@ -68,7 +68,7 @@ func TestCheck(t *testing.T) {
 		})
 		var out string
 		// The API server reads webhook configurations from its informer: wait for it to use the new CA.
-		framework.Eventually(t, ctx, "check to see the new CA", func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "check to see the new CA", func(ctx context.Context) (bool, string) {
 			r := plugin(t, "check")
 			out = r.stdout
 			return exitCode(r.err) == 1 && strings.Contains(out, "[FAIL] The API server does not trust the serving certificate of webhook externalize.cos-externalizer.io"), out

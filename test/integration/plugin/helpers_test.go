@@ -178,11 +178,10 @@ func cosExists(t testing.TB, name string) bool {
 }
 
 // waitSucceeded waits for Succeeded=True, observed at the current generation.
-func waitSucceeded(t testing.TB, name string) *olmv1.ClusterObjectSet {
+func waitSucceeded(t testing.TB, name string) {
 	t.Helper()
-	var got *olmv1.ClusterObjectSet
-	framework.Eventually(t, ctx, name+" Succeeded", func(ctx context.Context) (bool, string) {
-		got = &olmv1.ClusterObjectSet{}
+	framework.Eventually(ctx, t, name+" Succeeded", func(ctx context.Context) (bool, string) {
+		got := &olmv1.ClusterObjectSet{}
 		if err := c().Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 			return false, err.Error()
 		}
@@ -193,5 +192,4 @@ func waitSucceeded(t testing.TB, name string) *olmv1.ClusterObjectSet {
 		}
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == got.Generation, strings.Join(msgs, " ")
 	})
-	return got
 }

@@ -32,7 +32,7 @@ func TestInspectPrometheusOperator(t *testing.T) {
 	secrets := testenv.Env.WaitOwned(t, name)
 
 	var out string
-	framework.Eventually(t, ctx, "inspect to show the Succeeded Event", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "inspect to show the Succeeded Event", func(ctx context.Context) (bool, string) {
 		out = squeeze(mustPlugin(t, "inspect", name).stdout)
 		return strings.Contains(out, "Normal Succeeded every phase is rolled out and ready"), out
 	})

@@ -105,7 +105,7 @@ func handlerSeconds(b *testing.B) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	sum, err := testenv.SumMetric(resp.Body, "cos_externalizer_admission_duration_seconds_sum{", `webhook="externalize"`, `operation="CREATE"`)
 	if err != nil {
 		b.Fatal(err)

@@ -33,10 +33,11 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
-// asUser returns a client that acts as another cluster admin, not exempt from the Secret guard.
-func asUser(t *testing.T, name string) client.Client {
+// asAlice returns a client that acts as alice, another cluster admin, not exempt from the Secret
+// guard.
+func asAlice(t *testing.T) client.Client {
 	t.Helper()
-	c, err := testenv.Env.As(name)
+	c, err := testenv.Env.As("alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func asUser(t *testing.T, name string) client.Client {
 
 func TestSecretGuard(t *testing.T) {
 	ctx := context.Background()
-	alice := asUser(t, "alice")
+	alice := asAlice(t)
 	cos := builders.COS("guarded", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "guarded", 2)...))
 	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
@@ -83,7 +84,7 @@ func TestSecretGuard(t *testing.T) {
 	if err := testenv.Env.Client.Delete(ctx, cos, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitGone(t, ctx, testenv.Env.Client, cos)
+	framework.WaitGone(ctx, t, testenv.Env.Client, cos)
 	if err := alice.Delete(ctx, referenced); err != nil {
 		t.Errorf("deleting the Secret of a deleted ClusterObjectSet: %v", err)
 	}
@@ -121,7 +122,7 @@ func TestSecretGuardStaleCache(t *testing.T) {
 	if err := testenv.Env.Client.Delete(ctx, cos, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitGone(t, ctx, testenv.Env.Client, cos)
+	framework.WaitGone(ctx, t, testenv.Env.Client, cos)
 	if resp := guard.Handle(ctx, deleteOf()); !resp.Allowed {
 		t.Errorf("a stale cache refused: %v", resp.Result)
 	}
@@ -147,7 +148,7 @@ func (f frozenCache) List(_ context.Context, list client.ObjectList, _ ...client
 // first, are refused for referenced Secrets; harmless updates are not.
 func TestSecretGuardBypasses(t *testing.T) {
 	ctx := context.Background()
-	alice := asUser(t, "alice")
+	alice := asAlice(t)
 	testenv.Env.RemoveAfter(t, "guard-bypass")
 	cos := builders.COS("guard-bypass", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "guard-bypass", 2)...))
@@ -240,7 +241,7 @@ func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 	if err := testenv.Env.Client.Create(ctx, cos); err != nil {
 		t.Fatal(err)
 	}
-	if err := asUser(t, "alice").Delete(ctx, sec); err == nil || !apierrors.IsForbidden(err) {
+	if err := asAlice(t).Delete(ctx, sec); err == nil || !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting a Secret that a live ClusterObjectSet references in another namespace: %v", err)
 	}
 	// The manager gone (its Pods are deleted first when its own namespace goes, or OLM is uninstalled
@@ -249,13 +250,13 @@ func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 	// reaches it.
 	deadGuard(t, ns.Name) // returns once it is in effect (its probe fails to call it)
 	// Both guards refuse alice (the API server calls them in parallel and reports either answer).
-	if err := asUser(t, "alice").Delete(ctx, sec); err == nil {
+	if err := asAlice(t).Delete(ctx, sec); err == nil {
 		t.Fatal("deleting a referenced Secret with an unanswered guard was admitted")
 	}
 	if err := testenv.Env.Client.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitGone(t, ctx, testenv.Env.Client, ns)
+	framework.WaitGone(ctx, t, testenv.Env.Client, ns)
 }
 
 // deadGuard installs, until the test ends, a copy of the generated secret guard (its rules,
@@ -307,11 +308,11 @@ func deadGuard(t *testing.T, ns string) {
 	if err := testenv.Env.Client.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, ctx, "the dead guard to take effect", func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the dead guard to take effect", func(ctx context.Context) (bool, string) {
 		p := probe.DeepCopy()
 		p.Annotations = map[string]string{"probe": time.Now().String()}
 		p.Labels = map[string]string{olmv1.LabelRevisionName: "changed"}
-		err := asUser(t, "alice").Update(ctx, p)
+		err := asAlice(t).Update(ctx, p)
 		return err != nil && strings.Contains(err.Error(), "failed calling webhook"), fmt.Sprintf("update: %v", err)
 	})
 }
@@ -329,7 +330,7 @@ func TestMetricsExposed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	for _, m := range []string{
 		"cos_externalizer_objects_externalized_total", "cos_externalizer_externalized_inline_bytes_total",

@@ -72,7 +72,7 @@ func cosExists(t *testing.T, name string) bool {
 // ownership runs even in webhook-only mode), then returns their resourceVersions.
 func settledSecrets(t *testing.T, cos *olmv1.ClusterObjectSet) map[string]string {
 	t.Helper()
-	framework.Eventually(t, context.Background(), "the Secrets of "+cos.Name+" to be owned by it", func(context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, "the Secrets of "+cos.Name+" to be owned by it", func(context.Context) (bool, string) {
 		for _, s := range testenv.Env.ObjectDataSecrets(t, cos.Name) {
 			if ref := metav1.GetControllerOf(&s); ref == nil || ref.UID != cos.UID {
 				return false, "Secret " + s.Name + " not owned yet"

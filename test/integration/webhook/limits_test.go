@@ -35,12 +35,12 @@ func setDeadlineBound(t *testing.T, bound string, v int) {
 	}
 }
 
-// createWithDeadline creates (dry run unless real) a small inline ClusterObjectSet with the deadline.
-func createWithDeadline(name string, minutes int32, real bool, with ...builders.Option) error {
+// createWithDeadline creates (dry run unless stored) a small inline ClusterObjectSet with the deadline.
+func createWithDeadline(name string, minutes int32, stored bool, with ...builders.Option) error {
 	cos := builders.COS(name, append([]builders.Option{builders.WithProgressDeadline(minutes),
 		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", name, map[string]string{"a": "b"})))}, with...)...)
 	var opts []client.CreateOption
-	if !real {
+	if !stored {
 		opts = append(opts, client.DryRunAll)
 	}
 	return testenv.Env.Client.Create(context.Background(), cos, opts...)
@@ -54,7 +54,7 @@ func lowerDeadlineMinimum(t *testing.T, name string) {
 	setDeadlineMinimum(t, 1)
 	t.Cleanup(func() {
 		setDeadlineMinimum(t, olmv1.MinProgressDeadlineMinutes)
-		framework.Eventually(t, context.Background(), "a 1-minute deadline to be refused again", func(ctx context.Context) (bool, string) {
+		framework.Eventually(context.Background(), t, "a 1-minute deadline to be refused again", func(ctx context.Context) (bool, string) {
 			err := createWithDeadline(name+"-x", 1, false)
 			return apierrors.IsInvalid(err), fmt.Sprint(err)
 		})
@@ -72,7 +72,7 @@ func TestServedCRDBoundsApply(t *testing.T) {
 	}
 
 	lowerDeadlineMinimum(t, name)
-	framework.Eventually(t, context.Background(), "a 1-minute deadline to be admitted", func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, "a 1-minute deadline to be admitted", func(ctx context.Context) (bool, string) {
 		err := createWithDeadline(name, 1, false)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -117,7 +117,7 @@ func TestServedCRDBoundChangedJustNow(t *testing.T) {
 	// The webhooks now read the raised maximum; lowered again, the API server refuses as soon as it
 	// serves the change, while the webhooks' reading is still the raised one.
 	setDeadlineBound(t, "maximum", olmv1.MaxProgressDeadlineMinutes)
-	framework.Eventually(t, context.Background(), fmt.Sprintf("a %d-minute deadline to be refused again", over), func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, fmt.Sprintf("a %d-minute deadline to be refused again", over), func(ctx context.Context) (bool, string) {
 		err := createWithDeadline(reverse, over, false)
 		return apierrors.IsInvalid(err), fmt.Sprint(err)
 	})
@@ -145,7 +145,7 @@ func TestServedCRDBoundChangedJustNow(t *testing.T) {
 // change. A refusal by one of our webhooks fails the test at once.
 func admittedByWebhooks(t *testing.T, name string, minutes int32) {
 	t.Helper()
-	framework.Eventually(t, context.Background(), fmt.Sprintf("a %d-minute deadline to be admitted", minutes), func(ctx context.Context) (bool, string) {
+	framework.Eventually(context.Background(), t, fmt.Sprintf("a %d-minute deadline to be admitted", minutes), func(ctx context.Context) (bool, string) {
 		err := createWithDeadline(name, minutes, false)
 		if err != nil && strings.Contains(err.Error(), "admission webhook") {
 			t.Fatalf("a %d-minute deadline refused by a webhook right after the CRD allowed it: %v", minutes, err)

@@ -186,8 +186,8 @@ func TestDryRunAndDiff(t *testing.T) {
 		t.Fatalf("kubectl diff wrote Secrets %v", w)
 	}
 	mustKubectl(t, nil, "apply", "--server-side", "-f", file)
-	real := getCOS(t, want.Name)
-	if fmt.Sprint(dryObj.Spec.Phases) != fmt.Sprint(real.Spec.Phases) {
+	applied := getCOS(t, want.Name)
+	if fmt.Sprint(dryObj.Spec.Phases) != fmt.Sprint(applied.Spec.Phases) {
 		t.Error("the dry run's result differs from the real apply's")
 	}
 	if out, stderr, err := kubectl(t, nil, "diff", "--server-side", "-f", file); err != nil {
