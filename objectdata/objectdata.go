@@ -61,7 +61,7 @@ type Writer struct {
 // content (externalize.Unusable); a reused one is touched (content.LastUsedAnnotation) and loses owner
 // references to ClusterObjectSets that are gone or being deleted. A dry run checks existing Secrets
 // the same way and writes nothing. It returns how many Secrets it created. A Secret that is not ours
-// is a *ConflictError; a failed read or write a *WriteError.
+// is a *externalize.ConflictError; a failed read or write a *externalize.WriteError.
 func (w *Writer) Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	limit := w.Concurrency
@@ -111,11 +111,11 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 			return true, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return false, &WriteError{Secret: key, Err: err}
+			return false, &externalize.WriteError{Secret: key, Err: err}
 		}
 		var got *corev1.Secret
 		if got, err = w.checkExisting(ctx, want, false); err != nil {
-			var conflict *ConflictError
+			var conflict *externalize.ConflictError
 			if errors.As(err, &conflict) || !apierrors.IsNotFound(err) {
 				return false, err
 			}
@@ -123,7 +123,7 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 		}
 		live, err := w.liveOwners(ctx, got.OwnerReferences)
 		if err != nil {
-			return false, &WriteError{Secret: key, Err: err}
+			return false, &externalize.WriteError{Secret: key, Err: err}
 		}
 		now := time.Now()
 		if used, ok := content.LastUsed(got.Annotations); ok && now.Sub(used) < recentUse && len(live) == len(got.OwnerReferences) {
@@ -143,10 +143,10 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 			return false, nil
 		}
 		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return false, &WriteError{Secret: key, Err: err}
+			return false, &externalize.WriteError{Secret: key, Err: err}
 		}
 	}
-	return false, &WriteError{Secret: key, Err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
+	return false, &externalize.WriteError{Secret: key, Err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
 }
 
 // liveOwners returns the owner references that point at something other than a ClusterObjectSet, or
@@ -199,36 +199,12 @@ func (w *Writer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun 
 		if dryRun && apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, &WriteError{Secret: key, Err: err}
+		return nil, &externalize.WriteError{Secret: key, Err: err}
 	}
 	if why := externalize.Unusable(got, want); len(why) > 0 {
-		return nil, &ConflictError{Secret: key, Why: strings.Join(why, ", ")}
+		return nil, &externalize.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
 	}
 	return got, nil
-}
-
-// WriteError is a failed Secret read or write.
-type WriteError struct {
-	Secret client.ObjectKey
-	Err    error
-}
-
-func (e *WriteError) Error() string {
-	return fmt.Sprintf("writing object-data Secret %s: %v", e.Secret, e.Err)
-}
-
-// Unwrap returns the client's error.
-func (e *WriteError) Unwrap() error { return e.Err }
-
-// ConflictError is an existing Secret under a name the plan needs that is not exactly ours.
-type ConflictError struct {
-	Secret client.ObjectKey
-	// Why lists the reasons (externalize.Unusable), joined with ", ".
-	Why string
-}
-
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("secret %s already exists and cannot be used: %s; delete it or rename the ClusterObjectSet", e.Secret, e.Why)
 }
 
 // Resolver returns a function that reads a ref's Secret (ref.namespace empty meaning systemNamespace)
@@ -246,46 +222,11 @@ func Resolver(ctx context.Context, reader client.Reader, systemNamespace string,
 // requests hold, and fails wrapping content.ErrBusy when ctx ends first. The budget goes back to the
 // pool when ctx ends, so ctx must be the request's.
 func PoolResolver(ctx context.Context, pool *content.Pool, reader client.Reader, systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
-	return SecretResolver(ctx, pool, func(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+	return externalize.SecretResolver(ctx, pool, func(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
 		sec := &corev1.Secret{}
 		if err := reader.Get(ctx, key, sec); err != nil {
 			return nil, err
 		}
 		return sec, nil
 	}, systemNamespace, maxResolvedBytes)
-}
-
-// SecretResolver is PoolResolver reading Secrets with get.
-func SecretResolver(ctx context.Context, pool *content.Pool, get func(context.Context, client.ObjectKey) (*corev1.Secret, error), systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
-	cache := map[client.ObjectKey]*corev1.Secret{}
-	budget := pool.NewBudget(maxResolvedBytes)
-	if pool != nil {
-		context.AfterFunc(ctx, budget.Release)
-	}
-	return func(ref olmv1.ObjectSourceRef) (map[string]any, error) {
-		key := client.ObjectKey{Namespace: ref.NamespaceOr(systemNamespace), Name: ref.Name}
-		sec, ok := cache[key]
-		if !ok {
-			var err error
-			if sec, err = get(ctx, key); err != nil {
-				return nil, fmt.Errorf("reading Secret %s: %w", key, err)
-			}
-			cache[key] = sec
-		}
-		data, ok := sec.Data[ref.Key]
-		if !ok {
-			return nil, fmt.Errorf("secret %s has no key %q", key, ref.Key)
-		}
-		obj, err := budget.Resolve(ctx, key.String()+"/"+ref.Key, data, ref.Key)
-		switch {
-		case errors.Is(err, content.ErrBudgetExceeded):
-			return nil, fmt.Errorf("%w (the limit is --max-resolved-bytes)", err)
-		case errors.Is(err, content.ErrBusy):
-			return nil, fmt.Errorf("secret %s key %q: %w (the limit is --max-concurrent-resolved-bytes)", key, ref.Key, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("secret %s key %q: %w", key, ref.Key, err)
-		}
-		return obj, nil
-	}
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/validation"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // WarningPrefix starts every warning of the pipeline, so that both front ends print the same lines.
@@ -40,7 +39,7 @@ type Store interface {
 	GetSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error)
 	// Write creates the planned Secrets of the ClusterObjectSet cosName, or reuses existing ones that
 	// are exactly ours; a dry run checks existing ones and writes nothing (objectdata.Writer.Write).
-	// It returns how many it created; a Secret that is not ours is an *objectdata.ConflictError.
+	// It returns how many it created; a Secret that is not ours is an *externalize.ConflictError.
 	Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error)
 }
 
@@ -264,7 +263,7 @@ func (p *Pipeline) sameAsStored(ctx context.Context, old, obj *olmv1.ClusterObje
 			return true, h, "", r
 		}
 	}
-	resolve := objectdata.SecretResolver(ctx, p.ResolvePool, p.Store.GetSecret, p.SystemNamespace, p.MaxResolvedBytes)
+	resolve := externalize.SecretResolver(ctx, p.ResolvePool, p.Store.GetSecret, p.SystemNamespace, p.MaxResolvedBytes)
 	same, err := externalize.SameContent(old.Spec.Phases, obj.Spec.Phases, p.SystemNamespace, resolve)
 	if err != nil {
 		return false, heal{}, WarningPrefix + "could not compare the submitted phases with the stored ones: " + err.Error(), nil
@@ -285,7 +284,7 @@ func (p *Pipeline) toHeal(ctx context.Context, cosName string, plan *content.Pla
 		case apierrors.IsNotFound(err):
 			h.missing = append(h.missing, key.Name)
 		case err != nil:
-			return heal{}, writeRefusal(&objectdata.WriteError{Secret: key, Err: err})
+			return heal{}, writeRefusal(&externalize.WriteError{Secret: key, Err: err})
 		case len(externalize.Unusable(got, want)) > 0:
 			damaged = true
 		}
@@ -376,7 +375,7 @@ func invalid(reason Reason, errs field.ErrorList) *Refusal {
 
 // writeRefusal refuses for a failed Store.Write.
 func writeRefusal(err error) *Refusal {
-	var conflict *objectdata.ConflictError
+	var conflict *externalize.ConflictError
 	if errors.As(err, &conflict) {
 		return &Refusal{Reason: ReasonSecretConflict, Code: http.StatusConflict, Err: err}
 	}

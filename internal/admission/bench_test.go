@@ -12,7 +12,6 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -33,7 +32,7 @@ func BenchmarkReapply(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("resolve/%dMiB", size>>20), func(b *testing.B) {
 			for b.Loop() {
-				resolve := objectdata.SecretResolver(context.Background(), nil, store.GetSecret, ns, 0)
+				resolve := externalize.SecretResolver(context.Background(), nil, store.GetSecret, ns, 0)
 				if same, err := externalize.SameContent(stored.Spec.Phases, inline.Spec.Phases, ns, resolve); err != nil || !same {
 					b.Fatal(same, err)
 				}

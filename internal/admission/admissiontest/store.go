@@ -16,11 +16,10 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // Store is an admission.Store in memory: ClusterObjectSets and Secrets by name, and Write with
-// objectdata.Writer's rules for an existing Secret (exactly ours, else a *objectdata.ConflictError),
+// objectdata.Writer's rules for an existing Secret (exactly ours, else a *externalize.ConflictError),
 // checked before anything is written.
 type Store struct {
 	// Namespace holds the Secrets Write creates.
@@ -104,7 +103,7 @@ func (s *Store) Write(_ context.Context, cosName string, plan *content.Plan, dry
 		key := types.NamespacedName{Namespace: s.Namespace, Name: p.Name}
 		if got, ok := s.secrets[key]; ok {
 			if why := externalize.Unusable(got, want); len(why) > 0 {
-				return 0, &objectdata.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
+				return 0, &externalize.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
 			}
 			continue
 		}

@@ -175,7 +175,7 @@ func TestWrite(t *testing.T) {
 			}}
 			n, err := w.Write(context.Background(), "app", p, tc.dryRun)
 			if tc.wantErr != "" {
-				var conflict *objectdata.ConflictError
+				var conflict *externalize.ConflictError
 				if !errors.As(err, &conflict) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want a ConflictError with %q", err, tc.wantErr)
 				}
