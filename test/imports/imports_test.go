@@ -1,0 +1,289 @@
+// Package imports checks the layering the layout promises (docs/design.md, "Packages"): every import
+// between the module's packages points down, the pure packages reach no client, the API types import
+// only apimachinery, and the drawn import graph in docs/design.md is the one the code has.
+package imports
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/cos-externalizer/cos-externalizer"
+
+var update = flag.Bool("update", false, "rewrite the import graph in docs/design.md")
+
+// Layers, lowest first: a package may import its own layer's packages and lower ones only. Within the
+// top product layer (webhook, controllers, certs/servingcert) no package imports another.
+const (
+	layerAPI = iota
+	layerPure
+	layerClient
+	layerComponent
+	layerCommand
+	layerTest
+)
+
+var layerNames = []string{"api", "pure core", "client", "components", "commands", "tests"}
+
+// layerOf places a package (path inside the module) in its layer.
+func layerOf(pkg string) int {
+	switch {
+	case pkg == "api/v1":
+		return layerAPI
+	case pkg == "internal/scheme", pkg == "objectdata", pkg == "internal/objectdata":
+		return layerClient
+	case pkg == "certs", strings.HasPrefix(pkg, "internal/"):
+		return layerPure
+	case pkg == "webhook", pkg == "controllers", strings.HasPrefix(pkg, "controllers/"), pkg == "certs/servingcert":
+		return layerComponent
+	case strings.HasPrefix(pkg, "cmd/"):
+		return layerCommand
+	default: // test/..., hack/...
+		return layerTest
+	}
+}
+
+// clientPrefixes are what a pure package must not reach, directly or not.
+var clientPrefixes = []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// list runs go list over the module's non-test packages.
+func list(t *testing.T) map[string]*pkg {
+	t.Helper()
+	root := moduleRoot(t)
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v: %s", err, stderr.String())
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		p := &pkg{}
+		if err := dec.Decode(p); err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		if rel, ok := strings.CutPrefix(p.ImportPath, module+"/"); ok {
+			pkgs[rel] = p
+		}
+	}
+	return pkgs
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test")
+		}
+		dir = parent
+	}
+}
+
+// internalImports are p's imports of the module's own packages, as paths inside the module.
+func internalImports(p *pkg) []string {
+	var out []string
+	for _, imp := range p.Imports {
+		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+func TestImportsPointDown(t *testing.T) {
+	for _, v := range upward(list(t)) {
+		t.Error(v)
+	}
+}
+
+// upward lists every import between the module's packages that breaks the layering.
+func upward(pkgs map[string]*pkg) []string {
+	var out []string
+	for name, p := range pkgs {
+		from := layerOf(name)
+		for _, imp := range internalImports(p) {
+			to := layerOf(imp)
+			switch {
+			case to > from:
+				out = append(out, fmt.Sprintf("%s (%s) imports %s (%s): an arrow back up", name, layerNames[from], imp, layerNames[to]))
+			case to == from && from == layerComponent:
+				out = append(out, fmt.Sprintf("%s imports %s: components are siblings and share only what lies below them", name, imp))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestUpward shows the check bites: each case adds one import to a small module.
+func TestUpward(t *testing.T) {
+	cases := map[string]struct {
+		from, to string
+		want     int
+	}{
+		"pure core to client":       {"internal/admission", "objectdata", 1},
+		"api to pure core":          {"api/v1", "internal/content", 1},
+		"component to component":    {"webhook", "controllers", 1},
+		"client to command":         {"objectdata", "cmd/kubectl-cos/cos", 1},
+		"pure core to pure core":    {"internal/admission", "internal/content", 0},
+		"component to client":       {"controllers", "objectdata", 0},
+		"command to component":      {"cmd/cos-externalizer/app", "webhook", 0},
+		"test to anything":          {"test/testenv", "cmd/cos-externalizer/app", 0},
+		"servingcert to its parent": {"certs/servingcert", "certs", 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pkgs := map[string]*pkg{tc.from: {Imports: []string{module + "/" + tc.to, "fmt"}}}
+			if got := upward(pkgs); len(got) != tc.want {
+				t.Errorf("%s importing %s: %d violations %q, want %d", tc.from, tc.to, len(got), got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPureCoreReachesNoClient(t *testing.T) {
+	for name, p := range list(t) {
+		if l := layerOf(name); l != layerPure && l != layerAPI {
+			continue
+		}
+		for _, dep := range p.Deps {
+			for _, prefix := range clientPrefixes {
+				if strings.HasPrefix(dep, prefix) {
+					t.Errorf("%s is pure, but depends on %s", name, dep)
+				}
+			}
+		}
+	}
+}
+
+func TestAPIImportsOnlyApimachinery(t *testing.T) {
+	p := list(t)["api/v1"]
+	if p == nil {
+		t.Fatal("api/v1 not listed")
+	}
+	for _, imp := range p.Imports {
+		if strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !strings.HasPrefix(imp, "k8s.io/apimachinery/") {
+			t.Errorf("api/v1 imports %s: the API types import only the standard library and k8s.io/apimachinery", imp)
+		}
+	}
+}
+
+// The graph in docs/design.md, between these markers: the module's packages but the tests', each
+// edge drawn unless a longer path already implies it (transitive reduction), so it stays readable.
+const (
+	beginMarker = "<!-- import graph: generated by `go test ./test/imports -update`; do not edit -->"
+	endMarker   = "<!-- end of import graph -->"
+)
+
+func TestDrawnGraphIsTheCodes(t *testing.T) {
+	want := graph(list(t))
+	path := filepath.Join(moduleRoot(t), "docs", "design.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin, end := bytes.Index(doc, []byte(beginMarker)), bytes.Index(doc, []byte(endMarker))
+	if begin < 0 || end < begin {
+		t.Fatalf("%s has no import graph between %q and %q", path, beginMarker, endMarker)
+	}
+	got := string(doc[begin+len(beginMarker) : end])
+	if got == want {
+		return
+	}
+	if *update {
+		out := slices.Concat(doc[:begin+len(beginMarker)], []byte(want), doc[end:])
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("the import graph in docs/design.md is not the code's; run `go test ./test/imports -update` and review the diff. Want:\n%s", want)
+}
+
+// graph draws the module's product packages (not test/ or hack/) as a Mermaid flowchart, one
+// subgraph per layer, with the transitive reduction of their imports.
+func graph(pkgs map[string]*pkg) string {
+	var names []string
+	for name := range pkgs {
+		if layerOf(name) < layerTest {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	edges := map[string][]string{}
+	for _, name := range names {
+		for _, imp := range internalImports(pkgs[name]) {
+			if layerOf(imp) < layerTest {
+				edges[name] = append(edges[name], imp)
+			}
+		}
+	}
+	// reach: is to reachable from the start without its direct edge to skip?
+	reach := func(from, to, skip string) bool {
+		seen := map[string]bool{}
+		stack := []string{}
+		for _, n := range edges[from] {
+			if n != skip {
+				stack = append(stack, n)
+			}
+		}
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if n == to {
+				return true
+			}
+			if !seen[n] {
+				seen[n] = true
+				stack = append(stack, edges[n]...)
+			}
+		}
+		return false
+	}
+	id := func(name string) string { return strings.NewReplacer("/", "_", "-", "_").Replace(name) }
+	var b strings.Builder
+	b.WriteString("\n```mermaid\nflowchart TD\n")
+	for l := layerCommand; l >= layerAPI; l-- {
+		fmt.Fprintf(&b, "  subgraph layer%d[%s]\n", l, layerNames[l])
+		for _, name := range names {
+			if layerOf(name) == l {
+				fmt.Fprintf(&b, "    %s[%s]\n", id(name), name)
+			}
+		}
+		b.WriteString("  end\n")
+	}
+	for _, name := range names {
+		for _, to := range edges[name] {
+			if !reach(name, to, to) {
+				fmt.Fprintf(&b, "  %s --> %s\n", id(name), id(to))
+			}
+		}
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
