@@ -54,14 +54,14 @@ func layerOf(pkg string) int {
 // clientPrefixes are what a pure package must not reach, directly or not.
 var clientPrefixes = []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go"}
 
-type pkg struct {
+type listedPackage struct {
 	ImportPath string
 	Imports    []string
 	Deps       []string
 }
 
 // list runs go list over the module's non-test packages.
-func list(t *testing.T) map[string]*pkg {
+func list(t *testing.T) map[string]*listedPackage {
 	t.Helper()
 	root := moduleRoot(t)
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
@@ -72,10 +72,10 @@ func list(t *testing.T) map[string]*pkg {
 	if err != nil {
 		t.Fatalf("go list: %v: %s", err, stderr.String())
 	}
-	pkgs := map[string]*pkg{}
+	pkgs := map[string]*listedPackage{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
-		p := &pkg{}
+		p := &listedPackage{}
 		if err := dec.Decode(p); err != nil {
 			t.Fatalf("decoding go list: %v", err)
 		}
@@ -105,7 +105,7 @@ func moduleRoot(t *testing.T) string {
 }
 
 // internalImports are p's imports of the module's own packages, as paths inside the module.
-func internalImports(p *pkg) []string {
+func internalImports(p *listedPackage) []string {
 	var out []string
 	for _, imp := range p.Imports {
 		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
@@ -122,7 +122,7 @@ func TestImportsPointDown(t *testing.T) {
 }
 
 // upward lists every import between the module's packages that breaks the layering.
-func upward(pkgs map[string]*pkg) []string {
+func upward(pkgs map[string]*listedPackage) []string {
 	var out []string
 	for name, p := range pkgs {
 		from := layerOf(name)
@@ -158,7 +158,7 @@ func TestUpward(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pkgs := map[string]*pkg{tc.from: {Imports: []string{module + "/" + tc.to, "fmt"}}}
+			pkgs := map[string]*listedPackage{tc.from: {Imports: []string{module + "/" + tc.to, "fmt"}}}
 			if got := upward(pkgs); len(got) != tc.want {
 				t.Errorf("%s importing %s: %d violations %q, want %d", tc.from, tc.to, len(got), got, tc.want)
 			}
@@ -227,7 +227,7 @@ func TestDrawnGraphIsTheCodes(t *testing.T) {
 
 // graph draws the module's product packages (not test/ or hack/) as a Mermaid flowchart, one
 // subgraph per layer, with the transitive reduction of their imports.
-func graph(pkgs map[string]*pkg) string {
+func graph(pkgs map[string]*listedPackage) string {
 	var names []string
 	for name := range pkgs {
 		if layerOf(name) < layerTest {
