@@ -20,7 +20,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,7 +63,7 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 			if err := env.Client.Create(context.Background(), warm); err != nil {
 				b.Fatal(err)
 			}
-			waitSucceeded(b, env.Client, warm.Name)
+			env.WaitForCondition(b, warm.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			cos, err := builders.Bundle("argocd", "argocd-install", "argocd")
 			if err != nil {
 				b.Fatal(err)
@@ -73,7 +72,7 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 			if err := env.Client.Create(context.Background(), cos); err != nil {
 				b.Fatal(err)
 			}
-			waitSucceeded(b, env.Client, cos.Name)
+			env.WaitForCondition(b, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			cosTime = time.Since(start)
 			_ = mgr.Stop()
 			_ = env.Stop()
@@ -97,18 +96,6 @@ func BenchmarkArgoCDRollout(b *testing.B) {
 		b.ReportMetric(cosTime.Seconds()/kubectlTime.Seconds(), "ratio")
 		b.StartTimer()
 	}
-}
-
-// waitSucceeded waits until the ClusterObjectSet is Succeeded.
-func waitSucceeded(b *testing.B, c client.Client, name string) {
-	b.Helper()
-	framework.Eventually(framework.Within(b, 5*time.Minute), b, name+" Succeeded", func(ctx context.Context) (bool, string) {
-		cos := &olmv1.ClusterObjectSet{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
-			return false, err.Error()
-		}
-		return apimeta.IsStatusConditionTrue(cos.Status.Conditions, olmv1.ConditionSucceeded), fmt.Sprintf("conditions %v", cos.Status.Conditions)
-	})
 }
 
 // managerProcess runs the manager binary against env as a separate process, so that its memory
@@ -243,7 +230,7 @@ func BenchmarkManagerMemory(b *testing.B) {
 		measure := func() float64 {
 			m := startManagerProcess(b, env)
 			for i := range 5 {
-				waitSucceeded(b, env.Client, fmt.Sprintf("mem-%d", i))
+				env.WaitForCondition(b, fmt.Sprintf("mem-%d", i), olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			}
 			time.Sleep(3 * time.Second) // let the heap settle after the initial sync
 			rss := m.rssBytes(b)
@@ -322,7 +309,7 @@ func BenchmarkSettledReconcile(b *testing.B) {
 		}
 		first := startManagerProcess(b, env)
 		for i := range n {
-			waitSucceeded(b, env.Client, fmt.Sprintf("settled-%d", i))
+			env.WaitForCondition(b, fmt.Sprintf("settled-%d", i), olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 		}
 		first.stop()
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -184,4 +186,29 @@ func (e *Environment) CheckExternalized(t testing.TB, want, stored *olmv1.Cluste
 			}
 		}
 	}
+}
+
+// Conditions renders the conditions of a ClusterObjectSet for failure messages.
+func Conditions(cos *olmv1.ClusterObjectSet) string {
+	parts := make([]string, 0, len(cos.Status.Conditions))
+	for _, cond := range cos.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s/%s(%s)", cond.Type, cond.Status, cond.Reason, cond.Message))
+	}
+	return strings.Join(parts, " ")
+}
+
+// WaitForCondition waits until the ClusterObjectSet has the condition with status, and reason unless
+// it is empty, observed at its current generation, and returns the ClusterObjectSet as it was then.
+func (e *Environment) WaitForCondition(t testing.TB, name, condType string, status metav1.ConditionStatus, reason string) *olmv1.ClusterObjectSet {
+	t.Helper()
+	var cos *olmv1.ClusterObjectSet
+	framework.Eventually(context.Background(), t, fmt.Sprintf("%s %s=%s/%s", name, condType, status, reason), func(ctx context.Context) (bool, string) {
+		cos = &olmv1.ClusterObjectSet{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
+			return false, err.Error()
+		}
+		cond := apimeta.FindStatusCondition(cos.Status.Conditions, condType)
+		return cond != nil && cond.Status == status && (reason == "" || cond.Reason == reason) && cond.ObservedGeneration == cos.Generation, Conditions(cos)
+	})
+	return cos
 }

@@ -70,7 +70,7 @@ func TestGzipBombRefsAreBlocked(t *testing.T) {
 	create(t, cos)
 
 	// 6 refs fit in 64 MiB; the 7th (phase p00, object 6) does not.
-	got := waitFor(t, name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+	got := testenv.Env.WaitForCondition(t, name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
 	msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
 	want := fmt.Sprintf(`resolving ref in phase "p00": key %q in Secret %s/%s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)`,
 		key, testenv.SystemNamespace, name+"-data", content.DefaultMaxResolvedBytes)
@@ -166,7 +166,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 	}
 	create(t, builders.COS(name, builders.WithPhase("p", refs(func(i int) string { return keys[i] })...)))
 
-	got := waitFor(t, name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+	got := testenv.Env.WaitForCondition(t, name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
 	msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
 	want := fmt.Sprintf(`resolving ref in phase "p": key %q in Secret %s/%s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)`,
 		keys[0], testenv.SystemNamespace, sec.Name, content.DefaultMaxResolvedBytes)

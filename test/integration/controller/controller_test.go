@@ -81,29 +81,6 @@ func getCOS(t *testing.T, name string) *olmv1.ClusterObjectSet {
 	return cos
 }
 
-// conditions renders the conditions for failure messages.
-func conditions(cos *olmv1.ClusterObjectSet) string {
-	var parts []string
-	for _, cond := range cos.Status.Conditions {
-		parts = append(parts, fmt.Sprintf("%s=%s/%s(%s)", cond.Type, cond.Status, cond.Reason, cond.Message))
-	}
-	return strings.Join(parts, " ")
-}
-
-func waitFor(t *testing.T, name, condType string, status metav1.ConditionStatus, reason string) *olmv1.ClusterObjectSet {
-	t.Helper()
-	var cos *olmv1.ClusterObjectSet
-	framework.Eventually(ctx, t, fmt.Sprintf("%s %s=%s/%s", name, condType, status, reason), func(ctx context.Context) (bool, string) {
-		cos = &olmv1.ClusterObjectSet{}
-		if err := c().Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
-			return false, err.Error()
-		}
-		cond := apimeta.FindStatusCondition(cos.Status.Conditions, condType)
-		return cond != nil && cond.Status == status && (reason == "" || cond.Reason == reason) && cond.ObservedGeneration == cos.Generation, conditions(cos)
-	})
-	return cos
-}
-
 func create(t *testing.T, cos *olmv1.ClusterObjectSet) {
 	t.Helper()
 	if err := c().Create(ctx, cos); err != nil {
@@ -154,9 +131,9 @@ func TestArgoCDRollsOutPhaseByPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, cos)
-	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, olmv1.ConditionAvailable) {
-		t.Errorf("Succeeded but not Available: %s", conditions(got))
+		t.Errorf("Succeeded but not Available: %s", testenv.Conditions(got))
 	}
 	// Phases completed in spec order.
 	if len(got.Status.ObservedPhases) != len(got.Spec.Phases) {
@@ -189,7 +166,7 @@ func TestCRDsEstablishedBeforeTheNextPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, cos)
-	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	after := &corev1.ConfigMap{}
 	if err := c().Get(ctx, client.ObjectKey{Namespace: "monitoring", Name: "after-crds"}, after); err != nil {
 		t.Fatal(err)
@@ -234,7 +211,7 @@ func TestRevisionHandover(t *testing.T) {
 		builders.WithPhase("configuration", builders.Inline(keep), builders.Inline(removed)),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "web", "example.invalid/web:1", nil))))
 	create(t, rev1)
-	r1 := waitFor(t, rev1.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	r1 := testenv.Env.WaitForCondition(t, rev1.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	keptBefore := &corev1.ConfigMap{}
 	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept"}, keptBefore); err != nil {
 		t.Fatal(err)
@@ -244,8 +221,8 @@ func TestRevisionHandover(t *testing.T) {
 		builders.WithPhase("configuration", builders.Inline(keep)),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "web", "example.invalid/web:2", nil))))
 	create(t, rev2)
-	r2 := waitFor(t, rev2.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
-	waitFor(t, rev1.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
+	r2 := testenv.Env.WaitForCondition(t, rev2.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	testenv.Env.WaitForCondition(t, rev1.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
 	if getCOS(t, rev1.Name).Spec.LifecycleState != olmv1.LifecycleStateArchived {
 		t.Error("revision 1 not archived")
 	}
@@ -313,7 +290,7 @@ func TestCollisionProtection(t *testing.T) {
 				builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, tc.target, map[string]string{"by": cosName}))))
 			create(t, cos)
 			if tc.succeed {
-				got := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+				got := testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 				cm := &corev1.ConfigMap{}
 				if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.target}, cm); err != nil {
 					t.Fatal(err)
@@ -322,7 +299,7 @@ func TestCollisionProtection(t *testing.T) {
 					t.Errorf("controller after adoption: %v", ref)
 				}
 			} else {
-				got := waitFor(t, cosName, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
+				got := testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
 				msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
 				if !strings.HasPrefix(msg, "revision object collisions in phase 0\nObject ConfigMap.v1 "+ns+"/"+tc.target+"\nAction: \"Collision\"\n") {
 					t.Errorf("collision message %q does not name the object", msg)
@@ -343,7 +320,7 @@ func TestMissingSecretThenCreated(t *testing.T) {
 	key := content.Key(data)
 	cos := builders.COS("late-secret", builders.WithPhase("configuration", builders.Ref("late-secret-data", "", key)))
 	create(t, cos)
-	got := waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
 	if msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message; !strings.Contains(msg, "late-secret-data") {
 		t.Errorf("Retrying message %q does not name the Secret", msg)
 	}
@@ -351,7 +328,7 @@ func TestMissingSecretThenCreated(t *testing.T) {
 	if err := c().Create(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	// The Secret is now owned by the ClusterObjectSet.
 	framework.Eventually(ctx, t, "the Secret's owner reference", func(ctx context.Context) (bool, string) {
 		s := &corev1.Secret{}
@@ -383,7 +360,7 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 	t.Cleanup(func() { deleteSecret(t, client.ObjectKeyFromObject(sec)) })
 	create(t, cos)
 	testenv.Env.RemoveAfter(t, cos.Name)
-	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 
 	replace := func(d []byte) {
 		t.Helper()
@@ -404,7 +381,7 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 	changed := builders.ConfigMap("default", "guarded", map[string]string{"a": "value-after-9d2e"})
 	changedData, _ := content.Canonical(changed.Object)
 	replace(changedData)
-	got := waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
 	msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
 	if !strings.HasPrefix(msg, `resolved content of 1 phase(s) has changed: phase "configuration" (expected digest sha256:`) || strings.Contains(msg, "value-after-9d2e") {
 		t.Errorf("Blocked message %q: want the phase named and no content", msg)
@@ -427,7 +404,7 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 		return blocked, fmt.Sprintf("%d events", len(events.Items))
 	})
 	replace(data)
-	waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 }
 
 func TestProgressDeadline(t *testing.T) {
@@ -437,9 +414,9 @@ func TestProgressDeadline(t *testing.T) {
 	cos := builders.COS("deadline", builders.WithProgressDeadline(10),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"deadline": "ok"}))))
 	create(t, cos)
-	waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded)
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded)
 	labelNode(t, "deadline", "ok")
-	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	if cond := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing); cond.Status != metav1.ConditionTrue || cond.Reason != olmv1.ReasonSucceeded {
 		t.Errorf("after recovery Progressing is %s/%s", cond.Status, cond.Reason)
 	}
@@ -465,7 +442,7 @@ func TestManagerRestartMidRollout(t *testing.T) {
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"restart": "ok"}))),
 		builders.WithPhase("publish", builders.Inline(builders.ConfigMap(ns, "last", nil))))
 	create(t, cos)
-	waitFor(t, cos.Name, olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure)
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure)
 	if err := manager.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +452,7 @@ func TestManagerRestartMidRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	manager = mgr
-	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "last"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("last phase not applied: %v", err)
 	}
@@ -538,7 +515,7 @@ func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 		builders.WithPhase("configuration", builders.InlineConfigMaps(ns, "gone", 3)...),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "gone", "example.invalid/gone:1", nil))))
 	create(t, cos)
-	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	secretName := got.Spec.Phases[0].Objects[0].Ref.Name
 	framework.Eventually(ctx, t, "the Secret to be owned", func(ctx context.Context) (bool, string) {
 		s := &corev1.Secret{}
@@ -576,7 +553,7 @@ func TestKeepsFiveArchivedRevisions(t *testing.T) {
 		cos := builders.COS(fmt.Sprintf("many-%d", rev), builders.WithRevision(rev), builders.WithLabels(owner),
 			builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", "many", map[string]string{"rev": fmt.Sprint(rev)}))))
 		create(t, cos)
-		waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+		testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	}
 	framework.Eventually(ctx, t, "revisions 2 to 6 archived, 1 deleted, 7 active", func(ctx context.Context) (bool, string) {
 		list := &olmv1.ClusterObjectSetList{}

@@ -39,7 +39,7 @@ func TestDriftIsRestored(t *testing.T) {
 		builders.WithPhase("deploy", builders.Inline(web)))
 	create(t, cos)
 	testenv.Env.RemoveAfter(t, cos.Name)
-	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 
 	configMap := func() client.Object { return &corev1.ConfigMap{} }
 	deploy := func() client.Object { return &appsv1.Deployment{} }
@@ -110,7 +110,7 @@ func TestObservedPhasesReadableByUpstream(t *testing.T) {
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "web", "example.invalid/web:1", nil))))
 	create(t, cos)
 	testenv.Env.RemoveAfter(t, cos.Name)
-	got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	for i, p := range got.Spec.Phases {
 		objs := make([]*unstructured.Unstructured, len(p.Objects))
 		for j, o := range p.Objects {
@@ -160,7 +160,7 @@ func TestDigestsOfEarlierReleasesAreKept(t *testing.T) {
 			cos := builders.COS(cosName, builders.WithPhase("configuration", builders.Ref(secretName, "", key)))
 			create(t, cos)
 			testenv.Env.RemoveAfter(t, cos.Name)
-			waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
+			testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
 			patch := []byte(fmt.Sprintf(`{"status":{"observedPhases":[{"name":"configuration","digest":%q}]}}`, tc.digest))
 			if err := c().Status().Patch(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: cos.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				t.Fatal(err)
@@ -169,10 +169,10 @@ func TestDigestsOfEarlierReleasesAreKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !tc.succeed {
-				waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+				testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
 				return
 			}
-			got := waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+			got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 			if d := got.Status.ObservedPhases[0].Digest; d != legacy {
 				t.Errorf("the digest of an earlier release was rewritten: %s, was %s", d, legacy)
 			}

@@ -37,16 +37,16 @@ func TestEmptyRevisionNeverArchivesItsPredecessor(t *testing.T) {
 	rev1 := builders.COS("empty-revision-1", owner,
 		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, "served", map[string]string{"rev": "1"}))))
 	create(t, rev1)
-	waitFor(t, rev1.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	testenv.Env.WaitForCondition(t, rev1.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 
 	rev2 := builders.COS("empty-revision-2", builders.WithRevision(2), owner)
 	create(t, rev2)
-	got := waitFor(t, rev2.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut)
+	got := testenv.Env.WaitForCondition(t, rev2.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRollingOut)
 	if msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message; !strings.Contains(msg, "no phases yet") {
 		t.Errorf("Progressing message %q does not say the revision is empty", msg)
 	}
 	if apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionSucceeded) != nil {
-		t.Errorf("an empty revision has a Succeeded condition: %s", conditions(got))
+		t.Errorf("an empty revision has a Succeeded condition: %s", testenv.Conditions(got))
 	}
 	// Archiving would have happened in the reconcile that wrote this status.
 	if r1 := getCOS(t, rev1.Name); r1.Spec.LifecycleState != olmv1.LifecycleStateActive {
@@ -61,8 +61,8 @@ func TestEmptyRevisionNeverArchivesItsPredecessor(t *testing.T) {
 	if err := c().Update(ctx, got); err != nil {
 		t.Fatalf("filling the phases: %v", err)
 	}
-	waitFor(t, rev2.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
-	waitFor(t, rev1.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
+	testenv.Env.WaitForCondition(t, rev2.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	testenv.Env.WaitForCondition(t, rev1.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
 	cm := &corev1.ConfigMap{}
 	if err := c().Get(ctx, client.ObjectKey{Namespace: ns, Name: "served"}, cm); err != nil || cm.Data["rev"] != "2" {
 		t.Errorf("after the handover the ConfigMap is %v (%v)", cm.Data, err)
@@ -83,7 +83,7 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 				return builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 3)...))
 			}
 			create(t, build())
-			first := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+			first := testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			waitSecretsControlledBy(t, first)
 
 			if whileTerminating {
@@ -121,7 +121,7 @@ func TestDeleteAndRecreateKeepsContent(t *testing.T) {
 				})
 				create(t, build())
 			}
-			second := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+			second := testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			if second.UID == first.UID {
 				t.Fatal("the ClusterObjectSet was not re-created")
 			}
@@ -138,7 +138,7 @@ func TestRestoreFromBackupKeepsContent(t *testing.T) {
 	testenv.Env.RemoveAfter(t, cosName)
 	testenv.Env.EnsureNamespace(t, cosName)
 	create(t, builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(cosName, "data", 2)...)))
-	lost := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	lost := testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	secrets := waitSecretsControlledBy(t, lost)
 
 	start := time.Now()
@@ -170,7 +170,7 @@ func TestRestoreFromBackupKeepsContent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	restored := waitFor(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	restored := testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	waitSecretsControlledBy(t, restored, lost.UID)
 	t.Logf("the restored ClusterObjectSet succeeded and owned its Secrets %s after the restore", time.Since(start).Round(time.Millisecond))
 }
@@ -219,7 +219,7 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 	if n, err := sweeper.Delete(ctx, judged); err != nil || n != 0 {
 		t.Fatalf("the sweep deleted %d reused Secrets (%v)", n, err)
 	}
-	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 }
 
 // TestWebhookOnlyModeReleasesOnlyOurFinalizer: a ClusterObjectSet finalized while rollout was on can
@@ -229,7 +229,7 @@ func TestWebhookOnlyModeReleasesOnlyOurFinalizer(t *testing.T) {
 	ours := builders.COS("webhook-only-ours", builders.WithPhase("configuration",
 		builders.Inline(builders.ConfigMap("default", "webhook-only-ours", nil))))
 	create(t, ours)
-	got := waitFor(t, ours.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	got := testenv.Env.WaitForCondition(t, ours.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	if !controllerutil.ContainsFinalizer(got, controllers.Finalizer) {
 		t.Fatalf("no finalizer while rolling out: %v", got.Finalizers)
 	}

@@ -149,7 +149,7 @@ func TestConditionMessagesReadLikeUpstream(t *testing.T) {
 			cos := tc.setup(t, cosName)
 			create(t, cos)
 			testenv.Env.RemoveAfter(t, cos.Name)
-			got := waitFor(t, cos.Name, tc.condType, tc.status, tc.reason)
+			got := testenv.Env.WaitForCondition(t, cos.Name, tc.condType, tc.status, tc.reason)
 			if msg := apimeta.FindStatusCondition(got.Status.Conditions, tc.condType).Message; msg != tc.message(cosName) {
 				t.Errorf("%s message\n got: %s\nwant: %s", tc.condType, msg, tc.message(cosName))
 			}
@@ -166,12 +166,12 @@ func TestArchivedAndContentChangedMessages(t *testing.T) {
 	cos := builders.COS("msg-archived", builders.WithPhase("configmap", builders.Inline(cm)))
 	create(t, cos)
 	testenv.Env.RemoveAfter(t, cos.Name)
-	waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	patch := []byte(`{"spec":{"lifecycleState":"Archived"}}`)
 	if err := c().Patch(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: cos.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	got := waitFor(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
+	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived)
 	for _, ct := range []string{olmv1.ConditionProgressing, olmv1.ConditionAvailable} {
 		if msg := apimeta.FindStatusCondition(got.Status.Conditions, ct).Message; msg != "revision is archived" {
 			t.Errorf("%s message %q, want %q", ct, msg, "revision is archived")
@@ -196,7 +196,7 @@ func TestArchivedAndContentChangedMessages(t *testing.T) {
 	changed := builders.COS("msg-changed", builders.WithPhase("resources", builders.Ref(sec.Name, "", "configmap")))
 	create(t, changed)
 	testenv.Env.RemoveAfter(t, changed.Name)
-	rolled := waitFor(t, changed.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	rolled := testenv.Env.WaitForCondition(t, changed.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	deleteSecret(t, client.ObjectKeyFromObject(sec))
 	if err := c().Create(ctx, objectDataSecret(sec.Name, changed.Name, map[string][]byte{"configmap": data(after)})); err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestArchivedAndContentChangedMessages(t *testing.T) {
 	}
 	want := fmt.Sprintf(`resolved content of 1 phase(s) has changed: phase "resources" (expected digest %s, got %s); a referenced object source may have been deleted and recreated with different content`,
 		rolled.Status.ObservedPhases[0].Digest, now)
-	blocked := waitFor(t, changed.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+	blocked := testenv.Env.WaitForCondition(t, changed.Name, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
 	if msg := apimeta.FindStatusCondition(blocked.Status.Conditions, olmv1.ConditionProgressing).Message; msg != want {
 		t.Errorf("Blocked message\n got: %s\nwant: %s", msg, want)
 	}

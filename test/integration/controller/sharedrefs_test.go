@@ -69,9 +69,9 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			create(t, builders.COS(writer, builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 				builders.WithCollisionProtection(olmv1.CollisionProtectionNone),
 				builders.WithPhase("configuration", builders.InlineConfigMaps("shared-"+name, "cm", 3)...)))
-			xa := waitFor(t, writer, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+			xa := testenv.Env.WaitForCondition(t, writer, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			xb := copyRefs(t, xa, user)
-			waitFor(t, user, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+			testenv.Env.WaitForCondition(t, user, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			// Both use the Secrets, so both own them: the collector deletes them with the last one.
 			waitSecretsOwnedBy(t, xb)
 			waitSecretsOwnedBy(t, xa)
@@ -97,7 +97,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 				}
 			}
 			// xb still resolves its content: a manifest change would block it, a lost Secret retry it.
-			xb = waitFor(t, user, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+			xb = testenv.Env.WaitForCondition(t, user, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 
 			// Its last user gone, the content goes with it.
 			if err := c().Delete(ctx, xb, client.PropagationPolicy(propagation)); err != nil {
@@ -123,7 +123,7 @@ func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
 	create(t, builders.COS("orphaned-delete", builders.WithAnnotations(map[string]string{"cos-externalizer.io/externalize": "always"}),
 		builders.WithCollisionProtection(olmv1.CollisionProtectionIfNoController),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", "orphaned-delete", 2)...)))
-	cos := waitFor(t, "orphaned-delete", olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	cos := testenv.Env.WaitForCondition(t, "orphaned-delete", olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	waitSecretsOwnedBy(t, cos)
 	if err := c().Delete(ctx, cos, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
 		t.Fatal(err)

@@ -67,7 +67,7 @@ func TestContentChangedAfterSucceededBlocks(t *testing.T) {
 			cos := builders.COS(cosName, builders.WithPhase("configuration", builders.Ref(original.Name, tc.secretNS, "configmap")))
 			create(t, cos)
 			testenv.Env.RemoveAfter(t, cos.Name)
-			waitFor(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+			testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 
 			deleteSecret(t, client.ObjectKeyFromObject(original))
 			if err := c().Create(ctx, secret("value-after-5e1f")); err != nil {
@@ -79,7 +79,7 @@ func TestContentChangedAfterSucceededBlocks(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := waitFor(t, cosName, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
+			got := testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked)
 			msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message
 			if !strings.Contains(msg, `"configuration"`) {
 				t.Errorf("Blocked message %q does not name the phase", msg)

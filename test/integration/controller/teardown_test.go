@@ -16,6 +16,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 // TestDeletingRightAfterRolloutRemovesCRDs deletes a revision of ten CRDs of one group as soon as it
@@ -33,7 +34,7 @@ func TestDeletingRightAfterRolloutRemovesCRDs(t *testing.T) {
 	for round := range 3 {
 		name := fmt.Sprintf("crd-teardown-%d", round)
 		create(t, builders.COS(name, builders.WithPhase("crds", objs...)))
-		got := waitFor(t, name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+		got := testenv.Env.WaitForCondition(t, name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 		if err := c().Delete(ctx, got); err != nil {
 			t.Fatal(err)
 		}

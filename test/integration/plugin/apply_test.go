@@ -75,7 +75,7 @@ func TestTenMegabyteBundleRollsOut(t *testing.T) {
 	}
 	stored := getCOS(t, name)
 	testenv.Env.CheckExternalized(t, want, stored)
-	waitSucceeded(t, name)
+	testenv.Env.WaitForCondition(t, name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	secrets := testenv.Env.WaitOwned(t, name)
 	if len(secrets) < 5 {
 		t.Errorf("%d Secrets for about 5 MB of compressed content", len(secrets))
@@ -128,7 +128,7 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 			if r := apply(); !strings.Contains(r.stdout, cosName+" created") {
 				t.Fatalf("first apply printed %q", r.stdout)
 			}
-			waitSucceeded(t, cosName)
+			testenv.Env.WaitForCondition(t, cosName, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 			testenv.Env.WaitOwned(t, cosName)
 			stored := getCOS(t, cosName)
 			secrets := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, cosName))
@@ -340,7 +340,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 		if !strings.Contains(r.stderr, fmt.Sprintf("0 created, %d already there", len(first))) {
 			t.Errorf("the second run did not reuse the Secrets: %s", r.stderr)
 		}
-		waitSucceeded(t, name)
+		testenv.Env.WaitForCondition(t, name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 		owned := testenv.Env.WaitOwned(t, name)
 		var names, firstNames []string
 		for i := range owned {
@@ -421,7 +421,7 @@ func TestApplyWithoutWebhook(t *testing.T) {
 	}
 	manager, started = m, true
 	testenv.Env.WaitOwned(t, name)
-	waitSucceeded(t, name)
+	testenv.Env.WaitForCondition(t, name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 }
 
 // TestKubectlRunsThePlugin: kubectl finds kubectl-cos on PATH, and completes its arguments through

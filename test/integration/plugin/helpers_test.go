@@ -16,8 +16,6 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +24,6 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
-	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -175,21 +172,4 @@ func cosExists(t testing.TB, name string) bool {
 		t.Fatal(err)
 	}
 	return err == nil
-}
-
-// waitSucceeded waits for Succeeded=True, observed at the current generation.
-func waitSucceeded(t testing.TB, name string) {
-	t.Helper()
-	framework.Eventually(ctx, t, name+" Succeeded", func(ctx context.Context) (bool, string) {
-		got := &olmv1.ClusterObjectSet{}
-		if err := c().Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
-			return false, err.Error()
-		}
-		cond := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionSucceeded)
-		var msgs []string
-		for _, c := range got.Status.Conditions {
-			msgs = append(msgs, fmt.Sprintf("%s=%s/%s(%s)", c.Type, c.Status, c.Reason, c.Message))
-		}
-		return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == got.Generation, strings.Join(msgs, " ")
-	})
 }

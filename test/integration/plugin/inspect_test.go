@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -28,7 +29,7 @@ func TestInspectPrometheusOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustPlugin(t, "apply", "-f", writeFile(t, want), "--server-side")
-	waitSucceeded(t, name)
+	testenv.Env.WaitForCondition(t, name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 	secrets := testenv.Env.WaitOwned(t, name)
 
 	var out string
