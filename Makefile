@@ -200,7 +200,7 @@ soak: control-plane testdata ## Run the adversarial sequence test long: SEED=N, 
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane and no downloaded bundles (pure packages).
-	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./cmd/... ./objectdata/... ./test/builders/... ./test/framework/...
+	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./cmd/... ./test/builders/... ./test/framework/...
 
 # The e2e suite (test/e2e) runs on the local control plane in `make test` (test/e2e/local) and, for
 # those with Docker, on kind: a cluster named $KIND_CLUSTER, cert-manager $(CERTMANAGER_VERSION) from

@@ -18,8 +18,8 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // SecretOwnershipReconciler keeps the ownerReferences of the object-data Secrets of the system

@@ -21,8 +21,8 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 // The Secret guard. Its object selector limits it to Secrets carrying the revision-name label, so no

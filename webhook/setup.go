@@ -19,7 +19,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 )
 
 // Paths the webhooks are served on.

@@ -33,8 +33,8 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 

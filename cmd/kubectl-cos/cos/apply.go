@@ -24,8 +24,8 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/validation"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
 )
 
 const (

@@ -18,7 +18,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/cosdiff"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 )
 
 type diffOptions struct {

@@ -17,7 +17,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/inspect"
-	"github.com/cos-externalizer/cos-externalizer/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 )
 
 type inspectOptions struct {
