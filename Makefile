@@ -100,7 +100,7 @@ fmt: ## Format the Go code.
 	$(GO) fmt ./...
 
 .PHONY: lint
-lint: ## gofmt check and go vet.
+lint: golangci-lint ## gofmt check, go vet and golangci-lint (make test runs it).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
