@@ -8,14 +8,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,18 +47,6 @@ type frontEndSecret struct {
 	Type      corev1.SecretType
 	Immutable bool
 	Data      map[string][]byte
-}
-
-// warningRecorder collects the API server's warnings of one client.
-type warningRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
 }
 
 // frontEndCase is one input: stored (created through the API server first, nil: none) and secrets
@@ -232,20 +218,14 @@ var conflictText = regexp.MustCompile(`secret \S+ already exists and cannot be u
 // viaWebhook creates the ClusterObjectSet, or updates the stored one, through the API server.
 func viaWebhook(t *testing.T, tc frontEndCase, name string) ([]string, error) {
 	t.Helper()
-	rec := &warningRecorder{}
-	cfg := rest.CopyConfig(testenv.Env.Config)
-	cfg.WarningHandler = rec
-	cl, err := client.New(cfg, client.Options{Scheme: c().Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, rec := testenv.Env.WarningClient(t)
 	if tc.stored == nil {
-		err = cl.Create(ctx, tc.submitted.DeepCopy())
-		return rec.msgs, err
+		err := cl.Create(ctx, tc.submitted.DeepCopy())
+		return rec.List(), err
 	}
 	// The reconciler writes the stored one meanwhile (finalizer, status): update the latest version.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rec.msgs = nil
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rec.Reset()
 		live := &olmv1.ClusterObjectSet{}
 		if err := c().Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
 			return err
@@ -254,7 +234,7 @@ func viaWebhook(t *testing.T, tc frontEndCase, name string) ([]string, error) {
 		obj.ResourceVersion = live.ResourceVersion
 		return cl.Update(ctx, obj)
 	})
-	return rec.msgs, err
+	return rec.List(), err
 }
 
 // viaPlugin runs kubectl cos apply on the ClusterObjectSet.
