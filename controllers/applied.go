@@ -1,81 +1,46 @@
 package controllers
 
 import (
-	"crypto/sha256"
-	"sync"
-
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/drift"
 )
 
-// appliedObjects remembers, per managed object, what was last applied and what the object held at the
-// applied fields right after (drift.Fingerprint), so that a reconcile can skip server-side applies
-// that would change nothing: a no-op apply of a large CustomResourceDefinition costs the API server
-// hundreds of milliseconds. An apply is skipped only while the live object still holds, at every field
-// we apply, what it held after our apply: drift at any of them (a label removed, an annotation or a
-// spec field changed) is restored by the next reconcile. It lives in memory only: after a restart
-// every object is applied once again.
-type appliedObjects struct {
-	mu sync.Mutex
-	m  map[appliedKey]appliedState
-}
+// A reconcile skips the server-side apply of an object that would change nothing: a no-op apply of a
+// large CustomResourceDefinition costs the API server hundreds of milliseconds, and a restarted
+// manager or a new leader would otherwise write every managed object once. The decision is taken from
+// the live object alone (drift.Unchanged): it carries the digest of the desired object we applied
+// (drift.Annotation, part of what we apply), and our field manager still owns every field of it.
+// Drift at any of our fields (a label removed, an annotation or a spec field changed, the digest
+// annotation itself) takes the field from us, and the next reconcile applies again.
 
-type appliedKey struct {
-	cos  types.UID
-	gvk  schema.GroupVersionKind
-	name client.ObjectKey
-}
+// ReasonAbsent: the object does not exist (a label value of cos_externalizer_applies_total).
+const ReasonAbsent = "absent"
 
-type appliedState struct {
-	// digest is of the canonical bytes applied.
-	digest [sha256.Size]byte
-	// fingerprint is of the object returned by the apply, at the applied fields.
-	fingerprint [sha256.Size]byte
-}
+var (
+	appliesPerformed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cos_externalizer_applies_total",
+		Help: "Server-side applies of managed objects, by why the object was applied: absent (it did not exist), digest (the desired object changed, or the object does not carry its digest), managed-fields (no managedFields entry of ours) or field (another manager changed or removed a field of ours).",
+	}, []string{"reason"})
+	appliesSkipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "cos_externalizer_applies_skipped_total",
+		Help: "Server-side applies of managed objects skipped because the live object holds what would be applied.",
+	})
+)
 
-// record notes an apply of desired (its canonical bytes and its fields, shape) whose result is obj.
-func (a *appliedObjects) record(k appliedKey, desired []byte, shape map[string]any, obj *unstructured.Unstructured) {
-	fp, err := drift.Fingerprint(shape, obj.Object)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err != nil {
-		delete(a.m, k) // cannot tell next time: apply again
-		return
+func init() {
+	// Every reason is exported from the start, at 0.
+	for _, r := range []string{ReasonAbsent, drift.ReasonDigest, drift.ReasonManagedFields, drift.ReasonField} {
+		appliesPerformed.WithLabelValues(r)
 	}
-	if a.m == nil {
-		a.m = map[appliedKey]appliedState{}
-	}
-	a.m[k] = appliedState{digest: sha256.Sum256(desired), fingerprint: fp}
 }
 
-// unchanged reports whether applying desired (canonical bytes, fields shape) again would change
-// nothing: the same bytes were applied last time, and live holds at every applied field what the
-// object held right after that apply.
-func (a *appliedObjects) unchanged(k appliedKey, desired []byte, shape map[string]any, live *unstructured.Unstructured) bool {
+// unchanged decides whether applying desired (its fields; digest is drift.Digest of it) to live
+// would change nothing. live nil: the object does not exist.
+func unchanged(desired map[string]any, live *unstructured.Unstructured, digest string) drift.Verdict {
 	if live == nil {
-		return false
+		return drift.Verdict{Reason: ReasonAbsent}
 	}
-	a.mu.Lock()
-	st, ok := a.m[k]
-	a.mu.Unlock()
-	if !ok || st.digest != sha256.Sum256(desired) {
-		return false
-	}
-	fp, err := drift.Fingerprint(shape, live.Object)
-	return err == nil && fp == st.fingerprint
-}
-
-// forget drops what was recorded for the objects of one ClusterObjectSet.
-func (a *appliedObjects) forget(cos types.UID) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k := range a.m {
-		if k.cos == cos {
-			delete(a.m, k)
-		}
-	}
+	return drift.Unchanged(desired, live.Object, FieldOwner, digest)
 }

@@ -98,7 +98,6 @@ type ClusterObjectSetReconciler struct {
 	SkipNameValidation bool
 
 	watches *kindWatches
-	applied appliedObjects
 }
 
 // SetupWithManager registers the reconciler: ClusterObjectSets, the object-data Secrets behind their

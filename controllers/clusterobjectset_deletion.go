@@ -60,7 +60,6 @@ func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos 
 				return reconcile.Result{RequeueAfter: teardownPoll}, nil
 			}
 		}
-		r.applied.forget(cos.UID)
 		if err := removeFinalizer(ctx, r.Client, cos); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -11,12 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/drift"
 	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 	"github.com/cos-externalizer/cos-externalizer/internal/rollout"
 )
@@ -104,8 +106,9 @@ func (r *ClusterObjectSetReconciler) applyPhase(ctx context.Context, cos *olmv1.
 
 // applyObject decides whether the object may be created or taken over, and applies it with
 // server-side apply as the controller of it. A collision is returned as a message. An object that
-// still holds what our last apply gave it is not applied again; it is read from the cache, so a
-// settled reconcile makes no API request for it. Every decision to write is taken on a fresh read.
+// holds what would be applied (unchanged: our digest annotation and our fields) is not applied; it
+// is read from the cache, so a settled reconcile makes no API request for it. Every decision to write
+// is taken on a fresh read.
 func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1.ClusterObjectSet, self collision.Revision, obj *unstructured.Unstructured, protection olmv1.CollisionProtection) (*unstructured.Unstructured, string, error) {
 	desired := obj.DeepCopy()
 	labels := desired.GetLabels()
@@ -117,26 +120,41 @@ func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1
 	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
 	desired.SetResourceVersion("")
 	desired.SetManagedFields(nil)
-	digest, err := content.Canonical(desired.Object)
+	// The digest covers everything applied but itself: labels and owner reference included, so a
+	// hand-over to another revision changes it.
+	canonical, err := content.Canonical(desired.Object)
 	if err != nil {
 		return nil, "", err
 	}
+	digest := drift.Digest(canonical)
+	annotations := desired.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[drift.Annotation] = digest
+	desired.SetAnnotations(annotations)
 	// The apply below decodes its answer into desired, replacing desired.Object: keep the fields.
-	shape := desired.Object
-	key := appliedKey{cos: cos.UID, gvk: desired.GroupVersionKind(), name: client.ObjectKeyFromObject(desired)}
+	fields := desired.Object
 
 	existing, fresh, err := r.getLive(ctx, obj)
 	if err != nil {
 		return nil, "", err
 	}
-	if r.applied.unchanged(key, digest, shape, existing) {
-		// Nothing changed since our last apply: neither what we apply nor the object at those fields.
-		return existing, "", nil
-	}
-	if !fresh {
+	verdict := unchanged(fields, existing, digest)
+	if !verdict.Unchanged && !fresh {
+		// The cache may be behind (our own last apply, a drift already restored): decide on a fresh read.
 		if existing, err = r.readLive(ctx, obj); err != nil {
 			return nil, "", err
 		}
+		verdict = unchanged(fields, existing, digest)
+	}
+	if verdict.Unchanged {
+		appliesSkipped.Inc()
+		// A restarted manager starts its watches here too: drift after a restart must wake the COS.
+		if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
+			return nil, "", err
+		}
+		return existing, "", nil
 	}
 	in := collision.Input{Protection: protection, Self: self}
 	if existing != nil {
@@ -158,10 +176,11 @@ func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1
 		}
 		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventAdopted, "Adopt", "adopting %s: %s", describe(obj), decision.Message)
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("applying", "object", describe(obj), "reason", verdict.Reason, "field", verdict.Field)
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return nil, "", sanitize(err)
 	}
-	r.applied.record(key, digest, shape, desired)
+	appliesPerformed.WithLabelValues(verdict.Reason).Inc()
 	if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
 		return nil, "", err
 	}

@@ -21,5 +21,5 @@ var (
 
 // Collectors are the controllers' counters, for the manager to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{secretsSwept, ownerRefsPatched, crdCleanupRetriggers}
+	return []prometheus.Collector{secretsSwept, ownerRefsPatched, crdCleanupRetriggers, appliesPerformed, appliesSkipped}
 }

@@ -2,51 +2,70 @@ package drift
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
-// FuzzFingerprint: the fingerprint is deterministic, does not depend on what live holds outside the
-// shape of desired, and changes when a field desired sets disappears from live.
-func FuzzFingerprint(f *testing.F) {
-	f.Add(`{"a":{"b":1,"c":[1,2]},"d":"x"}`, `{"a":{"b":1,"c":[1,2],"e":true},"d":"x","status":{}}`)
-	f.Add(desired, applied)
-	f.Add(`{"metadata":{"labels":{}}}`, `{"metadata":{"labels":{"a":"b"}}}`)
-	f.Fuzz(func(t *testing.T, ds, ls string) {
+// FuzzOwned: an object holding the managedFields an apply of desired records is unchanged; taking
+// any one field from us (the API server drops a parent left without fields) makes it changed; and
+// no live object, however malformed, makes Owned fail.
+func FuzzOwned(f *testing.F) {
+	f.Add(`{"apiVersion":"v1","metadata":{"name":"x","labels":{"a":"b"}},"spec":{"a":{"b":1,"c":[1,2]},"d":"x"}}`, `{}`, uint(3))
+	f.Add(`{"apiVersion":"v1","spec":{"l":[{"n":"x"}]}}`, `{"metadata":{"managedFields":[{"manager":"cos-externalizer","operation":"Apply","apiVersion":"v1","fieldsV1":{"f:spec":{"f:l":{"k:{\"n\":\"x\"}":{},"v:1":{},"k:[":{}}}}}]}}`, uint(0))
+	f.Add(`{"metadata":{"annotations":{}},"data":{"":null}}`, `{"metadata":{"managedFields":[{"manager":"cos-externalizer","operation":"Apply","fieldsV1":{"f:data":{}}}]}}`, uint(1))
+	f.Fuzz(func(t *testing.T, ds, ls string, pick uint) {
 		var d, l map[string]any
-		if json.Unmarshal([]byte(ds), &d) != nil || json.Unmarshal([]byte(ls), &l) != nil || d == nil || l == nil {
+		if json.Unmarshal([]byte(ds), &d) != nil || d == nil {
 			return
 		}
-		a, err := Fingerprint(d, l)
-		if err != nil {
-			t.Fatal(err)
+		if json.Unmarshal([]byte(ls), &l) == nil && l != nil {
+			_ = Owned(d, l, fieldManager) // must not panic
 		}
-		b, _ := Fingerprint(d, l)
-		if a != b {
-			t.Fatal("not deterministic")
+		d = normalize(d).(map[string]any)
+		fields := fieldsOf(d)
+		if v := Owned(d, withFields(d, fields), fieldManager); !v.Unchanged {
+			t.Fatalf("as applied: %+v", v)
 		}
-		// Keys outside desired's shape do not count.
-		l["zz-not-in-desired"] = "x"
-		if _, in := d["zz-not-in-desired"]; !in {
-			if c, _ := Fingerprint(d, l); c != a {
-				t.Fatal("a key outside the shape changed the fingerprint")
-			}
+		leaves := leafPaths(fields, nil)
+		if len(leaves) == 0 {
+			return
 		}
-		delete(l, "zz-not-in-desired")
-		// Removing a top-level field that desired sets (other than status) changes it.
-		for k := range d {
-			if k == "status" {
-				continue
-			}
-			if _, in := l[k]; !in {
-				continue
-			}
-			saved := l[k]
-			delete(l, k)
-			if c, _ := Fingerprint(d, l); c == a {
-				t.Fatalf("removing %q did not change the fingerprint", k)
-			}
-			l[k] = saved
-			break
+		taken := deepCopy(fields).(map[string]any)
+		remove(taken, leaves[pick%uint(len(leaves))])
+		if v := Owned(d, withFields(d, taken), fieldManager); v.Unchanged {
+			t.Fatalf("%v taken, still unchanged", leaves[pick%uint(len(leaves))])
 		}
 	})
+}
+
+// leafPaths lists the paths of the nodes without children, in order.
+func leafPaths(node map[string]any, prefix []string) [][]string {
+	keys := make([]string, 0, len(node))
+	for k := range node {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out [][]string
+	for _, k := range keys {
+		p := append(slices.Clone(prefix), k)
+		if c, _ := node[k].(map[string]any); len(c) > 0 {
+			out = append(out, leafPaths(c, p)...)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// remove deletes the node at path and the parents it leaves empty, as server-side apply does.
+func remove(node map[string]any, path []string) {
+	if len(path) == 1 {
+		delete(node, path[0])
+		return
+	}
+	c := node[path[0]].(map[string]any)
+	remove(c, path[1:])
+	if len(c) == 0 {
+		delete(node, path[0])
+	}
 }

@@ -1,0 +1,440 @@
+package drift
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Annotation is carried by every object the reconciler applies: Digest of the desired object it
+// applied (without the annotation). Removing or changing it is drift like any other field.
+const Annotation = "cos-externalizer.io/applied-digest"
+
+// Digest is the value of Annotation for the canonical bytes of a desired object.
+func Digest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Reasons a live object is not known to be unchanged; the values are metric labels.
+const (
+	// ReasonDigest: the object does not carry the digest of the desired object in Annotation (never
+	// applied by us, applied from another desired object, or the annotation was changed).
+	ReasonDigest = "digest"
+	// ReasonManagedFields: no managedFields entry of ours, or one that cannot be read.
+	ReasonManagedFields = "managed-fields"
+	// ReasonField: a field of the desired object is no longer ours.
+	ReasonField = "field"
+)
+
+// Verdict says whether a live object holds what the desired object says, and if not, why.
+type Verdict struct {
+	Unchanged bool
+	// Reason is one of the Reason constants when not Unchanged.
+	Reason string
+	// Field is the path of the field that decided ReasonField, with list elements by their index in
+	// the desired object (never a value: paths may be logged).
+	Field string
+}
+
+// Unchanged decides, from the live object alone, whether applying desired (as manager, with
+// server-side apply) would change nothing: live carries digest in Annotation, and manager's Apply
+// entry of live's managedFields still owns every field of desired (Owned). Server-side apply
+// moves a field to whoever changes it with an update or a forced apply, and drops it from every
+// manager when it is removed: a field we still own holds what we last applied there, and digest says
+// that was desired. No value is compared, so the API server's normalizations never look like drift.
+// digest must be Digest of desired without Annotation; desired may hold it.
+func Unchanged(desired, live map[string]any, manager, digest string) Verdict {
+	md, _ := live["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if got, _ := ann[Annotation].(string); got != digest {
+		return Verdict{Reason: ReasonDigest}
+	}
+	return Owned(desired, live, manager)
+}
+
+// Owned reports whether manager's Apply entry of live's managedFields owns every field desired sets.
+// It walks the entry's fieldsV1 without a schema: "f:<name>" for map keys; for list elements that
+// are maps, the one "k:{...}" entry whose key fields equal the element's (a key field the element
+// lacks was defaulted by the API server and matches); "v:<value>" for elements of set lists. A node
+// without children owns its value as a whole (atomic maps and lists), unless another manager owns
+// a field below it or a field of desired is missing from live below it: server-side apply keeps
+// such a node of ours when others take or remove all its children. Fields the API server never
+// records (apiVersion, kind, status, metadata.name and the server's metadata) are not looked at.
+// Anything it cannot match is "not owned": an extra apply is safe, a skipped one is not.
+func Owned(desired, live map[string]any, manager string) Verdict {
+	entries, ok := managedFields(live)
+	if !ok {
+		return Verdict{Reason: ReasonManagedFields}
+	}
+	var ours map[string]any
+	var others []map[string]any
+	apiVersion, _ := desired["apiVersion"].(string)
+	for _, e := range entries {
+		fields, _ := e["fieldsV1"].(map[string]any)
+		if e["manager"] == manager && e["operation"] == "Apply" && isEmpty(e["subresource"]) {
+			if ours != nil || fields == nil || e["apiVersion"] != apiVersion {
+				return Verdict{Reason: ReasonManagedFields}
+			}
+			ours = fields
+			continue
+		}
+		if fields != nil {
+			others = append(others, fields)
+		}
+	}
+	if ours == nil {
+		return Verdict{Reason: ReasonManagedFields}
+	}
+	w := owner{others: others}
+	if !w.object(desired, ours, live, 0) {
+		return Verdict{Reason: ReasonField, Field: w.where()}
+	}
+	return Verdict{Unchanged: true}
+}
+
+func isEmpty(v any) bool { s, _ := v.(string); return v == nil || s == "" }
+
+// managedFields returns live's managedFields entries as maps; false if they are not all maps.
+func managedFields(live map[string]any) ([]map[string]any, bool) {
+	md, _ := live["metadata"].(map[string]any)
+	list, _ := md["managedFields"].([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, m)
+	}
+	return out, true
+}
+
+// stripped are the fields the API server leaves out of managedFields, by depth: top level and
+// metadata.
+var (
+	strippedTop      = map[string]bool{"apiVersion": true, "kind": true, "status": true}
+	strippedMetadata = map[string]bool{
+		"name": true, "namespace": true, "creationTimestamp": true, "selfLink": true, "uid": true,
+		"clusterName": true, "generation": true, "managedFields": true, "resourceVersion": true,
+	}
+)
+
+// onlyStripped reports whether desired metadata holds no field the API server records.
+func onlyStripped(metadata any) bool {
+	m, ok := metadata.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k := range m {
+		if !strippedMetadata[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// owner walks desired against our fieldsV1. path holds the fieldsV1 keys from the root to the
+// node looked at (to find the same node in the other managers' entries), shown the elements of
+// desired's path for the verdict.
+type owner struct {
+	others []map[string]any
+	path   []string
+	shown  []string
+}
+
+func (w *owner) push(key, shown string) {
+	w.path = append(w.path, key)
+	w.shown = append(w.shown, shown)
+}
+func (w *owner) pop() { w.path = w.path[:len(w.path)-1]; w.shown = w.shown[:len(w.shown)-1] }
+
+func (w *owner) where() string {
+	var b strings.Builder
+	for _, s := range w.shown {
+		if b.Len() > 0 && !strings.HasPrefix(s, "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// object checks the fields of a desired map against node, the children of our fieldsV1 at it.
+// depth 0 is the object itself, 1 its metadata.
+func (w *owner) object(desired, node map[string]any, live any, depth int) bool {
+	lm, _ := live.(map[string]any)
+	for k, v := range desired {
+		if (depth == 0 && strippedTop[k]) || (depth == 1 && strippedMetadata[k]) {
+			continue
+		}
+		if depth == 0 && k == "metadata" && onlyStripped(v) {
+			continue // the API server records none of it
+		}
+		w.push("f:"+k, k)
+		child, ok := node["f:"+k].(map[string]any)
+		if !ok {
+			return false
+		}
+		next := -1
+		if depth == 0 && k == "metadata" {
+			next = 1
+		}
+		if !w.value(v, child, lm[k], next) {
+			return false
+		}
+		w.pop()
+	}
+	return true
+}
+
+// value checks one desired value whose node of ours is node (which exists).
+func (w *owner) value(desired any, node map[string]any, live any, depth int) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		if len(d) == 0 {
+			return true
+		}
+		if !hasChildren(node) {
+			return w.whole(d, live)
+		}
+		return w.object(d, node, live, depth)
+	case []any:
+		if len(d) == 0 {
+			return true
+		}
+		if !hasChildren(node) {
+			return w.whole(d, live)
+		}
+		return w.list(d, node, live)
+	}
+	return true // a scalar or null: the node is the field
+}
+
+// list checks the elements of a desired list against the children of a granular list node.
+func (w *owner) list(desired []any, node map[string]any, live any) bool {
+	ll, _ := live.([]any)
+	for i, e := range desired {
+		shown := "[" + strconv.Itoa(i) + "]"
+		switch e := e.(type) {
+		case map[string]any:
+			key, child, ok := matchKey(e, node)
+			w.push(key, shown)
+			if !ok {
+				return false
+			}
+			if !w.value(e, child, liveElement(ll, key), -1) {
+				return false
+			}
+			w.pop()
+		case []any:
+			w.push("", shown)
+			return false // lists of lists have no keys: not matched
+		default:
+			w.push("", shown)
+			if !hasValue(node, e) {
+				return false
+			}
+			w.pop()
+		}
+	}
+	return true
+}
+
+// whole checks a desired non-empty map or list that our node owns as a whole: no other manager owns
+// a field below it, and live holds every part of it that the API server cannot drop.
+func (w *owner) whole(desired, live any) bool {
+	for _, o := range w.others {
+		n := o
+		for _, k := range w.path {
+			if n, _ = n[k].(map[string]any); n == nil {
+				break
+			}
+		}
+		if n != nil && hasChildren(n) {
+			return false
+		}
+	}
+	return present(desired, live)
+}
+
+// present reports whether live holds every part of desired that is not a zero value (which the API
+// server may drop): map keys, and list elements by position.
+func present(desired, live any) bool {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		for k, v := range d {
+			if zero(v) {
+				continue
+			}
+			if !ok || !present(v, l[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if len(d) == 0 {
+			return true
+		}
+		l, ok := live.([]any)
+		if !ok || len(l) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !present(d[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return live != nil
+}
+
+func zero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !v
+	case string:
+		return v == ""
+	case int64:
+		return v == 0
+	case float64:
+		return v == 0
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// hasChildren reports whether a node has children besides "." (itself).
+func hasChildren(node map[string]any) bool {
+	for k := range node {
+		if k != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// matchKey finds the one "k:" child of node whose key fields the element matches.
+func matchKey(elem, node map[string]any) (key string, child map[string]any, ok bool) {
+	found := 0
+	for k, v := range node {
+		if !strings.HasPrefix(k, "k:") {
+			continue
+		}
+		fields, err := decodeKey(k[2:])
+		if err != nil {
+			return k, nil, false
+		}
+		if !keyMatches(elem, fields) {
+			continue
+		}
+		c, isMap := v.(map[string]any)
+		if !isMap {
+			return k, nil, false
+		}
+		key, child = k, c
+		found++
+	}
+	return key, child, found == 1
+}
+
+// keyMatches: every key field the element has equals the key's; a key field it lacks was defaulted.
+// An element with none of the key's fields matches nothing.
+func keyMatches(elem, fields map[string]any) bool {
+	had := 0
+	for f, want := range fields {
+		got, ok := elem[f]
+		if !ok {
+			continue
+		}
+		if !scalarEqual(got, want) {
+			return false
+		}
+		had++
+	}
+	return had > 0
+}
+
+// liveElement returns the element of a live list whose fields equal every field of key (a "k:"
+// fieldsV1 key); nil if none.
+func liveElement(live []any, key string) any {
+	fields, err := decodeKey(strings.TrimPrefix(key, "k:"))
+	if err != nil {
+		return nil
+	}
+	for _, e := range live {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		all := true
+		for f, want := range fields {
+			if got, ok := m[f]; !ok || !scalarEqual(got, want) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return m
+		}
+	}
+	return nil
+}
+
+// hasValue reports whether node has the "v:" child of a scalar.
+func hasValue(node map[string]any, v any) bool {
+	for k := range node {
+		if !strings.HasPrefix(k, "v:") {
+			continue
+		}
+		var got any
+		d := json.NewDecoder(strings.NewReader(k[2:]))
+		d.UseNumber()
+		if d.Decode(&got) == nil && scalarEqual(v, got) {
+			return true
+		}
+	}
+	return false
+}
+
+func decodeKey(s string) (map[string]any, error) {
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	err := d.Decode(&m)
+	return m, err
+}
+
+// scalarEqual compares a value of an object (int64, float64, string, bool, nil) with one decoded
+// from fieldsV1 with UseNumber. Other types never match.
+func scalarEqual(v, key any) bool {
+	switch k := key.(type) {
+	case json.Number:
+		switch v := v.(type) {
+		case int64:
+			i, err := k.Int64()
+			return err == nil && i == v
+		case float64:
+			f, err := k.Float64()
+			return err == nil && f == v
+		case json.Number:
+			return v == k
+		}
+		return false
+	case string, bool, nil:
+		switch v.(type) {
+		case string, bool, nil:
+			return v == key
+		}
+	}
+	return false
+}
