@@ -31,13 +31,6 @@ func (w *Warnings) List() []string {
 	return slices.Clone(w.list)
 }
 
-// Reset forgets the warnings collected so far.
-func (w *Warnings) Reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = nil
-}
-
 // WarningClient returns a client (no cache) whose requests' warnings are collected in the Warnings
 // returned.
 func (e *Environment) WarningClient(t testing.TB) (client.Client, *Warnings) {
