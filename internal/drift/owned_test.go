@@ -78,7 +78,8 @@ func TestOwnedOnRealManagedFields(t *testing.T) {
 			if !ok {
 				t.Fatalf("no fixture %q", name)
 			}
-			desired := f.Desired[name[:strings.Index(name, "-")]]
+			kind, _, _ := strings.Cut(name, "-")
+			desired := f.Desired[kind]
 			got := Owned(desired, live, fieldManager)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Owned (-want +got):\n%s", diff)
