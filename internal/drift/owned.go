@@ -216,16 +216,27 @@ func (w *owner) value(desired any, node map[string]any, live any, depth int) boo
 // list checks the elements of a desired list against the children of a granular list node.
 func (w *owner) list(desired []any, node map[string]any, live any) bool {
 	ll, _ := live.([]any)
+	keys, keysOK := listKeys(node)
+	claimed := map[string]bool{} // keys an element has every field of
+	for _, e := range desired {
+		if m, ok := e.(map[string]any); ok {
+			for _, k := range keys {
+				if had, ok := keyMatch(m, k.fields); ok && had == len(k.fields) {
+					claimed[k.raw] = true
+				}
+			}
+		}
+	}
 	for i, e := range desired {
 		shown := "[" + strconv.Itoa(i) + "]"
 		switch e := e.(type) {
 		case map[string]any:
-			key, child, ok := matchKey(e, node)
-			w.push(key, shown)
-			if !ok {
+			k, ok := matchKey(e, keys, claimed)
+			w.push(k.raw, shown)
+			if !ok || !keysOK {
 				return false
 			}
-			if !w.value(e, child, liveElement(ll, key), -1) {
+			if !w.value(e, k.child, liveElement(ll, k.fields), -1) {
 				return false
 			}
 			w.pop()
@@ -323,67 +334,74 @@ func hasChildren(node map[string]any) bool {
 	return false
 }
 
-// matchKey finds the one "k:" child of node whose key fields the element matches.
-func matchKey(elem, node map[string]any) (key string, child map[string]any, ok bool) {
-	found := 0
+// listKey is a "k:" child of a list node, decoded.
+type listKey struct {
+	raw    string
+	fields map[string]any
+	child  map[string]any
+}
+
+// listKeys decodes the "k:" children of node; false if one cannot be read.
+func listKeys(node map[string]any) ([]listKey, bool) {
+	var keys []listKey
 	for k, v := range node {
 		if !strings.HasPrefix(k, "k:") {
 			continue
 		}
 		fields, err := decodeKey(k[2:])
-		if err != nil {
-			return k, nil, false
+		child, isMap := v.(map[string]any)
+		if err != nil || !isMap || len(fields) == 0 {
+			return nil, false
 		}
-		if !keyMatches(elem, fields) {
-			continue
-		}
-		c, isMap := v.(map[string]any)
-		if !isMap {
-			return k, nil, false
-		}
-		key, child = k, c
-		found++
+		keys = append(keys, listKey{raw: k, fields: fields, child: child})
 	}
-	return key, child, found == 1
+	return keys, true
 }
 
-// keyMatches: every key field the element has equals the key's; a key field it lacks was defaulted.
-// An element with none of the key's fields matches nothing.
-func keyMatches(elem, fields map[string]any) bool {
-	had := 0
+// matchKey finds the key of a desired element: the one whose every field the element has, equal;
+// else the only one whose fields the element has are equal, the others having been defaulted by the
+// API server (a port's protocol), and that no other element has every field of.
+func matchKey(elem map[string]any, keys []listKey, claimed map[string]bool) (listKey, bool) {
+	var found []listKey
+	for _, k := range keys {
+		had, ok := keyMatch(elem, k.fields)
+		switch {
+		case !ok:
+		case had == len(k.fields):
+			return k, true
+		case had > 0 && !claimed[k.raw]:
+			found = append(found, k)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return listKey{}, false
+}
+
+// keyMatch reports whether every key field the element has equals the key's, and how many it has.
+func keyMatch(elem, fields map[string]any) (had int, ok bool) {
 	for f, want := range fields {
-		got, ok := elem[f]
-		if !ok {
+		got, present := elem[f]
+		if !present {
 			continue
 		}
 		if !scalarEqual(got, want) {
-			return false
+			return 0, false
 		}
 		had++
 	}
-	return had > 0
+	return had, true
 }
 
-// liveElement returns the element of a live list whose fields equal every field of key (a "k:"
-// fieldsV1 key); nil if none.
-func liveElement(live []any, key string) any {
-	fields, err := decodeKey(strings.TrimPrefix(key, "k:"))
-	if err != nil {
-		return nil
-	}
+// liveElement returns the element of a live list whose fields equal every key field; nil if none.
+func liveElement(live []any, fields map[string]any) any {
 	for _, e := range live {
 		m, ok := e.(map[string]any)
 		if !ok {
 			continue
 		}
-		all := true
-		for f, want := range fields {
-			if got, ok := m[f]; !ok || !scalarEqual(got, want) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if had, ok := keyMatch(m, fields); ok && had == len(fields) {
 			return m
 		}
 	}
