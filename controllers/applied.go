@@ -15,8 +15,8 @@ import (
 // Drift at any of our fields (a label removed, an annotation or a spec field changed, the digest
 // annotation itself) takes the field from us, and the next reconcile applies again.
 
-// ReasonAbsent: the object does not exist (a label value of cos_externalizer_applies_total).
-const ReasonAbsent = "absent"
+// reasonAbsent: the object does not exist (a label value of cos_externalizer_applies_total).
+const reasonAbsent = "absent"
 
 var (
 	appliesPerformed = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -31,7 +31,7 @@ var (
 
 func init() {
 	// Every reason is exported from the start, at 0.
-	for _, r := range []string{ReasonAbsent, drift.ReasonDigest, drift.ReasonManagedFields, drift.ReasonField} {
+	for _, r := range []string{reasonAbsent, drift.ReasonDigest, drift.ReasonManagedFields, drift.ReasonField} {
 		appliesPerformed.WithLabelValues(r)
 	}
 }
@@ -40,7 +40,7 @@ func init() {
 // would change nothing. live nil: the object does not exist.
 func unchanged(desired map[string]any, live *unstructured.Unstructured, digest string) drift.Verdict {
 	if live == nil {
-		return drift.Verdict{Reason: ReasonAbsent}
+		return drift.Verdict{Reason: reasonAbsent}
 	}
 	return drift.Unchanged(desired, live.Object, FieldOwner, digest)
 }
