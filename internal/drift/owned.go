@@ -60,7 +60,8 @@ func Unchanged(desired, live map[string]any, manager, digest string) Verdict {
 // are maps, the one "k:{...}" entry whose key fields equal the element's (a key field the element
 // lacks was defaulted by the API server and matches); "v:<value>" for elements of set lists. A node
 // without children owns its value as a whole (atomic maps and lists), unless another manager owns
-// a field below it or a field of desired is missing from live below it: server-side apply keeps
+// a field below it or a field of desired (but a null or an empty map or list) is missing from live
+// below it: server-side apply keeps
 // such a node of ours when others take or remove all its children. Fields the API server never
 // records (apiVersion, kind, status, metadata.name and the server's metadata) are not looked at.
 // Anything it cannot match is "not owned": an extra apply is safe, a skipped one is not.
@@ -255,7 +256,7 @@ func (w *owner) list(desired []any, node map[string]any, live any) bool {
 }
 
 // whole checks a desired non-empty map or list that our node owns as a whole: no other manager owns
-// a field below it, and live holds every part of it that the API server cannot drop.
+// a field below it, and live holds every part of it that the API server keeps.
 func (w *owner) whole(desired, live any) bool {
 	for _, o := range w.others {
 		n := o
@@ -271,14 +272,14 @@ func (w *owner) whole(desired, live any) bool {
 	return present(desired, live)
 }
 
-// present reports whether live holds every part of desired that is not a zero value (which the API
-// server may drop): map keys, and list elements by position.
+// present reports whether live holds every part of desired but nulls and empty maps and lists
+// (which the API server drops from typed objects): map keys, and list elements by position.
 func present(desired, live any) bool {
 	switch d := desired.(type) {
 	case map[string]any:
 		l, ok := live.(map[string]any)
 		for k, v := range d {
-			if zero(v) {
+			if droppable(v) {
 				continue
 			}
 			if !ok || !present(v, l[k]) {
@@ -304,18 +305,10 @@ func present(desired, live any) bool {
 	return live != nil
 }
 
-func zero(v any) bool {
+func droppable(v any) bool {
 	switch v := v.(type) {
 	case nil:
 		return true
-	case bool:
-		return !v
-	case string:
-		return v == ""
-	case int64:
-		return v == 0
-	case float64:
-		return v == 0
 	case map[string]any:
 		return len(v) == 0
 	case []any:
