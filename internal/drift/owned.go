@@ -61,8 +61,8 @@ func Unchanged(desired, live map[string]any, manager, digest string) Verdict {
 // lacks was defaulted by the API server and matches); "v:<value>" for elements of set lists. A node
 // without children owns its value as a whole (atomic maps and lists), unless another manager owns
 // a field below it or a field of desired (but a null or an empty map or list) is missing from live
-// below it: server-side apply keeps
-// such a node of ours when others take or remove all its children. Fields the API server never
+// below it: server-side apply keeps such a node of ours when others take or remove all its
+// children. Fields the API server never
 // records (apiVersion, kind, status, metadata.name and the server's metadata) are not looked at.
 // Anything it cannot match is "not owned": an extra apply is safe, a skipped one is not.
 func Owned(desired, live map[string]any, manager string) Verdict {
@@ -96,7 +96,7 @@ func Owned(desired, live map[string]any, manager string) Verdict {
 	return Verdict{Unchanged: true}
 }
 
-func isEmpty(v any) bool { s, _ := v.(string); return v == nil || s == "" }
+func isEmpty(v any) bool { s, ok := v.(string); return v == nil || (ok && s == "") }
 
 // managedFields returns live's managedFields entries as maps; false if they are not all maps.
 func managedFields(live map[string]any) ([]map[string]any, bool) {
