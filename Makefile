@@ -231,6 +231,14 @@ bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/plugin/
 	$(GO) test -run '^$$' -bench . -benchtime=3x -timeout 30m ./test/e2e/local/
 
+# The scale benchmark (test/bench/scale; figures in docs/benchmarks.md, "Scale"): 1,000 ClusterObjectSets
+# on one local control plane. Not part of test or bench: about 15 minutes. COS_SCALE_OWNERS=N (200),
+# COS_SCALE_REVISIONS, COS_SCALE_OBJECTS, COS_SCALE_WINDOW, COS_SCALE_DRIFT, COS_SCALE_NOISE make it
+# smaller or shorter; COS_SCALE_MANAGER=path measures another manager binary.
+.PHONY: bench-scale
+bench-scale: control-plane testdata ## Scale benchmark, 1,000 ClusterObjectSets: writes after a restart and a failover, settling, memory, steady-state requests, admission under 20 clients (~15 min).
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/scale/
+
 .PHONY: testdata
 testdata: $(TESTDATA_STAMP) ## Fetch the real test bundles (prometheus-operator CRDs, Argo CD install) into bin/testdata/.
 
