@@ -154,7 +154,6 @@ func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	c.deploys++
 	deploy := c.deploys
 	c.mu.Unlock()
-	var backends []string
 	for i := range n {
 		r, err := c.start(deploy, i, mode, extra)
 		if err != nil {
@@ -163,15 +162,52 @@ func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 		c.mu.Lock()
 		c.replicas = append(c.replicas, r)
 		c.mu.Unlock()
-		backends = append(backends, net.JoinHostPort("127.0.0.1", strconv.Itoa(r.webhookPort)))
 	}
-	c.lb.SetBackends(backends)
+	c.setBackends()
 	for i := range n {
-		if err := c.waitReady(ctx, i); err != nil {
+		if err := c.ready(ctx, deploy, i, mode, extra); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// setBackends points the load balancer at every replica's webhook port.
+func (c *Cluster) setBackends() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	backends := make([]string, 0, len(c.replicas))
+	for _, r := range c.replicas {
+		backends = append(backends, net.JoinHostPort("127.0.0.1", strconv.Itoa(r.webhookPort)))
+	}
+	c.lb.SetBackends(backends)
+}
+
+// ready waits until replica i is ready. A replica that exited because a port FreePorts gave it was
+// taken by another process before it listened (other tests on the machine pick ports too) is started
+// again on new ports, twice at most: that race is the harness's, not the manager's.
+func (c *Cluster) ready(ctx context.Context, deploy, i int, mode string, extra []string) error {
+	for attempt := 0; ; attempt++ {
+		err := c.waitReady(ctx, i)
+		r, rerr := c.replica(i)
+		if err == nil || rerr != nil || attempt == 2 || r.proc.ExitError() == nil || !lostPort(r.logPath) {
+			return err
+		}
+		next, err := c.start(deploy, i, mode, extra)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.replicas[i] = next
+		c.mu.Unlock()
+		c.setBackends()
+	}
+}
+
+// lostPort reports whether the replica's log says a port it was to listen on was in use.
+func lostPort(logPath string) bool {
+	b, err := os.ReadFile(logPath)
+	return err == nil && strings.Contains(string(b), "bind: address already in use")
 }
 
 // render is `kubectl kustomize config/<overlay>`, parsed.
