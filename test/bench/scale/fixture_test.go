@@ -492,24 +492,35 @@ func (m *managerProc) waitSettled(b *testing.B, n int, since time.Time) time.Dur
 	return lastChange.Sub(since)
 }
 
-// memory reads the manager's resident set (from /proc) and Go heap in use (its metrics), in MiB.
+// memory reads the manager's resident set (from /proc, the largest of six samples a second apart)
+// and its Go heap (its metrics' allocated heap, the smallest of the samples: about the live heap after
+// a collection), in MiB.
 func (m *managerProc) memory(b *testing.B) (rss, heap float64) {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.proc.PID()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			rss = kb / 1024
+	heap = -1
+	for i := range 6 {
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.proc.PID()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+				rss = max(rss, kb/1024)
+			}
+		}
+		text, err := m.metricsText(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if h := sum(text, "go_memstats_heap_alloc_bytes") / (1 << 20); heap < 0 || h < heap {
+			heap = h
 		}
 	}
-	text, err := m.metricsText(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	return rss, sum(text, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	return rss, heap
 }
 
 // cpuSeconds is the manager's user and system CPU time so far.
