@@ -298,13 +298,17 @@ deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-sig
 	$(KUBECTL) kustomize "$$tmp" | $(KUBECTL) apply --server-side --field-manager=cos-externalizer-deploy -f -
 
 .PHONY: undeploy
-undeploy: $(KUBECTL_DEP) ## Delete what deploy installed (same OVERLAY); with the CRD (default, self-signed) every ClusterObjectSet goes first, torn down by the still-running manager.
+undeploy: $(KUBECTL_DEP) ## Uninstall config/$OVERLAY and KEEP every workload (hack/uninstall.sh): webhooks and manager go, our finalizers are released; ClusterObjectSets, their objects and Secrets, the CRD and the namespace stay. DRY_RUN=1 shows it.
 	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
-	@if $(KUBECTL) kustomize config/$(OVERLAY) | grep -q '^kind: CustomResourceDefinition$$' && \
-		$(KUBECTL) get crd clusterobjectsets.olm.operatorframework.io >/dev/null 2>&1; then \
-		echo "deleting every ClusterObjectSet while the manager can still tear their objects down"; \
-		$(KUBECTL) delete clusterobjectsets --all --ignore-not-found --timeout=5m; fi
-	$(KUBECTL) kustomize config/$(OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
+	KUBECTL='$(KUBECTL)' hack/uninstall.sh $(if $(DRY_RUN),--dry-run) -k config/$(OVERLAY)
+
+.PHONY: undeploy-all
+undeploy-all: $(KUBECTL_DEP) ## DESTROYS WORKLOADS, needs CONFIRM=yes: deletes every ClusterObjectSet, so the manager tears down EVERYTHING they installed (CRDs and custom resources too), then config/$OVERLAY with the CRD and the namespace.
+	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
+	@test '$(CONFIRM)' = yes || { echo "undeploy-all deletes every ClusterObjectSet and EVERYTHING THEY INSTALLED (CRDs and custom resources"; \
+		echo "included), then the CRD and the namespace with the object-data Secrets. To keep the workloads: make undeploy."; \
+		echo "To go on: make undeploy-all CONFIRM=yes"; exit 1; }
+	KUBECTL='$(KUBECTL)' hack/uninstall.sh --delete-workloads --yes -k config/$(OVERLAY)
 
 ##@ Local control plane
 

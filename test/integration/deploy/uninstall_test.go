@@ -1,0 +1,359 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/controllers"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// pruneProtection is what keeps the CRD and the system namespace from Helm's uninstall, Argo CD's
+// prune and Application deletion, and Flux's prune.
+var pruneProtection = map[string]string{
+	"helm.sh/resource-policy":           "keep",
+	"argocd.argoproj.io/sync-options":   "Prune=false,Delete=false",
+	"kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+
+// TestOverlaysProtectFromPrune: wherever an overlay holds the ClusterObjectSet CRD or the system
+// namespace, they carry the keep and prune-protection annotations.
+func TestOverlaysProtectFromPrune(t *testing.T) {
+	for _, o := range overlays {
+		if !o.install {
+			continue
+		}
+		t.Run(o.name, func(t *testing.T) {
+			objs := parse(t, render(t, o.name))
+			for _, u := range []*unstructured.Unstructured{
+				find(objs, "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io"),
+				find(objs, "Namespace", systemNamespace),
+			} {
+				if u == nil {
+					continue
+				}
+				for k, v := range pruneProtection {
+					if got := u.GetAnnotations()[k]; got != v {
+						t.Errorf("%s %s: annotation %s %q, want %q", u.GetKind(), u.GetName(), k, got, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// olmManager is the field manager of OLM's operator-controller, which adds a finalizer of the same
+// name as ours.
+const olmManager = "operator-controller"
+
+// TestUninstallKeepsWorkloads runs hack/uninstall.sh, as `make undeploy` does, after the manager
+// rolled ClusterObjectSets out and stopped (the break-glass case: our finalizers present, the
+// fail-closed webhook configurations still installed, one ClusterObjectSet already being deleted and
+// held by our finalizer), with the overlay's manager Deployment and RBAC applied. Every workload
+// stays: the rolled-out objects, every ClusterObjectSet but the one being deleted (it goes, its
+// objects orphaned), OLM's finalizer, the object-data Secrets, the CRD and the namespace; our
+// finalizers, the webhook configurations, the Deployment and the RBAC go. The second case has the
+// system namespace being deleted as well: the script completes and says so.
+func TestUninstallKeepsWorkloads(t *testing.T) {
+	for name, tc := range map[string]struct {
+		overlay     string
+		terminating bool // the system namespace is being deleted
+	}{
+		"manager gone":            {overlay: "self-signed"},
+		"namespace being deleted": {overlay: "default", terminating: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c := testenv.Env.Client
+			prefix := "uninstall-" + strings.ReplaceAll(name, " ", "-")
+			kept, deleted, olms := prefix+"-kept", prefix+"-deleted", prefix+"-olm"
+
+			applySystemNamespace(t)
+			m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true },
+				"--externalize=always", "--rollout=true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stopped := false
+			t.Cleanup(func() {
+				if !stopped {
+					_ = m.Stop()
+				}
+			})
+			cleanupSets(t, kept, deleted, olms)
+			// Runs first: cleanup must not meet fail-closed webhooks without a manager.
+			t.Cleanup(func() {
+				if err := testenv.Env.RemoveWebhooks(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+
+			// Two ClusterObjectSets rolled out by our manager, which adds its finalizer.
+			uids := map[string]string{}
+			for _, n := range []string{kept, deleted} {
+				if err := c.Create(ctx, builders.COS(n, builders.WithPhase("configuration", builders.InlineConfigMaps("default", n, 2)...))); err != nil {
+					t.Fatal(err)
+				}
+				cos := testenv.Env.WaitForCondition(t, n, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+				testenv.Env.WaitOwned(t, n)
+				if !controllerutil.ContainsFinalizer(cos, controllers.Finalizer) {
+					t.Fatalf("%s has no finalizer after its rollout: %v", n, cos.Finalizers)
+				}
+				uids[n] = string(cos.UID)
+			}
+			secrets := map[string][]string{}
+			for _, n := range []string{kept, deleted} {
+				for _, s := range testenv.Env.ObjectDataSecrets(t, n) {
+					secrets[n] = append(secrets[n], s.Name)
+				}
+			}
+
+			// The manager goes; its fail-closed webhook configurations stay.
+			if err := m.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			stopped = true
+
+			// OLM's: the same finalizer name, added by another field manager.
+			olm := builders.COS(olms)
+			olm.Finalizers = []string{controllers.Finalizer}
+			if err := c.Create(ctx, olm, client.FieldOwner(olmManager)); err != nil {
+				t.Fatal(err)
+			}
+			// Deleted with nobody left to tear it down: our finalizer holds it.
+			if err := c.Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: deleted}}); err != nil {
+				t.Fatal(err)
+			}
+
+			installed := applyManager(t, tc.overlay)
+			if tc.terminating {
+				holdNamespace(t)
+			}
+
+			if !tc.terminating {
+				// A dry run changes nothing.
+				runUninstall(t, tc.overlay, "--dry-run")
+				cos := &olmv1.ClusterObjectSet{}
+				if err := c.Get(ctx, client.ObjectKey{Name: kept}, cos); err != nil || !controllerutil.ContainsFinalizer(cos, controllers.Finalizer) {
+					t.Fatalf("after a dry run, %s: %v, finalizers %v", kept, err, cos.Finalizers)
+				}
+				for _, u := range installed {
+					if err := c.Get(ctx, client.ObjectKeyFromObject(u), u.DeepCopy()); err != nil {
+						t.Fatalf("after a dry run, %s %s: %v", u.GetKind(), u.GetName(), err)
+					}
+				}
+			}
+
+			out := runUninstall(t, tc.overlay)
+			for _, want := range []string{
+				"clusterobjectset " + kept + ": released our finalizer",
+				"clusterobjectset " + deleted + " is being deleted: its objects are kept",
+				"clusterobjectset " + olms + " (" + olmManager + "): the finalizer is another controller's",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the script did not say %q", want)
+				}
+			}
+			if tc.terminating && !strings.Contains(out, "namespace "+systemNamespace+" is being deleted") {
+				t.Errorf("the script did not say the namespace is being deleted")
+			}
+
+			// The workloads: every rolled-out object, no longer owned by the deleted ClusterObjectSet.
+			framework.WaitGone(ctx, t, c, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: deleted}})
+			for _, n := range []string{kept, deleted} {
+				for i := range 2 {
+					cm := &corev1.ConfigMap{}
+					if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: fmt.Sprintf("%s-%d", n, i)}, cm); err != nil {
+						t.Errorf("the rolled-out ConfigMap of %s: %v", n, err)
+						continue
+					}
+					if n == deleted && slices.ContainsFunc(cm.OwnerReferences, func(r metav1.OwnerReference) bool { return string(r.UID) == uids[n] }) {
+						t.Errorf("ConfigMap %s is still owned by the deleted ClusterObjectSet", cm.Name)
+					}
+				}
+			}
+			// The ClusterObjectSets: ours without its finalizer, OLM's with it.
+			for n, want := range map[string]bool{kept: false, olms: true} {
+				cos := &olmv1.ClusterObjectSet{}
+				if err := c.Get(ctx, client.ObjectKey{Name: n}, cos); err != nil {
+					t.Errorf("ClusterObjectSet %s: %v", n, err)
+				} else if got := controllerutil.ContainsFinalizer(cos, controllers.Finalizer); got != want {
+					t.Errorf("ClusterObjectSet %s holds the finalizer: %t, want %t", n, got, want)
+				}
+			}
+			// The object-data Secrets, but where the namespace is being deleted.
+			if !tc.terminating {
+				for n, want := range secrets {
+					var got []string
+					for _, s := range testenv.Env.ObjectDataSecrets(t, n) {
+						got = append(got, s.Name)
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("Secrets of %s: %q, want %q", n, got, want)
+					}
+				}
+				ns := &corev1.Namespace{}
+				if err := c.Get(ctx, client.ObjectKey{Name: systemNamespace}, ns); err != nil || ns.DeletionTimestamp != nil {
+					t.Errorf("namespace %s: %v, deleting %v", systemNamespace, err, ns.DeletionTimestamp)
+				}
+			}
+			if err := c.Get(ctx, client.ObjectKey{Name: "clusterobjectsets.olm.operatorframework.io"}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
+				t.Errorf("the CRD: %v", err)
+			}
+			// What goes: the webhook configurations, the manager and its RBAC.
+			for _, u := range append(ofKind(parse(t, render(t, tc.overlay)), "MutatingWebhookConfiguration"),
+				append(ofKind(parse(t, render(t, tc.overlay)), "ValidatingWebhookConfiguration"), installed...)...) {
+				framework.WaitGone(ctx, t, c, u)
+			}
+
+			if !tc.terminating {
+				// Again: nothing more to do.
+				if out := runUninstall(t, tc.overlay); !strings.Contains(out, "done: 0 finalizers released") {
+					t.Errorf("the second run did something:\n%s", out)
+				}
+			}
+		})
+	}
+}
+
+// applyManager applies the overlay's Deployment, RBAC, Services and PodDisruptionBudget for real
+// (its pods run on kwok's node: nothing runs), waits for a pod, and returns them.
+func applyManager(t *testing.T, overlay string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, u := range parse(t, render(t, overlay)) {
+		switch u.GetKind() {
+		case "Deployment", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service", "PodDisruptionBudget":
+			objs = append(objs, u)
+			mustKubectl(t, mustJSON(t, u), "apply", "--server-side", "--field-manager="+fieldManager, "-f", "-")
+		}
+	}
+	t.Cleanup(func() {
+		for _, u := range objs {
+			if err := testenv.Env.Client.Delete(context.Background(), u); client.IgnoreNotFound(err) != nil {
+				t.Error(err)
+			}
+		}
+	})
+	deploy := &appsv1.Deployment{}
+	convert(t, find(objs, "Deployment", deploymentName), deploy)
+	framework.Eventually(context.Background(), t, "a pod of the manager's Deployment", func(ctx context.Context) (bool, string) {
+		pods := &corev1.PodList{}
+		if err := testenv.Env.Client.List(ctx, pods, client.InNamespace(systemNamespace), client.MatchingLabels(deploy.Spec.Selector.MatchLabels)); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) > 0, fmt.Sprintf("%d pods", len(pods.Items))
+	})
+	return objs
+}
+
+// holdNamespace deletes the system namespace and keeps it Terminating with a ConfigMap that holds a
+// finalizer, released when the test ends; cleanup waits until the namespace is gone.
+func holdNamespace(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	c := testenv.Env.Client
+	hold := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "uninstall-hold",
+		Finalizers: []string{"test.cos-externalizer.io/hold"}}}
+	if err := c.Create(ctx, hold); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(hold), hold); err == nil {
+			hold.Finalizers = nil
+			if err := c.Update(ctx, hold); err != nil {
+				t.Error(err)
+			}
+		}
+		framework.WaitGone(ctx, t, c, ns)
+	})
+	if err := c.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(ctx, t, "namespace "+systemNamespace+" Terminating", func(ctx context.Context) (bool, string) {
+		got := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ns), got); err != nil {
+			return false, err.Error()
+		}
+		return got.Status.Phase == corev1.NamespaceTerminating, string(got.Status.Phase)
+	})
+}
+
+// cleanupSets deletes the ClusterObjectSets when the test ends, releasing any finalizer (no manager
+// runs by then), the ConfigMaps they rolled out and their object-data Secrets (orphaned ones too),
+// and waits until they are gone.
+func cleanupSets(t *testing.T, names ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c := testenv.Env.Client
+		var gone []client.Object
+		for _, n := range names {
+			cos := &olmv1.ClusterObjectSet{}
+			if err := c.Get(ctx, client.ObjectKey{Name: n}, cos); err == nil && len(cos.Finalizers) > 0 {
+				cos.Finalizers = nil
+				if err := c.Update(ctx, cos); err != nil {
+					t.Error(err)
+				}
+			}
+			gone = append(gone, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			for _, s := range testenv.Env.ObjectDataSecrets(t, n) {
+				gone = append(gone, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name}})
+			}
+			for i := range 2 {
+				gone = append(gone, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-%d", n, i)}})
+			}
+		}
+		for _, o := range gone {
+			if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				t.Error(err)
+			}
+		}
+		for _, o := range gone {
+			framework.WaitGone(ctx, t, c, o)
+		}
+	})
+}
+
+// runUninstall runs hack/uninstall.sh on the overlay (with args) and the control plane's kubectl, as
+// `make undeploy` does, and returns its output.
+func runUninstall(t *testing.T, overlay string, args ...string) string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl, err := controlplane.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", append([]string{filepath.Join(root, "hack", "uninstall.sh"), "-k", filepath.Join(root, "config", overlay)}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECTL="+kubectl, "KUBECONFIG="+testenv.Env.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	t.Logf("hack/uninstall.sh:\n%s", out)
+	if err != nil {
+		t.Fatalf("hack/uninstall.sh: %v", err)
+	}
+	return string(out)
+}
