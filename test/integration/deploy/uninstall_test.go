@@ -71,14 +71,16 @@ const olmManager = "operator-controller"
 // held by our finalizer), with the overlay's manager Deployment and RBAC applied. Every workload
 // stays: the rolled-out objects, every ClusterObjectSet but the one being deleted (it goes, its
 // objects orphaned), OLM's finalizer, the object-data Secrets, the CRD and the namespace; our
-// finalizers, the webhook configurations, the Deployment and the RBAC go. The second case has the
-// system namespace being deleted as well: the script completes and says so.
+// finalizers, the webhook configurations, the Deployment and the RBAC go. The same with the
+// webhook-only overlay (which holds neither CRD nor namespace); and with the system namespace being
+// deleted as well: the script completes and says so.
 func TestUninstallKeepsWorkloads(t *testing.T) {
 	for name, tc := range map[string]struct {
 		overlay     string
 		terminating bool // the system namespace is being deleted
 	}{
 		"manager gone":            {overlay: "self-signed"},
+		"webhook-only":            {overlay: "webhook-only"},
 		"namespace being deleted": {overlay: "default", terminating: true},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -230,6 +232,20 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 				if out := runUninstall(t, tc.overlay); !strings.Contains(out, "done: 0 finalizers released") {
 					t.Errorf("the second run did something:\n%s", out)
 				}
+				// Tearing down needs --yes, and a running manager: without one, deleting the
+				// ClusterObjectSets would hang on our finalizer (webhook-only leaves them to OLM).
+				refusals := map[string]string{"--delete-workloads": "Add --yes"}
+				if tc.overlay != "webhook-only" {
+					refusals["--delete-workloads --yes"] = "is not running"
+				}
+				for args, want := range refusals {
+					if out, err := uninstall(t, tc.overlay, strings.Fields(args)...); err == nil || !strings.Contains(out, want) {
+						t.Errorf("hack/uninstall.sh %s: %v, want a refusal saying %q:\n%s", args, err, want, out)
+					}
+				}
+				if err := c.Get(ctx, client.ObjectKey{Name: kept}, &olmv1.ClusterObjectSet{}); err != nil {
+					t.Errorf("after the refusals, %s: %v", kept, err)
+				}
 			}
 		})
 	}
@@ -337,8 +353,18 @@ func cleanupSets(t *testing.T, names ...string) {
 }
 
 // runUninstall runs hack/uninstall.sh on the overlay (with args) and the control plane's kubectl, as
-// `make undeploy` does, and returns its output.
+// `make undeploy` does, and returns its output; it fails the test when the script fails.
 func runUninstall(t *testing.T, overlay string, args ...string) string {
+	t.Helper()
+	out, err := uninstall(t, overlay, args...)
+	if err != nil {
+		t.Fatalf("hack/uninstall.sh: %v", err)
+	}
+	return out
+}
+
+// uninstall runs hack/uninstall.sh and returns its output and error.
+func uninstall(t *testing.T, overlay string, args ...string) (string, error) {
 	t.Helper()
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -351,9 +377,6 @@ func runUninstall(t *testing.T, overlay string, args ...string) string {
 	cmd := exec.Command("bash", append([]string{filepath.Join(root, "hack", "uninstall.sh"), "-k", filepath.Join(root, "config", overlay)}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECTL="+kubectl, "KUBECONFIG="+testenv.Env.Kubeconfig)
 	out, err := cmd.CombinedOutput()
-	t.Logf("hack/uninstall.sh:\n%s", out)
-	if err != nil {
-		t.Fatalf("hack/uninstall.sh: %v", err)
-	}
-	return string(out)
+	t.Logf("hack/uninstall.sh %s:\n%s", strings.Join(args, " "), out)
+	return string(out), err
 }
