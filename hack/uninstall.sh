@@ -11,9 +11,9 @@
 #      re-adds a finalizer or tears anything down;
 #   3. our teardown finalizer (olm.operatorframework.io/teardown, added by the field manager
 #      cos-externalizer) is released from every ClusterObjectSet, without teardown. A finalizer of
-#      the same name that another field manager (OLM's operator-controller) added is left alone. A
-#      ClusterObjectSet already being deleted is first switched to orphan deletion, so the garbage
-#      collector keeps its objects (and Secrets) when it goes;
+#      the same name that another field manager (OLM's operator-controller) owns, alone or with
+#      ours, is left alone. A ClusterObjectSet already being deleted is first switched to orphan
+#      deletion, so the garbage collector keeps its objects (and Secrets) when it goes;
 #   4. the rest of the manifests go, but for the ClusterObjectSet CRD and the system namespace.
 # The ClusterObjectSets, the objects they installed, their object-data Secrets, the CRD and the
 # namespace stay, for OLM or a reinstall to pick up. Running it again does nothing more. It works
