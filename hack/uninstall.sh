@@ -137,7 +137,7 @@ if $delete_workloads; then
     k delete clusterobjectsets --all --ignore-not-found --timeout=5m "${dry[@]}"
   fi
   say "deleting every object of the manifests, the CRD and namespace $namespace included$note"
-  kdelete "$tmp/all.yaml"
+  kdelete "$tmp/all.yaml" --timeout=5m
   say "done$note"
   exit 0
 fi

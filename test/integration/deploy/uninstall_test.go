@@ -380,3 +380,69 @@ func uninstall(t *testing.T, overlay string, args ...string) (string, error) {
 	t.Logf("hack/uninstall.sh %s:\n%s", strings.Join(args, " "), out)
 	return string(out), err
 }
+
+// TestUndeployAllTearsDown runs hack/uninstall.sh --delete-workloads --yes, as `make undeploy-all
+// CONFIRM=yes` does, with a manager running (in this process; the overlay's Deployment is applied for
+// its readiness): the ClusterObjectSet is torn down (its ConfigMaps go), then the CRD, the namespace
+// and the rest of the overlay. The CRD is installed again afterwards for the other tests.
+func TestUndeployAllTearsDown(t *testing.T) {
+	ctx := context.Background()
+	c := testenv.Env.Client
+	const overlay, name = "self-signed", "undeploy-all"
+	cleanupSets(t, name) // last, with the CRD back
+	t.Cleanup(func() {
+		dir, err := controlplane.CRDDir()
+		if err == nil {
+			_, err = controlplane.InstallCRDs(context.Background(), testenv.Env.Config, dir)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	applySystemNamespace(t)
+	m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true },
+		"--externalize=always", "--rollout=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			t.Error(err)
+		}
+		if err := testenv.Env.RemoveWebhooks(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := c.Create(ctx, builders.COS(name, builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 2)...))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Env.WaitForCondition(t, name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded)
+	testenv.Env.WaitOwned(t, name)
+	installed := applyManager(t, overlay)
+	framework.Eventually(ctx, t, "the manager's Deployment ready", func(ctx context.Context) (bool, string) {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: deploymentName}, d); err != nil {
+			return false, err.Error()
+		}
+		return d.Status.ReadyReplicas > 0, fmt.Sprintf("%d ready", d.Status.ReadyReplicas)
+	})
+
+	out := runUninstall(t, overlay, "--delete-workloads", "--yes")
+	if !strings.Contains(out, "the manager tears down everything they installed") {
+		t.Errorf("the script did not say it tears down")
+	}
+	gone := []client.Object{
+		&olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "clusterobjectsets.olm.operatorframework.io"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}},
+	}
+	for i := range 2 {
+		gone = append(gone, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-%d", name, i)}})
+	}
+	for _, u := range installed {
+		gone = append(gone, u)
+	}
+	for _, o := range gone {
+		framework.WaitGone(ctx, t, c, o)
+	}
+}
