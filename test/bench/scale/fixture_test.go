@@ -526,7 +526,13 @@ func (m *managerProc) memory(b *testing.B) (rss, heap float64) {
 // cpuSeconds is the manager's user and system CPU time so far.
 func (m *managerProc) cpuSeconds(b *testing.B) float64 {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.proc.PID()))
+	return cpuSeconds(b, m.proc.PID())
+}
+
+// cpuSeconds is the user and system CPU time of process pid so far.
+func cpuSeconds(b *testing.B, pid int) float64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
