@@ -3,7 +3,7 @@
 // revision, externalized into Secrets by the webhook) on one local control plane, built once per run.
 // The manager runs as a process of the binary built from this tree, as its own user, so that the
 // API server's flow-control counters count its requests apart from the benchmark's. `make
-// bench-scale` runs it (not make test, not make bench: about 15 minutes); COS_SCALE_OWNERS,
+// bench-scale` runs it (not make test, not make bench: 8-10 minutes); COS_SCALE_OWNERS,
 // COS_SCALE_REVISIONS, COS_SCALE_OBJECTS, COS_SCALE_WINDOW, COS_SCALE_DRIFT, COS_SCALE_NOISE,
 // COS_SCALE_CLIENTS, COS_SCALE_REQUESTS make it smaller, COS_SCALE_MANAGER runs another binary.
 // The benchmarks report figures; none asserts a time.
