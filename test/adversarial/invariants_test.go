@@ -102,10 +102,15 @@ func (r *runner) checkContent(ctx context.Context, cos *olmv1.ClusterObjectSet, 
 				key, _ := o.SecretRef(testenv.SystemNamespace)
 				sec := &corev1.Secret{}
 				if err := r.admin.Get(ctx, key, sec); err != nil {
-					if apierrors.IsNotFound(err) {
-						return violated("content-lost", "Secret %s, referenced by live %s at phase %d object %d, is gone", key, cos.Name, pi, oi)
+					if !apierrors.IsNotFound(err) {
+						return err
 					}
-					return err
+					// The list that found cos live came first: the reconciler may have pruned it since,
+					// and the collector taken its Secret. Content is lost only if cos is still live.
+					if live, err := r.stillLive(ctx, cos); err != nil || !live {
+						return err
+					}
+					return violated("content-lost", "Secret %s, referenced by live %s at phase %d object %d, is gone", key, cos.Name, pi, oi)
 				}
 				stored, ok := sec.Data[o.Ref.Key]
 				if !ok {
@@ -368,4 +373,13 @@ func (r *runner) checkNoLeak() error {
 		return violated("content-leaked", "a log line holds submitted content (shown up to the mark): %s", line)
 	}
 	return nil
+}
+
+// stillLive reports whether cos, as listed, still exists with the same uid and is not being deleted.
+func (r *runner) stillLive(ctx context.Context, cos *olmv1.ClusterObjectSet) (bool, error) {
+	now := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(ctx, client.ObjectKeyFromObject(cos), now); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return now.UID == cos.UID && secretuse.Live(now), nil
 }
