@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -40,8 +41,19 @@ func (e *Environment) StartManager(ctx context.Context, args ...string) (*Manage
 }
 
 // StartManagerWith is StartManager with a hook that adjusts the options after the flags are parsed
-// (e.g. a shifted clock).
+// (e.g. a shifted clock). A manager that exits because a port FreePorts gave it was taken by another
+// process before it listened (test packages run in parallel, each picking ports) is started again on
+// new ports, twice at most.
 func (e *Environment) StartManagerWith(ctx context.Context, adjust func(*app.Options), args ...string) (*Manager, error) {
+	for attempt := 0; ; attempt++ {
+		m, err := e.startManager(ctx, adjust, args)
+		if err == nil || attempt == 2 || !strings.Contains(err.Error(), "address already in use") {
+			return m, err
+		}
+	}
+}
+
+func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options), args []string) (*Manager, error) {
 	// Inside the control plane's directory when it has one: removed with it, and, should this process
 	// be killed, by the next control plane's sweep of stale directories.
 	dir, err := os.MkdirTemp(e.Dir, "cos-manager-")
