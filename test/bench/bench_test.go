@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -250,40 +251,22 @@ func BenchmarkManagerMemory(b *testing.B) {
 func createNoise(b *testing.B, env *testenv.Environment, n int) {
 	b.Helper()
 	blob := []byte(strings.Repeat("x", 1024))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				ns := "noise"
-				if i%2 == 0 {
-					ns = olmv1.DefaultSystemNamespace
-				}
-				err := env.Client.Create(context.Background(), &corev1.Secret{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("noise-%d", i)},
-					Data:       map[string][]byte{"blob": blob},
-				})
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(16)
 	for i := range n {
-		work <- i
+		ns := "noise"
+		if i%2 == 0 {
+			ns = olmv1.DefaultSystemNamespace
+		}
+		g.Go(func() error {
+			return env.Client.Create(context.Background(), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("noise-%d", i)},
+				Data:       map[string][]byte{"blob": blob},
+			})
+		})
 	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -2,7 +2,10 @@ package testenv
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -31,4 +34,28 @@ lines:
 		sum += v
 	}
 	return sum, sc.Err()
+}
+
+// ScrapeMetrics returns the Prometheus text a metrics endpoint (a manager's MetricsURL) serves.
+func ScrapeMetrics(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	return string(raw), err
+}
+
+// APIServerMetrics returns the Prometheus text of the API server's /metrics, read as the admin.
+func (e *Environment) APIServerMetrics(ctx context.Context) (string, error) {
+	raw, err := e.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	return string(raw), err
 }

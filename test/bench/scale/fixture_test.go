@@ -3,9 +3,7 @@ package scale_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -299,31 +298,14 @@ func (f *fixture) create(ctx context.Context) error {
 	})
 }
 
-// parallel runs do(0..n-1) on workers goroutines and returns the first error.
+// parallel runs do(0..n-1), workers at a time, and returns the first error.
 func parallel(workers, n int, do func(i int) error) error {
-	work := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for range workers {
-		wg.Go(func() {
-			for i := range work {
-				if err := do(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i := range n {
-		work <- i
+		g.Go(func() error { return do(i) })
 	}
-	close(work)
-	wg.Wait()
-	return first
+	return g.Wait()
 }
 
 // waitAllSettled waits until every Active revision has Succeeded and every Archived one is archived,
@@ -424,17 +406,7 @@ func (m *managerProc) waitWebhook(b *testing.B, f *fixture) time.Duration {
 
 // metricsText is the manager's /metrics.
 func (m *managerProc) metricsText(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(m.metrics)+"/metrics", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
-	return string(raw), err
+	return testenv.ScrapeMetrics(ctx, "http://127.0.0.1:"+strconv.Itoa(m.metrics)+"/metrics")
 }
 
 func sum(text, prefix string, contains ...string) float64 {
@@ -553,11 +525,10 @@ type apiCounts struct {
 
 func (f *fixture) apiCounts(b *testing.B) apiCounts {
 	b.Helper()
-	raw, err := f.env.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	text, err := f.env.APIServerMetrics(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	text := string(raw)
 	c := apiCounts{schemas: map[string]float64{}, requests: map[string]float64{}}
 	for _, s := range flowSchemas {
 		c.schemas[s.name] = sum(text, "apiserver_flowcontrol_dispatched_requests_total{", `flow_schema="`+s.name+`"`)

@@ -260,7 +260,7 @@ func BenchmarkScaleAdmission(b *testing.B) {
 // calls of our webhooks, so far.
 func (f *fixture) webhookSeconds(b *testing.B) (apiserver, handlers, calls float64) {
 	b.Helper()
-	raw, err := f.env.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	raw, err := f.env.APIServerMetrics(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -268,9 +268,9 @@ func (f *fixture) webhookSeconds(b *testing.B) (apiserver, handlers, calls float
 	if err != nil {
 		b.Fatal(err)
 	}
-	return sum(string(raw), "apiserver_admission_webhook_admission_duration_seconds_sum{", "cos-externalizer.io"),
+	return sum(raw, "apiserver_admission_webhook_admission_duration_seconds_sum{", "cos-externalizer.io"),
 		sum(text, "cos_externalizer_admission_duration_seconds_sum{"),
-		sum(string(raw), "apiserver_admission_webhook_admission_duration_seconds_count{", "cos-externalizer.io")
+		sum(raw, "apiserver_admission_webhook_admission_duration_seconds_count{", "cos-externalizer.io")
 }
 
 // installWebhooks (re)installs the webhook configurations pointing at url and waits until the running

@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -119,11 +118,11 @@ func tapApplies(t *testing.T) func() []string {
 // apiServerApplies is the API server's count of server-side applies to a resource of a group.
 func apiServerApplies(t *testing.T, group, resource string) float64 {
 	t.Helper()
-	raw, err := testenv.Env.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	text, err := testenv.Env.APIServerMetrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := testenv.SumMetric(strings.NewReader(string(raw)), "apiserver_request_total{", `verb="APPLY"`,
+	n, err := testenv.SumMetric(strings.NewReader(text), "apiserver_request_total{", `verb="APPLY"`,
 		`group="`+group+`"`, `resource="`+resource+`"`, `subresource=""`)
 	if err != nil {
 		t.Fatal(err)
@@ -134,20 +133,11 @@ func apiServerApplies(t *testing.T, group, resource string) float64 {
 // managerMetric reads a metric of the running manager.
 func managerMetric(t *testing.T, prefix string, contains ...string) float64 {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, manager.MetricsURL, nil)
+	text, err := testenv.ScrapeMetrics(ctx, manager.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := testenv.SumMetric(strings.NewReader(string(body)), prefix, contains...)
+	n, err := testenv.SumMetric(strings.NewReader(text), prefix, contains...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +235,7 @@ func TestRestartWritesNothingUnchanged(t *testing.T) {
 			got = append(got, a)
 		}
 	}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("applied after the restart: %v, want only %v", got, want)
 	}
 	if got := apiServerApplies(t, gadgetGroup, "gadgets"); got != gadgetApplies {
@@ -259,18 +249,6 @@ func TestRestartWritesNothingUnchanged(t *testing.T) {
 	if got := managerMetric(t, "cos_externalizer_applies_skipped_total"); got < skipped+float64(len(settled)) {
 		t.Errorf("cos_externalizer_applies_skipped_total grew by %v, want at least %d", got-skipped, len(settled))
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestRestartRestoresDrift changes, as other clients do while no manager runs, fields the

@@ -3,7 +3,6 @@ package webhook_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,11 +77,11 @@ func configMapsOfSize(namespace string, total, n int) []olmv1.ClusterObjectSetOb
 // webhookDurationSum reads the API server's total time spent in our mutating webhook.
 func webhookDurationSum(b *testing.B) float64 {
 	b.Helper()
-	raw, err := testenv.Env.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	text, err := testenv.Env.APIServerMetrics(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum, err := testenv.SumMetric(strings.NewReader(string(raw)), "apiserver_admission_webhook_admission_duration_seconds_sum{",
+	sum, err := testenv.SumMetric(strings.NewReader(text), "apiserver_admission_webhook_admission_duration_seconds_sum{",
 		`name="externalize.cos-externalizer.io"`)
 	if err != nil {
 		b.Fatal(err)
@@ -101,12 +100,11 @@ func quantile(sorted []float64, q float64) float64 {
 // handlerSeconds reads the manager's own total time in the mutating webhook's handler (CREATE).
 func handlerSeconds(b *testing.B) float64 {
 	b.Helper()
-	resp, err := http.Get(manager.MetricsURL) //nolint:noctx // loopback
+	text, err := testenv.ScrapeMetrics(context.Background(), manager.MetricsURL)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	sum, err := testenv.SumMetric(resp.Body, "cos_externalizer_admission_duration_seconds_sum{", `webhook="externalize"`, `operation="CREATE"`)
+	sum, err := testenv.SumMetric(strings.NewReader(text), "cos_externalizer_admission_duration_seconds_sum{", `webhook="externalize"`, `operation="CREATE"`)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -326,19 +324,17 @@ func TestWarningsForMissingUserRefs(t *testing.T) {
 }
 
 func TestMetricsExposed(t *testing.T) {
-	resp, err := http.Get(manager.MetricsURL) //nolint:noctx // loopback test
+	body, err := testenv.ScrapeMetrics(context.Background(), manager.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
 	for _, m := range []string{
 		"cos_externalizer_objects_externalized_total", "cos_externalizer_externalized_inline_bytes_total",
 		"cos_externalizer_externalized_stored_bytes_total", "cos_externalizer_secrets_written_total",
 		"cos_externalizer_dry_runs_total", "cos_externalizer_admission_refusals_total",
 		"cos_externalizer_admission_duration_seconds_bucket",
 	} {
-		if !strings.Contains(string(body), m) {
+		if !strings.Contains(body, m) {
 			t.Errorf("metric %s not exposed", m)
 		}
 	}
