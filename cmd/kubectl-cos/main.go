@@ -1,10 +1,19 @@
-// Command kubectl-cos is the kubectl cos plugin: put it on PATH and run `kubectl cos`.
+// Command kubectl-cos is the kubectl cos plugin: put it on PATH and run `kubectl cos`. Run through a
+// link named kubectl_complete-cos, it is the plugin's completion for kubectl (as kubectl_complete-cos
+// is): where only one program of the plugin is installed (krew), a link next to it completes.
 package main
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
 )
 
-func main() { os.Exit(cos.Main(os.Args[1:])) }
+func main() {
+	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == "kubectl_complete-cos" {
+		os.Exit(cos.Main(append([]string{"__complete"}, os.Args[1:]...)))
+	}
+	os.Exit(cos.Main(os.Args[1:]))
+}

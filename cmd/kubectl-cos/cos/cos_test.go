@@ -3,6 +3,7 @@ package cos
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +136,52 @@ func TestWithLastApplied(t *testing.T) {
 	}
 	if !bytes.Contains(modified, []byte(`"a":"b"`)) || !bytes.Contains(modified, []byte("last-applied-configuration")) {
 		t.Errorf("modified: %s", modified)
+	}
+}
+
+func TestVersionAndVerbosity(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		want []string
+	}{
+		"plain":          {[]string{"version"}, []string{"Plugin Version: dev\n"}},
+		"json":           {[]string{"version", "-o", "json"}, []string{`"pluginVersion": {`, `"gitVersion": "dev"`, `"platform": "`}},
+		"yaml":           {[]string{"version", "-o", "yaml"}, []string{"pluginVersion:\n", "  gitVersion: dev\n"}},
+		"--version":      {[]string{"--version"}, []string{"kubectl cos version dev"}},
+		"-v is klog's":   {[]string{"-v=6", "version"}, []string{"Plugin Version: dev\n"}},
+		"--v is klog's":  {[]string{"--v", "2", "version"}, []string{"Plugin Version: dev\n"}},
+		"--vmodule too":  {[]string{"--vmodule=request=6", "version"}, []string{"Plugin Version: dev\n"}},
+		"bad output":     {[]string{"version", "-o", "wide"}, nil},
+		"-v needs level": {[]string{"-v", "version"}, nil},
+	}
+	// klog's flags are process-wide: leave them as found.
+	defer func() {
+		cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+		cmd.SetArgs([]string{"--v=0", "--vmodule=", "version"})
+		if err := cmd.Execute(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+			cmd.SetArgs(tc.args)
+			err := cmd.Execute()
+			if tc.want == nil {
+				if err == nil {
+					t.Fatalf("no error; printed %q", out.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("lacks %q in %q", w, out.String())
+				}
+			}
+		})
 	}
 }

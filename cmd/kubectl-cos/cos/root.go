@@ -87,10 +87,15 @@ against the platform's limits, and checks that the webhook is reachable.`,
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
 	r.flags.AddFlags(cmd.PersistentFlags())
+	// -v is klog's verbosity, as in kubectl; cobra then gives --version no shorthand.
+	addKlogFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&r.systemNamespace, "system-namespace", olmv1.DefaultSystemNamespace,
 		"The namespace of the object-data Secrets: the manager's --system-namespace, and what an empty ref.namespace means.")
-	cmd.AddCommand(r.buildCommand(), r.applyCommand(), r.inspectCommand(), r.diffCommand(), r.sizeCommand(), r.checkCommand())
+	cmd.AddCommand(r.buildCommand(), r.applyCommand(), r.inspectCommand(), r.diffCommand(), r.sizeCommand(), r.checkCommand(), r.versionCommand())
 	return cmd
 }
 
