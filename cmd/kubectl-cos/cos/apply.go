@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -36,7 +37,7 @@ const (
 
 type applyOptions struct {
 	*root
-	file         string
+	files        resource.FilenameOptions
 	serverSide   bool
 	force        bool
 	fieldManager string
@@ -76,7 +77,7 @@ annotation; use --externalize=always to externalize every inline object.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
-	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "The file holding the ClusterObjectSet(s) (- for standard input).")
+	addFilenameFlags(cmd, &o.files, "holding the ClusterObjectSet(s)")
 	cmd.Flags().BoolVar(&o.serverSide, "server-side", false, "Send the ClusterObjectSet with server-side apply (otherwise: create, or a three-way merge patch as client-side kubectl apply sends).")
 	cmd.Flags().BoolVar(&o.force, "force-conflicts", false, "With --server-side: take over fields other managers own.")
 	cmd.Flags().StringVar(&o.fieldManager, "field-manager", "kubectl-cos", "The field manager of the ClusterObjectSet's fields.")
@@ -111,7 +112,7 @@ func (o *applyOptions) run(ctx context.Context) error {
 		}
 		printer = func(obj *unstructured.Unstructured) error { return p.PrintObj(obj, o.Out) }
 	}
-	objs, err := o.clusterObjectSets(o.file)
+	objs, err := o.clusterObjectSets(o.files)
 	if err != nil {
 		return err
 	}

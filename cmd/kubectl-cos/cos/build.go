@@ -3,9 +3,11 @@ package cos
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/resource"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
@@ -20,7 +22,7 @@ type buildOptions struct {
 	probes      []string
 	labels      map[string]string
 	annotations map[string]string
-	recursive   bool
+	files       resource.FilenameOptions
 	printFlags  *genericclioptions.PrintFlags
 }
 
@@ -44,7 +46,12 @@ Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
 		Example: `  kubectl cos build ./manifests --name my-operator-3 --revision 3 -n my-operator > cos.yaml
   kubectl cos build install.yaml --name argocd-1 --revision 1 -n argocd \
       --progression-probe 'kind=apps/Deployment;condition=Available=True'`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 && !hasFiles(o.files) {
+				return errors.New("give the manifests: folders or files as arguments, -f or -k")
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error { return o.run(args) },
 	}
 	cmd.Flags().StringVar(&o.name, "name", "", "The name of the ClusterObjectSet (required).")
@@ -54,7 +61,7 @@ Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
 	cmd.Flags().StringArrayVar(&o.probes, "progression-probe", nil, `A progression probe (repeatable): a selector (kind=GROUP/KIND or selector=LABELS) and assertions (condition=TYPE=True|False, fields=PATH==PATH, value=PATH=VALUE) separated by ";", or JSON.`)
 	cmd.Flags().StringToStringVar(&o.labels, "labels", nil, "Labels of the ClusterObjectSet, e.g. olm.operatorframework.io/owner-name=my-operator.")
 	cmd.Flags().StringToStringVar(&o.annotations, "annotations", nil, "Annotations of the ClusterObjectSet.")
-	cmd.Flags().BoolVarP(&o.recursive, "recursive", "R", false, "Read the manifest files of subfolders too.")
+	addFilenameFlags(cmd, &o.files, "of manifests (as the arguments)")
 	o.printFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("revision")
@@ -84,7 +91,9 @@ func (o *buildOptions) run(paths []string) error {
 		}
 		opts.Probes = append(opts.Probes, probe)
 	}
-	inputs, err := o.readInputs(paths, o.recursive)
+	files := o.files
+	files.Filenames = append(slices.Clone(paths), files.Filenames...)
+	inputs, err := o.readFiles(files)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
@@ -78,48 +79,76 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-func TestReadInputs(t *testing.T) {
+func TestReadFiles(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"b.yaml", "a.json", "c.yml", "notes.txt", "sub/z.yaml", "sub/deeper/y.yaml"} {
+	for _, f := range []string{"b.yaml", "a.json", "c.yml", "notes.txt", "sub/z.yaml", "sub/deeper/y.yaml",
+		"kust/kustomization.yaml", "kust/cm.yaml"} {
 		p := filepath.Join(dir, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(f), 0o600); err != nil {
+		data := f
+		switch f {
+		case "kust/kustomization.yaml":
+			data = "resources: [cm.yaml]\nnamespace: ns\n"
+		case "kust/cm.yaml":
+			data = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	r := &root{IOStreams: genericiooptions.IOStreams{In: strings.NewReader("from stdin")}}
-	names := func(recursive bool, paths ...string) []string {
-		in, err := r.readInputs(paths, recursive)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, i := range in {
-			rel, _ := filepath.Rel(dir, i.name)
-			if i.name == "-" {
-				rel = "-=" + string(i.data)
+	in := func(p string) string { return filepath.Join(dir, p) }
+	tests := map[string]struct {
+		opts resource.FilenameOptions
+		want []string
+		err  string
+	}{
+		"folder":                 {opts: resource.FilenameOptions{Filenames: []string{dir}}, want: []string{"a.json", "b.yaml", "c.yml"}},
+		"folder, recursive":      {opts: resource.FilenameOptions{Filenames: []string{in("sub")}, Recursive: true}, want: []string{"sub/deeper/y.yaml", "sub/z.yaml"}},
+		"repeated -f, stdin":     {opts: resource.FilenameOptions{Filenames: []string{in("sub/z.yaml"), "-", in("c.yml")}}, want: []string{"sub/z.yaml", "-=from stdin", "c.yml"}},
+		"a file of any name":     {opts: resource.FilenameOptions{Filenames: []string{in("notes.txt")}}, want: []string{"notes.txt"}},
+		"glob":                   {opts: resource.FilenameOptions{Filenames: []string{in("*.y*ml")}}, want: []string{"b.yaml", "c.yml"}},
+		"-k":                     {opts: resource.FilenameOptions{Kustomize: in("kust")}, want: []string{"kust=apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: ns\n"}},
+		"missing":                {opts: resource.FilenameOptions{Filenames: []string{in("missing")}}, err: "does not exist"},
+		"empty folder":           {opts: resource.FilenameOptions{Filenames: []string{in("empty")}}, err: "no .yaml, .yml or .json files"},
+		"-f and -k":              {opts: resource.FilenameOptions{Filenames: []string{dir}, Kustomize: in("kust")}, err: "only one of -f or -k"},
+		"-k and -R":              {opts: resource.FilenameOptions{Kustomize: in("kust"), Recursive: true}, err: "cannot be used with -R"},
+		"a URL":                  {opts: resource.FilenameOptions{Filenames: []string{"https://example.com/x.yaml"}}, err: "URLs are not read"},
+		"-k of no kustomization": {opts: resource.FilenameOptions{Kustomize: in("sub")}, err: "kustomize build"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r.In = strings.NewReader("from stdin")
+			got, err := r.readFiles(tc.opts)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
 			}
-			out = append(out, rel)
-		}
-		return out
-	}
-	if diff := cmp.Diff([]string{"a.json", "b.yaml", "c.yml"}, names(false, dir)); diff != "" {
-		t.Errorf("folder (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"a.json", "b.yaml", "c.yml", "sub/z.yaml", "sub/deeper/y.yaml"}, names(true, dir)); diff != "" {
-		t.Errorf("folder, recursive (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"sub/z.yaml", "-=from stdin"}, names(false, filepath.Join(dir, "sub", "z.yaml"), "-")); diff != "" {
-		t.Errorf("file and stdin (-want +got):\n%s", diff)
-	}
-	if _, err := r.readInputs([]string{filepath.Join(dir, "sub", "deeper", "..", "..", "missing")}, false); err == nil {
-		t.Error("a missing path was read")
-	}
-	empty := t.TempDir()
-	if _, err := r.readInputs([]string{empty}, false); err == nil || !strings.Contains(err.Error(), "no .yaml, .yml or .json files") {
-		t.Errorf("an empty folder: %v", err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, i := range got {
+				rel, _ := filepath.Rel(dir, i.name)
+				switch {
+				case i.name == "-":
+					rel = "-=" + string(i.data)
+				case rel == "kust":
+					rel += "=" + string(i.data)
+				}
+				names = append(names, rel)
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" {
+				t.Errorf("read (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/resource"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
@@ -23,7 +24,7 @@ import (
 
 type diffOptions struct {
 	*root
-	file        string
+	files       resource.FilenameOptions
 	showSecret  bool
 	maxResolved int64
 }
@@ -49,15 +50,15 @@ Exit status: 0 when there is no difference, 1 when there are differences, more o
 		ValidArgsFunction: r.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
-			case o.file == "" && len(args) == 2:
+			case !hasFiles(o.files) && len(args) == 2:
 				return o.run(cmd.Context(), args[0], args[1])
-			case o.file != "" && len(args) == 0:
+			case hasFiles(o.files) && len(args) == 0:
 				return o.runFile(cmd.Context())
 			}
 			return errors.New("give two ClusterObjectSet names, or -f FILE")
 		},
 	}
-	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "Compare this file's ClusterObjectSet with the stored one of the same name.")
+	addFilenameFlags(cmd, &o.files, "holding the ClusterObjectSet to compare with the stored one of its name")
 	cmd.Flags().BoolVar(&o.showSecret, "show-secret", false, "Show the values of Secret objects instead of masking them.")
 	cmd.Flags().Int64Var(&o.maxResolved, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content decoded to resolve the refs of each side.")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
@@ -81,12 +82,12 @@ func (o *diffOptions) run(ctx context.Context, a, b string) error {
 }
 
 func (o *diffOptions) runFile(ctx context.Context) error {
-	objs, err := o.clusterObjectSets(o.file)
+	objs, err := o.clusterObjectSets(o.files)
 	if err != nil {
 		return err
 	}
 	if len(objs) != 1 {
-		return fmt.Errorf("%s: holds %d ClusterObjectSets; diff -f compares one", o.file, len(objs))
+		return fmt.Errorf("the files hold %d ClusterObjectSets; diff -f compares one", len(objs))
 	}
 	raw, err := json.Marshal(objs[0].Object.Object)
 	if err != nil {

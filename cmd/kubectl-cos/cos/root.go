@@ -13,9 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -29,6 +26,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -162,87 +160,6 @@ type input struct {
 	data []byte
 }
 
-// readInputs reads files, the manifest files of folders (.yaml, .yml, .json; recursively with
-// recursive), and "-" as standard input, in the order given, each folder's files in name order.
-func (r *root) readInputs(paths []string, recursive bool) ([]input, error) {
-	var out []input
-	for _, p := range paths {
-		if p == "-" {
-			b, err := io.ReadAll(r.In)
-			if err != nil {
-				return nil, fmt.Errorf("reading standard input: %w", err)
-			}
-			out = append(out, input{name: "-", data: b})
-			continue
-		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, input{name: p, data: b})
-			continue
-		}
-		files, err := manifestFiles(p, recursive)
-		if err != nil {
-			return nil, err
-		}
-		if len(files) == 0 {
-			return nil, fmt.Errorf("%s: no .yaml, .yml or .json files", p)
-		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, input{name: f, data: b})
-		}
-	}
-	return out, nil
-}
-
-// manifestFiles lists the manifest files of a folder in name order (subfolders' files after the
-// folder's own, each in name order, when recursive).
-func manifestFiles(dir string, recursive bool) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var files, dirs []string
-	for _, e := range entries {
-		switch {
-		case e.IsDir():
-			dirs = append(dirs, filepath.Join(dir, e.Name()))
-		case isManifest(e.Name()):
-			files = append(files, filepath.Join(dir, e.Name()))
-		}
-	}
-	slices.Sort(files)
-	if recursive {
-		slices.Sort(dirs)
-		for _, d := range dirs {
-			sub, err := manifestFiles(d, true)
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, sub...)
-		}
-	}
-	return files, nil
-}
-
-func isManifest(name string) bool {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
 // parseAll parses every input, reporting every problem of every file together.
 func parseAll(inputs []input) ([]bundle.Object, error) {
 	var objs []bundle.Object
@@ -265,11 +182,11 @@ func parseAll(inputs []input) ([]bundle.Object, error) {
 }
 
 // clusterObjectSets reads the ClusterObjectSets of a file (every document must be one).
-func (r *root) clusterObjectSets(path string) ([]bundle.Object, error) {
-	if path == "" {
-		return nil, errors.New("-f is required: the file of the ClusterObjectSet (- for standard input)")
+func (r *root) clusterObjectSets(files resource.FilenameOptions) ([]bundle.Object, error) {
+	if !hasFiles(files) {
+		return nil, errors.New("-f or -k is required: the file of the ClusterObjectSet (- for standard input)")
 	}
-	inputs, err := r.readInputs([]string{path}, false)
+	inputs, err := r.readFiles(files)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +205,7 @@ func (r *root) clusterObjectSets(path string) ([]bundle.Object, error) {
 		return nil, errs
 	}
 	if len(objs) == 0 {
-		return nil, fmt.Errorf("%s: %w", path, bundle.ErrNoObjects)
+		return nil, bundle.ErrNoObjects
 	}
 	return objs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
@@ -13,7 +14,7 @@ import (
 
 type sizeOptions struct {
 	*root
-	file      string
+	files     resource.FilenameOptions
 	mode      string
 	threshold int
 	output    string
@@ -36,7 +37,7 @@ the webhook would do with it, and whether to apply it inline or with kubectl cos
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return o.run() },
 	}
-	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "The file holding the ClusterObjectSet(s) (- for standard input).")
+	addFilenameFlags(cmd, &o.files, "holding the ClusterObjectSet(s)")
 	cmd.Flags().StringVar(&o.mode, "externalize", string(externalize.ModeOversized), "The webhook's --externalize policy to report against: oversized, always or never.")
 	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "The webhook's --externalize-threshold.")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: empty for the report, json or yaml.")
@@ -54,7 +55,7 @@ func (o *sizeOptions) run() error {
 	default:
 		return fmt.Errorf("--output: %q is not one of json, yaml", o.output)
 	}
-	objs, err := o.clusterObjectSets(o.file)
+	objs, err := o.clusterObjectSets(o.files)
 	if err != nil {
 		return err
 	}
