@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -23,11 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// Check reads the image tagged tag back from the docker-archive at archive and checks what the
-// Deployment relies on: entrypoint /manager, a numeric non-root user (runAsNonRoot needs a number),
-// a static /manager that answers --version (printing version, when not empty; run only when the
-// image's platform is this machine's) and that rebuilding from that binary gives the same digest.
-// It returns a report of what it saw.
+// Check reads the image tagged tag back from the docker-archive at archive and checks it
+// (checkImage). It returns a report of what it saw.
 func Check(archive, tag, version string) (string, error) {
 	t, err := name.NewTag(tag)
 	if err != nil {
@@ -37,12 +35,33 @@ func Check(archive, tag, version string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", archive, err)
 	}
-	cf, err := img.ConfigFile()
+	report, problems, err := checkImage(img, version, "", true)
 	if err != nil {
 		return "", err
 	}
+	if len(problems) > 0 {
+		return "", fmt.Errorf("%s (%s): %s", archive, tag, strings.Join(problems, "; "))
+	}
+	fi, err := os.Stat(archive)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("image %s in %s (%s): ok\n%s", tag, archive, mb(fi.Size()), report), nil
+}
+
+// checkImage checks what the Deployment relies on: entrypoint /manager, a numeric non-root user
+// (runAsNonRoot needs a number), a static /manager for the image's architecture that answers
+// --version (printing version, when not empty; run only when the image's platform is this
+// machine's), the OCI labels (version and revision, when not empty), and that rebuilding from that
+// binary gives the same digest. A docker-archive (fromArchive) keeps no manifest: there the
+// config's digest (the image ID) is compared and manifest annotations are not checked. It returns
+// a report of what it saw and the problems found.
+func checkImage(img v1.Image, version, revision string, fromArchive bool) (report string, problems []string, err error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return "", nil, err
+	}
 	c := cf.Config
-	var problems []string
 	if !slices.Equal(c.Entrypoint, []string{entrypoint}) {
 		problems = append(problems, fmt.Sprintf("entrypoint is %q, want [%q]", c.Entrypoint, entrypoint))
 	}
@@ -52,24 +71,36 @@ func Check(archive, tag, version string) (string, error) {
 	if cf.OS != "linux" {
 		problems = append(problems, fmt.Sprintf("os is %q, want linux", cf.OS))
 	}
-	if v := c.Labels["org.opencontainers.image.version"]; version != "" && v != version {
-		problems = append(problems, fmt.Sprintf("version label is %q, want %q", v, version))
+	want := Labels(Options{Version: c.Labels["org.opencontainers.image.version"], Revision: c.Labels["org.opencontainers.image.revision"], Created: cf.Created.Time})
+	if version != "" {
+		want["org.opencontainers.image.version"] = version
+	}
+	if revision != "" {
+		want["org.opencontainers.image.revision"] = revision
+	}
+	problems = append(problems, compareLabels("label", c.Labels, want)...)
+	if !fromArchive {
+		m, err := img.Manifest()
+		if err != nil {
+			return "", nil, err
+		}
+		problems = append(problems, compareLabels("manifest annotation", m.Annotations, want)...)
 	}
 
 	dir, err := os.MkdirTemp("", "image-check-")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }() // a temporary folder left behind is no failure
 	bin := filepath.Join(dir, "manager")
 	hdr, err := extract(img, strings.TrimPrefix(entrypoint, "/"), bin)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if hdr.Mode&0o777 != 0o755 {
 		problems = append(problems, fmt.Sprintf("/manager has mode %#o, want 0755", hdr.Mode&0o777))
 	}
-	if err := static(bin); err != nil {
+	if err := static(bin, cf.Architecture); err != nil {
 		problems = append(problems, err.Error())
 	}
 
@@ -89,39 +120,47 @@ func Check(archive, tag, version string) (string, error) {
 	// The same binary must give the same image: rebuild from the extracted one and compare digests.
 	binary, err := os.ReadFile(bin)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	again, err := Build(binary, Options{Version: c.Labels["org.opencontainers.image.version"], Arch: cf.Architecture, Created: cf.Created.Time})
+	again, err := Build(binary, Options{Version: c.Labels["org.opencontainers.image.version"],
+		Revision: c.Labels["org.opencontainers.image.revision"], Arch: cf.Architecture, Created: cf.Created.Time})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	digest, err := img.Digest()
+	digestOf := v1.Image.Digest
+	if fromArchive {
+		digestOf = v1.Image.ConfigName
+	}
+	digest, err := digestOf(img)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if d, err := again.Digest(); err != nil || d != digest {
+	if d, err := digestOf(again); err != nil || d != digest {
 		problems = append(problems, fmt.Sprintf("rebuilding from the same binary gave digest %s (%v), not %s", d, err, digest))
-	}
-
-	if len(problems) > 0 {
-		return "", fmt.Errorf("%s (%s): %s", archive, tag, strings.Join(problems, "; "))
 	}
 	desc, err := Describe(img)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	fi, err := os.Stat(archive)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("image %s in %s (%s): ok\n"+
-		"  %s\n"+
-		"  %s/%s, entrypoint %q, user %s, created %s\n"+
+	return fmt.Sprintf("  %s\n"+
+		"  %s/%s, entrypoint %q, user %s, created %s, labels version %s revision %q licenses %s\n"+
 		"  /manager: %s, mode %#o, owner %d:%d, statically linked\n"+
 		"  /manager --version: %s\n"+
 		"  rebuilt from the extracted binary: same digest\n",
-		tag, archive, mb(fi.Size()), desc, cf.OS, cf.Architecture, c.Entrypoint, c.User,
-		cf.Created.UTC().Format(time.RFC3339), mb(hdr.Size), hdr.Mode&0o7777, hdr.Uid, hdr.Gid, ran), nil
+		desc, cf.OS, cf.Architecture, c.Entrypoint, c.User, cf.Created.UTC().Format(time.RFC3339),
+		c.Labels["org.opencontainers.image.version"], c.Labels["org.opencontainers.image.revision"],
+		c.Labels["org.opencontainers.image.licenses"], mb(hdr.Size), hdr.Mode&0o7777, hdr.Uid, hdr.Gid, ran), problems, nil
+}
+
+// compareLabels lists the keys of want that got lacks or holds another value for.
+func compareLabels(what string, got, want map[string]string) []string {
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if got[k] != want[k] {
+			problems = append(problems, fmt.Sprintf("%s %s is %q, want %q", what, k, got[k], want[k]))
+		}
+	}
+	return problems
 }
 
 func nonZeroNumber(s string) bool {
@@ -193,14 +232,20 @@ func writeFile(dst string, r io.Reader) error {
 	return f.Close()
 }
 
-// static fails unless file is an ELF executable with no interpreter and no shared libraries: the image
-// has no libc.
-func static(file string) (err error) {
+// elfMachines are the ELF machines of the GOARCHes an image is built for.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// static fails unless file is an ELF executable for arch with no interpreter and no shared
+// libraries: the image has no libc.
+func static(file, arch string) (err error) {
 	f, err := elf.Open(file)
 	if err != nil {
 		return fmt.Errorf("/manager is not an ELF executable: %w", err)
 	}
 	defer func() { err = errors.Join(err, f.Close()) }()
+	if want, ok := elfMachines[arch]; !ok || f.Machine != want {
+		return fmt.Errorf("/manager is built for %v, the image's architecture is %s", f.Machine, arch)
+	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return errors.New("/manager is dynamically linked (it has an ELF interpreter)")
