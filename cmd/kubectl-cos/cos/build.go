@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/resource"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasesort"
 )
 
 type buildOptions struct {
@@ -23,6 +26,7 @@ type buildOptions struct {
 	labels      map[string]string
 	annotations map[string]string
 	files       resource.FilenameOptions
+	createNS    bool
 	printFlags  *genericclioptions.PrintFlags
 }
 
@@ -62,6 +66,7 @@ Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
 	cmd.Flags().StringToStringVar(&o.labels, "labels", nil, "Labels of the ClusterObjectSet, e.g. olm.operatorframework.io/owner-name=my-operator.")
 	cmd.Flags().StringToStringVar(&o.annotations, "annotations", nil, "Annotations of the ClusterObjectSet.")
 	addFilenameFlags(cmd, &o.files, "of manifests (as the arguments)")
+	cmd.Flags().BoolVar(&o.createNS, "create-namespace", false, "Add a Namespace object (in the namespaces phase, before the rest) for each namespace the objects are in that none of them creates.")
 	o.printFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("revision")
@@ -111,9 +116,80 @@ func (o *buildOptions) run(paths []string) error {
 	if err != nil {
 		return err
 	}
+	if missing := missingNamespaces(cos); len(missing) > 0 {
+		if o.createNS {
+			if cos, err = bundle.Build(append(objs, namespaceObjects(missing)...), opts); err != nil {
+				return err
+			}
+		} else {
+			for _, m := range missing {
+				notef(o.ErrOut, "Warning: namespace %s is not among the objects: unless it exists before the rollout, the objects in it fail with NotFound: %s (--create-namespace adds it)\n", m.Name, listObjects(m.Objects, 5))
+			}
+		}
+	}
 	u, err := toUnstructured(cos)
 	if err != nil {
 		return err
 	}
 	return printer.PrintObj(u, o.Out)
+}
+
+// preexisting are the namespaces every cluster has.
+var preexisting = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
+
+// missingNamespace is a namespace objects are in that none of the objects creates.
+type missingNamespace struct {
+	Name string
+	// Objects are "Kind name" of the objects in it, in phase order.
+	Objects []string
+}
+
+// missingNamespaces lists, in the order first used, the namespaces the inline objects of c are in
+// that no Namespace object of c creates, other than those every cluster has.
+func missingNamespaces(c *olmv1.ClusterObjectSet) []missingNamespace {
+	created := map[string]bool{}
+	for _, ph := range c.Spec.Phases {
+		for _, m := range ph.Objects {
+			if gvk := m.Object.GroupVersionKind(); gvk.Group == "" && gvk.Kind == "Namespace" {
+				created[m.Object.GetName()] = true
+			}
+		}
+	}
+	var out []missingNamespace
+	index := map[string]int{}
+	for _, ph := range c.Spec.Phases {
+		for _, m := range ph.Objects {
+			ns := m.Object.GetNamespace()
+			if ns == "" || created[ns] || preexisting[ns] || phasesort.IsClusterScoped(m.Object.GroupVersionKind().GroupKind()) {
+				continue
+			}
+			i, ok := index[ns]
+			if !ok {
+				i = len(out)
+				index[ns] = i
+				out = append(out, missingNamespace{Name: ns})
+			}
+			out[i].Objects = append(out[i].Objects, m.Object.GetKind()+" "+m.Object.GetName())
+		}
+	}
+	return out
+}
+
+// namespaceObjects are Namespace objects for the missing namespaces.
+func namespaceObjects(missing []missingNamespace) []bundle.Object {
+	out := make([]bundle.Object, len(missing))
+	for i, m := range missing {
+		out[i] = bundle.Object{Source: bundle.Source{File: "--create-namespace", Document: i + 1, Item: -1}, Object: &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": m.Name},
+		}}}
+	}
+	return out
+}
+
+// listObjects lists at most max objects, then how many more.
+func listObjects(objs []string, max int) string {
+	if len(objs) <= max {
+		return strings.Join(objs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(objs[:max], ", "), len(objs)-max)
 }
