@@ -233,10 +233,13 @@ func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("container securityContext %+v: want no privilege escalation, a read-only root and all capabilities dropped", sc)
 	}
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if c.Resources.Requests.Name(r, "").IsZero() || c.Resources.Limits.Name(r, "").IsZero() {
-			t.Errorf("no %s request or limit: %+v", r, c.Resources)
-		}
+	// Requests for both; a memory limit, and no CPU limit (throttling would stall admission requests).
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() ||
+		!c.Resources.Limits.Cpu().IsZero() {
+		t.Errorf("resources %+v: want CPU and memory requests, a memory limit and no CPU limit", c.Resources)
+	}
+	if pod.PriorityClassName != "system-cluster-critical" || pod.NodeSelector[corev1.LabelOSStable] != "linux" {
+		t.Errorf("priorityClassName %q, nodeSelector %v: want system-cluster-critical on linux", pod.PriorityClassName, pod.NodeSelector)
 	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || containerPort(c, probe.HTTPGet.Port.StrVal) != 8081 {
