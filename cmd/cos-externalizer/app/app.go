@@ -8,18 +8,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,9 +70,6 @@ type Options struct {
 	maxResolvedBytes           int64
 	maxConcurrentResolvedBytes int64
 
-	tls    tlsOptions    // tls.go
-	memory memoryOptions // memlimit.go
-
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
 	// SkipControllerNameValidation lets a process start the manager more than once (tests). Not a flag.
@@ -115,7 +108,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.externalize, "externalize", string(externalize.ModeOversized), "Externalization policy: always, oversized (specs over --externalize-threshold) or never; the annotation "+externalize.Annotation+" overrides it per ClusterObjectSet.")
 	fs.IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "Serialized spec size in bytes above which --externalize=oversized moves inline objects into Secrets.")
 	fs.IntVar(&o.maxStoredBytes, "max-stored-bytes", webhook.DefaultMaxStoredBytes, "Largest stored ClusterObjectSet the validating webhook admits.")
-	fs.StringVar(&o.rollout, "rollout", RolloutAuto, "Roll ClusterObjectSets out: true, false (webhook-only mode: Secret ownership and the orphan sweep still run, for clusters where another reconciler rolls out) or auto (true unless the cluster serves OLM's ClusterExtension API, whose operator-controller rolls ClusterObjectSets out itself).")
+	fs.StringVar(&o.rollout, "rollout", RolloutAuto, "Roll ClusterObjectSets out: true, false (webhook-only mode: Secret ownership and the orphan sweep still run, for clusters where another reconciler rolls out) or auto (false where OLM's operator-controller rolls ClusterObjectSets out: its ClusterObjectSet CRD, its BoxcutterRuntime gate, its teardown finalizers; true where OLM is absent or does not; an error when unclear).")
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
 	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
 	fs.DurationVar(&o.driftCheck, "drift-check-interval", controllers.DefaultDriftCheckInterval, "How often a rolled-out ClusterObjectSet is reconciled without an event (±10%), to restore drift of its objects that no watch event showed; 0 relies on events alone.")
@@ -123,8 +116,6 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
 	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved content of the refs of one ClusterObjectSet, every ref counted at its decompressed size or the estimated memory of its parsed object, whichever is larger, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
 	fs.Int64Var(&o.maxConcurrentResolvedBytes, "max-concurrent-resolved-bytes", content.DefaultMaxConcurrentResolvedBytes, "Largest total of resolved content (as --max-resolved-bytes counts it) held at once by all reconciles and admission requests; past it they wait for room. At least --max-resolved-bytes.")
-	o.tls.bind(fs)
-	o.memory.bind(fs)
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
 }
 
@@ -168,12 +159,6 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
 	}
 	if err := o.servingCert().Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := o.tls.settings(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.memory.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if o.maxResolvedBytes <= 0 {
@@ -243,9 +228,6 @@ func cacheOptions(systemNamespace string) cache.Options {
 	}
 }
 
-// RolloutAuto is the default of --rollout: roll out unless OLM's operator-controller does.
-const RolloutAuto = "auto"
-
 // The metrics endpoint authenticates and authorizes its clients through the API server:
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -257,35 +239,17 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if leNS == "" {
 		leNS = o.systemNamespace
 	}
-	rollOut, why, err := DecideRollout(cfg, o.rollout)
+	rollOut, why, err := DecideRollout(ctx, cfg, o.rollout)
 	if err != nil {
 		return err
 	}
-	if err := o.memory.apply(log); err != nil {
-		return err
-	}
-	tlsSettings, err := o.tls.settings()
-	if err != nil {
-		return err
-	}
-	tlsOpts := []func(*tls.Config){tlsSettings.Apply}
+	var tlsOpts []func(*tls.Config)
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	serving := servingcert.New(o.servingCert())
 	webhookTLSOpts := append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOption())
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
-	if o.enableWebhooks {
-		// The metrics endpoint serves the webhooks' certificate, which a scraper verifies with the CA of
-		// its Secret (config/prometheus); without webhooks, controller-runtime's self-signed one.
-		metricsOpts.TLSOpts = webhookTLSOpts
-		if o.certSource == servingcert.SourceDir {
-			metricsOpts.CertDir = o.webhookCertDir
-			if metricsOpts.CertDir == "" {
-				metricsOpts.CertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // controller-runtime's default
-			}
-		}
-	}
 	if o.metricsSecure {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
@@ -394,32 +358,4 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
 		"webhooks", o.enableWebhooks, "webhookCertSource", o.certSource, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
 	return mgr.Start(ctx)
-}
-
-// DecideRollout resolves --rollout: true and false as given; auto rolls out unless the cluster serves
-// OLM's ClusterExtension API (operator-controller then rolls ClusterObjectSets out, and two
-// reconcilers would fight over every one). It returns the decision and why, for the log.
-func DecideRollout(cfg *rest.Config, flag string) (bool, string, error) {
-	switch flag {
-	case "true":
-		return true, "--rollout=true", nil
-	case "false":
-		return false, "--rollout=false", nil
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, "", err
-	}
-	resources, err := dc.ServerResourcesForGroupVersion(olmv1.GroupVersion.String())
-	if err != nil && !apierrors.IsNotFound(err) {
-		return false, "", fmt.Errorf("--rollout=auto: asking the API server whether OLM is installed: %w", err)
-	}
-	if resources != nil {
-		for _, r := range resources.APIResources {
-			if r.Kind == "ClusterExtension" {
-				return false, "--rollout=auto: the cluster serves OLM's ClusterExtension API, so OLM's operator-controller rolls ClusterObjectSets out; webhook-only mode (pass --rollout=true to roll out anyway)", nil
-			}
-		}
-	}
-	return true, "--rollout=auto: OLM's ClusterExtension API is not served", nil
 }

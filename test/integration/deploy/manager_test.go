@@ -16,9 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
@@ -130,48 +128,6 @@ func scraperToken(ctx context.Context, t *testing.T, name string, allow bool) st
 		t.Fatal(err)
 	}
 	return tr.Status.Token
-}
-
-// TestRolloutAuto: --rollout=auto rolls out unless the cluster serves OLM's ClusterExtension API.
-func TestRolloutAuto(t *testing.T) {
-	ctx := context.Background()
-	rollOut, why, err := app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
-	if err != nil || !rollOut {
-		t.Fatalf("without OLM: rollout %v (%s), %v", rollOut, why, err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "clusterextensions.olm.operatorframework.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "olm.operatorframework.io", Scope: apiextensionsv1.ClusterScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "clusterextensions", Singular: "clusterextension", Kind: "ClusterExtension", ListKind: "ClusterExtensionList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-		},
-	}
-	if err := testenv.Env.Client.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		// Gone from discovery before the next test (or run) asks again.
-		if err := testenv.Env.Client.Delete(ctx, crd); err != nil {
-			t.Error(err)
-		}
-		framework.Eventually(ctx, t, "the ClusterExtension API to go", func(context.Context) (bool, string) {
-			rollOut, why, err := app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
-			return err == nil && rollOut, fmt.Sprintf("rollout %v (%s), %v", rollOut, why, err)
-		})
-	}()
-	framework.Eventually(ctx, t, "no rollout with OLM's ClusterExtension API served", func(context.Context) (bool, string) {
-		rollOut, why, err = app.DecideRollout(testenv.Env.Config, app.RolloutAuto)
-		return err == nil && !rollOut, fmt.Sprintf("rollout %v (%s), %v", rollOut, why, err)
-	})
-	if !strings.Contains(why, "ClusterExtension") {
-		t.Errorf("the reason does not name the ClusterExtension API: %s", why)
-	}
-	if rollOut, _, _ := app.DecideRollout(testenv.Env.Config, "true"); !rollOut {
-		t.Error("--rollout=true did not roll out beside OLM")
-	}
 }
 
 func freePort(t *testing.T) int {

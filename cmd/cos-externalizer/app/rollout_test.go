@@ -1,0 +1,173 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestDecideAuto(t *testing.T) {
+	foreign := []string{"ext-1 (operator-controller)"}
+	tests := map[string]struct {
+		obs  OLMObservations
+		want bool
+		// errs: the error names each of these; empty means no error.
+		errs []string
+		// why names each of these.
+		why []string
+	}{
+		"nothing OLM, our CRD": {
+			obs:  OLMObservations{ClusterObjectSetCRD: CRDOther},
+			want: true, why: []string{"ClusterExtension API is not served", "not OLM's"},
+		},
+		"nothing OLM, CRD not readable": {
+			obs:  OLMObservations{Unreadable: []string{"CRD x (forbidden)"}},
+			want: true, why: []string{"ClusterExtension API is not served"},
+		},
+		"standard OLM, no ClusterObjectSet CRD": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "standard", ClusterObjectSetCRD: CRDAbsent},
+			want: true, why: []string{"standard feature set", "no ClusterObjectSet CRD"},
+		},
+		"standard OLM, our CRD": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "standard", ClusterObjectSetCRD: CRDOther},
+			want: true, why: []string{"standard feature set", "not OLM's"},
+		},
+		"standard OLM, gate off": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "standard", ClusterObjectSetCRD: CRDOther, Gate: GateOff},
+			want: true, why: []string{"BoxcutterRuntime off"},
+		},
+		"OLM with its ClusterObjectSet CRD": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "experimental", ClusterObjectSetCRD: CRDOLM},
+			want: false, why: []string{"CRD is OLM's", "--rollout=true"},
+		},
+		"OLM's CRD, gate on, its finalizers": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "experimental", ClusterObjectSetCRD: CRDOLM, Gate: GateOn, ForeignFinalizers: foreign},
+			want: false, why: []string{"CRD is OLM's", "BoxcutterRuntime on", "ext-1 (operator-controller)"},
+		},
+		"experimental OLM, our CRD over OLM's, gate on": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "experimental", ClusterObjectSetCRD: CRDOther, Gate: GateOn},
+			errs: []string{"disagree", "BoxcutterRuntime on", "not OLM's", "--rollout=true", "--rollout=false"},
+		},
+		"standard OLM, another controller's finalizer": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "standard", ClusterObjectSetCRD: CRDOther, ForeignFinalizers: foreign},
+			errs: []string{"disagree", "ext-1 (operator-controller)", "standard feature set"},
+		},
+		"no OLM, another controller's finalizer": {
+			obs:  OLMObservations{ClusterObjectSetCRD: CRDOther, ForeignFinalizers: foreign},
+			errs: []string{"disagree", "ClusterExtension API is not served", "teardown"},
+		},
+		"OLM's CRD, gate off": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "experimental", ClusterObjectSetCRD: CRDOLM, Gate: GateOff},
+			errs: []string{"disagree", "CRD is OLM's", "BoxcutterRuntime off"},
+		},
+		"ClusterExtension served, nothing else readable": {
+			obs:  OLMObservations{ClusterExtensionServed: true, Unreadable: []string{"CRD clusterobjectsets.olm.operatorframework.io (forbidden)"}},
+			errs: []string{"nothing tells", "not readable: CRD clusterobjectsets.olm.operatorframework.io (forbidden)", "--rollout=true", "--rollout=false"},
+		},
+		"experimental OLM, CRD unknown": {
+			obs:  OLMObservations{ClusterExtensionServed: true, FeatureSet: "experimental"},
+			errs: []string{"nothing tells", `feature set "experimental"`},
+		},
+		"many finalizers are counted": {
+			obs: OLMObservations{ClusterExtensionServed: true, ClusterObjectSetCRD: CRDOLM,
+				ForeignFinalizers: []string{"a (m)", "b (m)", "c (m)", "d (m)", "e (m)"}},
+			want: false, why: []string{"a (m), b (m), c (m) and 2 more"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, why, err := DecideAuto(tc.obs)
+			if len(tc.errs) > 0 {
+				if err == nil {
+					t.Fatalf("DecideAuto = %t (%s), want an error", got, why)
+				}
+				for _, s := range tc.errs {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("the error does not name %q: %v", s, err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("DecideAuto = %t, want %t (%s)", got, tc.want, why)
+			}
+			for _, s := range tc.why {
+				if !strings.Contains(why, s) {
+					t.Errorf("the reason does not name %q: %s", s, why)
+				}
+			}
+		})
+	}
+}
+
+func TestGateFromArgs(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+		want Gate
+	}{
+		"none":                 {args: []string{"--leader-elect"}, want: GateUnknown},
+		"OLM's standard chart": {args: []string{"--feature-gates=WebhookProviderCertManager=true", "--feature-gates=BoxcutterRuntime=false", "--feature-gates=DeploymentConfig=false"}, want: GateOff},
+		"OLM's experimental":   {args: []string{"--feature-gates=BoxcutterRuntime=true", "--feature-gates=BundleReleaseSupport=true"}, want: GateOn},
+		"one list":             {args: []string{"--feature-gates=A=true,BoxcutterRuntime=true,B=false"}, want: GateOn},
+		"separate value":       {args: []string{"--feature-gates", "BoxcutterRuntime=true"}, want: GateOn},
+		"single dash":          {args: []string{"-feature-gates=BoxcutterRuntime=true"}, want: GateOn},
+		"last wins":            {args: []string{"--feature-gates=BoxcutterRuntime=true", "--feature-gates=BoxcutterRuntime=false"}, want: GateOff},
+		"spaces":               {args: []string{"--feature-gates= BoxcutterRuntime = True "}, want: GateOn},
+		"not a bool":           {args: []string{"--feature-gates=BoxcutterRuntime=yes"}, want: GateUnknown},
+		"other gate only":      {args: []string{"--feature-gates=BoxcutterRuntimeX=true"}, want: GateUnknown},
+		"dangling flag":        {args: []string{"--feature-gates"}, want: GateUnknown},
+		"not the flag":         {args: []string{"--feature-gates-file=BoxcutterRuntime=true"}, want: GateUnknown},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := GateFromArgs(tc.args, BoxcutterRuntimeGate); got != tc.want {
+				t.Errorf("GateFromArgs = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzGateFromArgs(f *testing.F) {
+	f.Add("--feature-gates=BoxcutterRuntime=true", "")
+	f.Add("--feature-gates", "A=false,BoxcutterRuntime=false")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		got := GateFromArgs([]string{a, b}, BoxcutterRuntimeGate)
+		if got != GateUnknown && got != GateOn && got != GateOff {
+			t.Fatalf("GateFromArgs = %q", got)
+		}
+		if !strings.Contains(a+b, BoxcutterRuntimeGate) && got != GateUnknown {
+			t.Fatalf("GateFromArgs(%q, %q) = %q without the gate's name", a, b, got)
+		}
+	})
+}
+
+func TestFinalizerOwners(t *testing.T) {
+	const fin = "olm.operatorframework.io/teardown"
+	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	finalizer := `{"f:metadata":{"f:finalizers":{".":{},"v:\"olm.operatorframework.io/teardown\"":{}}}}`
+	tests := map[string]struct {
+		managed []metav1.ManagedFieldsEntry
+		want    []string
+	}{
+		"none":   {},
+		"ours":   {managed: []metav1.ManagedFieldsEntry{entry("cos-externalizer", finalizer)}, want: []string{"cos-externalizer"}},
+		"OLM's":  {managed: []metav1.ManagedFieldsEntry{entry("operator-controller", finalizer), entry("kubectl", `{"f:spec":{}}`)}, want: []string{"operator-controller"}},
+		"both":   {managed: []metav1.ManagedFieldsEntry{entry("operator-controller", finalizer), entry("cos-externalizer", finalizer)}, want: []string{"cos-externalizer", "operator-controller"}},
+		"other":  {managed: []metav1.ManagedFieldsEntry{entry("x", `{"f:metadata":{"f:finalizers":{"v:\"other\"":{}}}}`)}},
+		"broken": {managed: []metav1.ManagedFieldsEntry{entry("x", `{`), {Manager: "y"}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, FinalizerOwners(tc.managed, fin)); diff != "" {
+				t.Errorf("FinalizerOwners (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
