@@ -13,6 +13,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/phasesort"
 )
 
@@ -27,6 +28,8 @@ type buildOptions struct {
 	annotations map[string]string
 	files       resource.FilenameOptions
 	createNS    bool
+	mode        string
+	threshold   int
 	printFlags  *genericclioptions.PrintFlags
 }
 
@@ -66,6 +69,9 @@ Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
 	cmd.Flags().StringToStringVar(&o.labels, "labels", nil, "Labels of the ClusterObjectSet, e.g. olm.operatorframework.io/owner-name=my-operator.")
 	cmd.Flags().StringToStringVar(&o.annotations, "annotations", nil, "Annotations of the ClusterObjectSet.")
 	addFilenameFlags(cmd, &o.files, "of manifests (as the arguments)")
+	cmd.Flags().StringVar(&o.mode, "externalize", "", "Print the object-data Secrets and the ClusterObjectSet of refs the webhook would store, as it would with its --externalize at this value: always (the value of a bare --externalize), oversized or never; nothing is written. Empty: the inline ClusterObjectSet.")
+	cmd.Flags().Lookup("externalize").NoOptDefVal = string(externalize.ModeAlways)
+	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "With --externalize=oversized: the serialized spec size above which objects are externalized (the webhook's --externalize-threshold).")
 	cmd.Flags().BoolVar(&o.createNS, "create-namespace", false, "Add a Namespace object (in the namespaces phase, before the rest) for each namespace the objects are in that none of them creates.")
 	o.printFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagRequired("name")
@@ -77,6 +83,12 @@ func (o *buildOptions) run(paths []string) error {
 	printer, err := o.printFlags.ToPrinter()
 	if err != nil {
 		return err
+	}
+	var mode externalize.Mode
+	if o.mode != "" {
+		if mode, err = externalize.ParseMode(o.mode); err != nil {
+			return fmt.Errorf("--externalize: %w", err)
+		}
 	}
 	opts := bundle.Options{
 		Name: o.name, Revision: o.revision, CollisionProtection: olmv1.CollisionProtection(o.protection),
@@ -127,11 +139,32 @@ func (o *buildOptions) run(paths []string) error {
 			}
 		}
 	}
-	u, err := toUnstructured(cos)
+	if mode == "" {
+		u, err := toUnstructured(cos)
+		if err != nil {
+			return err
+		}
+		return printer.PrintObj(u, o.Out)
+	}
+	objs2, note, err := externalizeOffline(cos, mode, o.threshold, o.systemNamespace)
 	if err != nil {
 		return err
 	}
-	return printer.PrintObj(u, o.Out)
+	notef(o.ErrOut, "kubectl-cos: %s\n", note)
+	if *o.printFlags.OutputFormat == "json" {
+		// As kubectl prints several objects: a List.
+		items := make([]any, len(objs2))
+		for i, u := range objs2 {
+			items[i] = u.Object
+		}
+		return printer.PrintObj(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "List", "items": items}}, o.Out)
+	}
+	for _, u := range objs2 {
+		if err := printer.PrintObj(u, o.Out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // preexisting are the namespaces every cluster has.
