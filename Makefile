@@ -34,6 +34,8 @@ ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
 CERTMANAGER_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)
 GOLANGCI_LINT_STAMP := $(BIN)/.stamp-golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
+HELM_STAMP := $(BIN)/.stamp-helm-$(HELM_VERSION)
 # The real third-party bundles the tests read (test/builders.BundleDir; COS_TESTDATA_DIR overrides).
 # Their stamp lives inside the folder, so deleting the folder also makes it fetched again.
 TESTDATA := $(BIN)/testdata/bundles
@@ -85,12 +87,12 @@ manifests: ## Generate the CRD, webhook configurations and RBAC under config/ (k
 # Files that generators and `go mod tidy` own. verify fails when regenerating changes any of them,
 # whatever else is uncommitted in the tree.
 GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/webhook/manifests.yaml config/rbac/role.yaml \
-	config/rbac/rollout/role.yaml go.mod go.sum
+	config/rbac/rollout/role.yaml go.mod go.sum charts/cos-externalizer
 
 .PHONY: verify
 verify: ## Regenerate code, manifests and go.sum; fail if that changed anything.
 	@sum() { find $(GENERATED) -type f | sort | xargs sha256sum; }; before=$$(sum); \
-	$(MAKE) --no-print-directory generate manifests >/dev/null && $(GO) mod tidy; after=$$(sum); \
+	$(MAKE) --no-print-directory generate manifests chart >/dev/null && $(GO) mod tidy; after=$$(sum); \
 	if [ "$$before" != "$$after" ]; then \
 		echo "verify: generated files were out of date and have been regenerated; review and commit:"; \
 		diff <(echo "$$before") <(echo "$$after") | awk '/^>/ {print "  " $$3}'; exit 1; fi
@@ -177,7 +179,7 @@ image-check: image ## Check the image: entrypoint, numeric non-root user, static
 ##@ Test
 
 .PHONY: test
-test: control-plane testdata certmanager certmanager-crds verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
+test: control-plane testdata certmanager certmanager-crds helm verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/test/e2e/local$$')
 	@# The e2e suite runs alone: its two managers, cert-manager and ten load clients would otherwise
 	@# share the two cores with the other packages' control planes.
@@ -309,6 +311,32 @@ undeploy-all: $(KUBECTL_DEP) ## DESTROYS WORKLOADS, needs CONFIRM=yes: deletes e
 		echo "included), then the CRD and the namespace with the object-data Secrets. To keep the workloads: make undeploy."; \
 		echo "To go on: make undeploy-all CONFIRM=yes"; exit 1; }
 	KUBECTL='$(KUBECTL)' hack/uninstall.sh --delete-workloads --yes -k config/$(OVERLAY)
+
+##@ Helm
+
+# The chart charts/cos-externalizer is generated from the overlays of config/ by test/cmd/helmgen (kubectl
+# kustomize of each mode's overlay, values substituted at known paths); never edit it by hand: make verify
+# regenerates it. CHART_VERSION is the chart's version; its appVersion is the overlays' image tag.
+CHART_VERSION ?= 0.1.0
+# helm at the version pinned in hack/tools/helm/go.mod, with the Kubernetes version of its client-go as
+# the one `helm template` and `helm lint` assume.
+HELM_K8S_MINOR := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {print $$2}' hack/tools/helm/go.mod)))
+
+.PHONY: chart
+chart: $(KUBE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from the overlays of config/.
+	$(GO) run ./test/cmd/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION)
+
+.PHONY: helm
+helm: $(HELM_STAMP) ## Build helm into bin/ (pinned in hack/tools/helm; the chart test runs it).
+
+$(HELM_STAMP): hack/tools/helm/go.mod hack/tools/helm/go.sum
+	@mkdir -p $(BIN)
+	@echo "building helm $(HELM_VERSION) (first time: ~3 min)"
+	cd hack/tools/helm && $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR) \
+		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)" \
+		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm
+	@rm -f $(BIN)/.stamp-helm-* && touch $@
 
 ##@ Local control plane
 

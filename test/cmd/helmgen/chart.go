@@ -1,0 +1,748 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Mode is a value of the chart's mode and the overlay of config/ it reproduces.
+type Mode struct{ Name, Overlay string }
+
+// Modes, the first one the default. config/production is not a mode: it is config/default with
+// three replicas (--set replicas=3).
+var Modes = []Mode{{"cert-manager", "default"}, {"self-signed", "self-signed"}, {"webhook-only", "webhook-only"}}
+
+// MonitoringOverlay is the optional overlay that metrics.serviceMonitor.enabled adds.
+const MonitoringOverlay = "prometheus"
+
+// SystemNamespace is the overlays' namespace, which the chart replaces with the release's.
+const SystemNamespace = "olmv1-system"
+
+// Known names and paths the values land on.
+const (
+	managerContainer   = "manager"
+	metricsPortName    = "metrics"
+	metricsBindFlag    = "--metrics-bind-address="
+	metricsSecureFlag  = "--metrics-secure="
+	exemptUsersFlag    = "--secret-guard-exempt-users="
+	exemptCondition    = "not-exempt"
+	managedByLabel     = "app.kubernetes.io/managed-by"
+	kustomizeManagedBy = "kustomize"
+)
+
+// ModeObjects are the objects one mode's overlay renders.
+type ModeObjects struct {
+	Mode    string
+	Objects []map[string]any
+}
+
+// Input is what Generate needs: every mode's rendering (in Modes' order), the monitoring overlay's,
+// the namespace to replace and the chart's version.
+type Input struct {
+	Modes      []ModeObjects
+	Monitoring []map[string]any
+	Namespace  string
+	Version    string
+}
+
+// defaults are the values the overlays hold, which values.yaml repeats.
+type defaults struct {
+	Replicas          int64
+	Repository, Tag   string
+	Digest            string
+	PullPolicy        string
+	Resources         any
+	NodeSelector      any
+	Tolerations       any
+	Affinity          any
+	PriorityClassName string
+	MetricsPort       int64
+	MetricsSecure     bool
+}
+
+// Generate returns the chart's files by path: Chart.yaml, values.yaml, values.schema.json,
+// templates/_helpers.tpl, templates/NOTES.txt and a template per object.
+func Generate(in Input) (map[string][]byte, error) {
+	if len(in.Modes) == 0 {
+		return nil, errors.New("no mode rendered")
+	}
+	var def *defaults
+	for _, m := range in.Modes {
+		d, err := readDefaults(m.Objects)
+		if err != nil {
+			return nil, fmt.Errorf("mode %s: %w", m.Mode, err)
+		}
+		if def != nil && !equalJSON(def, d) {
+			return nil, fmt.Errorf("mode %s: the manager's Deployment differs from mode %s's in a value (replicas, image, resources, scheduling or metrics)", m.Mode, in.Modes[0].Mode)
+		}
+		def = d
+	}
+
+	type variant struct {
+		modes []string
+		text  string
+	}
+	type entry struct {
+		file     string
+		present  []string
+		variants []*variant
+	}
+	entries := map[string]*entry{}
+	var order []string
+	files := map[string]bool{}
+	for _, m := range in.Modes {
+		exempt, err := exemptUsers(m.Objects)
+		if err != nil {
+			return nil, fmt.Errorf("mode %s: %w", m.Mode, err)
+		}
+		for _, obj := range m.Objects {
+			key := objectKey(obj)
+			text, err := templatize(obj, in.Namespace, exempt)
+			if err != nil {
+				return nil, fmt.Errorf("mode %s: %s: %w", m.Mode, key, err)
+			}
+			e, ok := entries[key]
+			if !ok {
+				e = &entry{file: fileName(obj, files)}
+				entries[key] = e
+				order = append(order, key)
+			}
+			if slices.Contains(e.present, m.Mode) {
+				return nil, fmt.Errorf("mode %s renders %s twice", m.Mode, key)
+			}
+			e.present = append(e.present, m.Mode)
+			i := slices.IndexFunc(e.variants, func(v *variant) bool { return v.text == text })
+			if i < 0 {
+				e.variants = append(e.variants, &variant{text: text})
+				i = len(e.variants) - 1
+			}
+			e.variants[i].modes = append(e.variants[i].modes, m.Mode)
+		}
+	}
+
+	out := map[string][]byte{}
+	for _, key := range order {
+		e := entries[key]
+		var b strings.Builder
+		b.WriteString(generatedHeader)
+		for _, v := range e.variants {
+			if len(v.modes) == len(in.Modes) {
+				b.WriteString(v.text)
+				continue
+			}
+			fmt.Fprintf(&b, "{{- if %s }}\n%s{{- end }}\n", modeCondition(v.modes), v.text)
+		}
+		out["templates/"+e.file] = []byte(b.String())
+	}
+	for _, obj := range in.Monitoring {
+		text, err := templatize(obj, in.Namespace, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", MonitoringOverlay, objectKey(obj), err)
+		}
+		if _, ok := entries[objectKey(obj)]; ok {
+			return nil, fmt.Errorf("%s: %s is in the modes' overlays too", MonitoringOverlay, objectKey(obj))
+		}
+		out["templates/"+fileName(obj, files)] = []byte(generatedHeader +
+			"{{- if .Values.metrics.serviceMonitor.enabled }}\n" + text + "{{- end }}\n")
+	}
+
+	appVersion := def.Tag
+	if appVersion == "" {
+		appVersion = in.Version
+	}
+	out["Chart.yaml"] = []byte(fmt.Sprintf(chartYAML, in.Version, strconv.Quote(appVersion)))
+	values, err := valuesYAML(def)
+	if err != nil {
+		return nil, err
+	}
+	out["values.yaml"] = values
+	schema, err := valuesSchema()
+	if err != nil {
+		return nil, err
+	}
+	out["values.schema.json"] = schema
+	out["templates/_helpers.tpl"] = []byte(helpers)
+	out["templates/NOTES.txt"] = []byte(notes)
+	return out, nil
+}
+
+const generatedHeader = "# Generated by test/cmd/helmgen from config/ (make chart): do not edit.\n"
+
+// modeCondition is the template condition that holds in the given modes.
+func modeCondition(modes []string) string {
+	if len(modes) == 1 {
+		return fmt.Sprintf("eq .Values.mode %q", modes[0])
+	}
+	q := make([]string, len(modes))
+	for i, m := range modes {
+		q[i] = strconv.Quote(m)
+	}
+	return fmt.Sprintf("has .Values.mode (list %s)", strings.Join(q, " "))
+}
+
+// objectKey names an object across modes: group, kind, namespace and name.
+func objectKey(obj map[string]any) string {
+	group, _, _ := strings.Cut(str(obj, "apiVersion"), "/")
+	if !strings.Contains(str(obj, "apiVersion"), "/") {
+		group = ""
+	}
+	return fmt.Sprintf("%s/%s/%s/%s", group, str(obj, "kind"), str(obj, "metadata", "namespace"), str(obj, "metadata", "name"))
+}
+
+// fileName is a template's file name, kind-name.yaml, unique among taken.
+func fileName(obj map[string]any, taken map[string]bool) string {
+	base := strings.ToLower(str(obj, "kind") + "-" + str(obj, "metadata", "name"))
+	base = regexp.MustCompile(`[^a-z0-9.-]+`).ReplaceAllString(base, "-")
+	name := base + ".yaml"
+	for i := 2; taken[name]; i++ {
+		name = fmt.Sprintf("%s-%d.yaml", base, i)
+	}
+	taken[name] = true
+	return name
+}
+
+// managerDeployment finds the Deployment with the manager container, and that container.
+func managerDeployment(objs []map[string]any) (map[string]any, map[string]any) {
+	for _, obj := range objs {
+		if str(obj, "kind") != "Deployment" {
+			continue
+		}
+		if c := managerOf(obj); c != nil {
+			return obj, c
+		}
+	}
+	return nil, nil
+}
+
+func managerOf(deploy map[string]any) map[string]any {
+	containers, _ := get(deploy, "spec", "template", "spec", "containers").([]any)
+	for _, c := range containers {
+		if c, ok := c.(map[string]any); ok && c["name"] == managerContainer {
+			return c
+		}
+	}
+	return nil
+}
+
+// readDefaults reads the values of one mode's rendering.
+func readDefaults(objs []map[string]any) (*defaults, error) {
+	deploy, c := managerDeployment(objs)
+	if deploy == nil {
+		return nil, fmt.Errorf("no Deployment with a container %q", managerContainer)
+	}
+	d := &defaults{MetricsSecure: true}
+	replicas, ok := get(deploy, "spec", "replicas").(int64)
+	if !ok {
+		return nil, errors.New("the manager's Deployment has no replicas")
+	}
+	d.Replicas = replicas
+	var err error
+	if d.Repository, d.Tag, d.Digest, err = ParseImage(str(c, "image")); err != nil {
+		return nil, err
+	}
+	d.PullPolicy = str(c, "imagePullPolicy")
+	d.Resources = c["resources"]
+	pod := get(deploy, "spec", "template", "spec").(map[string]any)
+	d.NodeSelector, d.Tolerations, d.Affinity = pod["nodeSelector"], pod["tolerations"], pod["affinity"]
+	d.PriorityClassName, _ = pod["priorityClassName"].(string)
+	args, _ := c["args"].([]any)
+	bind := ""
+	for _, a := range args {
+		s, _ := a.(string)
+		if v, ok := strings.CutPrefix(s, metricsBindFlag); ok {
+			bind = v
+		}
+		if v, ok := strings.CutPrefix(s, metricsSecureFlag); ok {
+			if d.MetricsSecure, err = strconv.ParseBool(v); err != nil {
+				return nil, fmt.Errorf("%s: %w", metricsSecureFlag, err)
+			}
+		}
+	}
+	_, port, ok := strings.Cut(bind, ":")
+	if d.MetricsPort, err = strconv.ParseInt(port, 10, 32); !ok || err != nil {
+		return nil, fmt.Errorf("the manager's %s%q is not host:port", metricsBindFlag, bind)
+	}
+	return d, nil
+}
+
+// ParseImage splits an image reference into repository, tag and digest.
+func ParseImage(ref string) (repository, tag, digest string, err error) {
+	rest, digest, _ := strings.Cut(ref, "@")
+	repository = rest
+	if i := strings.LastIndex(rest, ":"); i > strings.LastIndex(rest, "/") {
+		repository, tag = rest[:i], rest[i+1:]
+	}
+	if repository == "" || strings.ContainsAny(ref, " \t\n") || strings.HasSuffix(rest, ":") || (digest == "" && strings.Contains(ref, "@")) {
+		return "", "", "", fmt.Errorf("image %q is not a reference", ref)
+	}
+	return repository, tag, digest, nil
+}
+
+// exemptList matches the secret guard's exemption matchCondition and captures its list of users.
+var exemptList = regexp.MustCompile(`^!\(request\.userInfo\.username in \[(.*)\]\)$`)
+
+// ParseExemptUsers returns the users of the secret guard's exemption expression,
+// !(request.userInfo.username in ['a', 'b']).
+func ParseExemptUsers(expr string) ([]string, error) {
+	m := exemptList.FindStringSubmatch(strings.TrimSpace(expr))
+	if m == nil {
+		return nil, fmt.Errorf("matchCondition %s is not !(request.userInfo.username in [...])", exemptCondition)
+	}
+	var users []string
+	for item := range strings.SplitSeq(m[1], ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if len(item) < 2 || item[0] != '\'' || item[len(item)-1] != '\'' || strings.ContainsAny(item[1:len(item)-1], `'"\`) {
+			return nil, fmt.Errorf("matchCondition %s: an item is not a plain quoted user", exemptCondition)
+		}
+		users = append(users, item[1:len(item)-1])
+	}
+	return users, nil
+}
+
+// exemptUsers returns the users the secret guard's exemption lists in one mode (nil without one).
+func exemptUsers(objs []map[string]any) ([]string, error) {
+	for _, obj := range objs {
+		if str(obj, "kind") != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		hooks, _ := obj["webhooks"].([]any)
+		for _, h := range hooks {
+			conds, _ := get(h, "matchConditions").([]any)
+			for _, c := range conds {
+				if c, ok := c.(map[string]any); ok && c["name"] == exemptCondition {
+					return ParseExemptUsers(str(c, "expression"))
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// placeholders collects what replaces each __HELM_n__ token of an object's YAML: a function of the
+// line that holds it.
+type placeholders []func(line, token string) string
+
+func (p *placeholders) add(f func(line, token string) string) string {
+	*p = append(*p, f)
+	return fmt.Sprintf("__HELM_%d__", len(*p)-1)
+}
+
+// inline replaces the token with a template expression.
+func (p *placeholders) inline(expr string) string {
+	return p.add(func(line, token string) string { return strings.Replace(line, token, expr, 1) })
+}
+
+// optional replaces the line `key: token` with the key and the value at path, only when it is set:
+// as a block (toYaml) or a scalar.
+func (p *placeholders) optional(path string, block bool) string {
+	return p.add(func(line, token string) string {
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		key, _, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if block {
+			return fmt.Sprintf("%[1]s{{- with %[2]s }}\n%[1]s%[3]s:\n%[1]s  {{- toYaml . | nindent %[4]d }}\n%[1]s{{- end }}",
+				indent, path, key, len(indent)+2)
+		}
+		return fmt.Sprintf("%[1]s{{- with %[2]s }}\n%[1]s%[3]s: {{ . }}\n%[1]s{{- end }}", indent, path, key)
+	})
+}
+
+// item replaces the list item `- token` with `- text` when cond holds.
+func (p *placeholders) item(cond, text string) string {
+	return p.add(func(line, token string) string {
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		return fmt.Sprintf("%[1]s{{- %[2]s }}\n%[1]s- %[3]s\n%[1]s{{- end }}", indent, cond, text)
+	})
+}
+
+// labels replaces the line `token: ""` of metadata.labels with the labels Helm's charts carry.
+func (p *placeholders) labels() string {
+	return p.add(func(line, _ string) string {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		return fmt.Sprintf("%s{{- include \"cos-externalizer.labels\" . | nindent %d }}", strings.Repeat(" ", indent), indent)
+	})
+}
+
+var tokenRE = regexp.MustCompile(`__HELM_[0-9]+__`)
+
+// braces escapes the template delimiters of the overlays' own text (PrometheusRule annotations).
+var braces = strings.NewReplacer("{{", `{{ "{{" }}`, "}}", `{{ "}}" }}`)
+
+// templatize returns one object's template: the namespace replaced by the release's, the labels
+// Helm's charts carry, and the values at their paths. exempt are the users of the mode's secret
+// guard exemption.
+func templatize(in map[string]any, namespace string, exempt []string) (string, error) {
+	obj, err := deepCopy(in)
+	if err != nil {
+		return "", err
+	}
+	var p placeholders
+	nsToken := p.inline("{{ .Release.Namespace }}")
+	replaceNamespace(obj, namespace, nsToken)
+
+	if labels, ok := get(obj, "metadata", "labels").(map[string]any); ok && labels[managedByLabel] == kustomizeManagedBy {
+		delete(labels, managedByLabel)
+		labels[p.labels()] = ""
+	}
+
+	switch str(obj, "kind") {
+	case "Deployment":
+		if c := managerOf(obj); c != nil {
+			if err := templatizeManager(obj, c, exempt, &p); err != nil {
+				return "", err
+			}
+		}
+	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+		hooks, _ := obj["webhooks"].([]any)
+		for _, h := range hooks {
+			conds, _ := get(h, "matchConditions").([]any)
+			for _, c := range conds {
+				if c, ok := c.(map[string]any); ok && c["name"] == exemptCondition {
+					c["expression"] = p.inline(`"` + exemptExpression(str(c, "expression")) + `"`)
+				}
+			}
+		}
+	case "ServiceMonitor":
+		endpoints, _ := get(obj, "spec", "endpoints").([]any)
+		for _, e := range endpoints {
+			if e, ok := e.(map[string]any); ok && e["scheme"] == "https" {
+				e["scheme"] = p.inline(`{{ ternary "https" "http" .Values.metrics.secure }}`)
+			}
+		}
+	}
+
+	b, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for line := range strings.SplitSeq(strings.TrimSuffix(braces.Replace(string(b)), "\n"), "\n") {
+		for {
+			token := tokenRE.FindString(line)
+			if token == "" {
+				break
+			}
+			n, _ := strconv.Atoi(strings.Trim(token, "_HELM"))
+			line = p[n](line, token)
+		}
+		out.WriteString(line)
+		out.WriteByte('\n')
+	}
+	return out.String(), nil
+}
+
+// exemptExpression is the template of the exemption expression: the overlay's users, then
+// secretGuard.extraExemptUsers, as a double-quoted YAML string.
+func exemptExpression(expr string) string {
+	i := strings.LastIndex(expr, "]")
+	if i < 0 {
+		i = len(expr)
+	}
+	return quoteYAML(braces.Replace(expr[:i])) + `{{ range .Values.secretGuard.extraExemptUsers }}, '{{ . }}'{{ end }}` + quoteYAML(braces.Replace(expr[i:]))
+}
+
+// quoteYAML escapes s for a double-quoted YAML string, without the quotes (templatize puts them
+// around the whole expression).
+func quoteYAML(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	q := strings.TrimSpace(b.String())
+	return q[1 : len(q)-1]
+}
+
+// templatizeManager puts the values into the manager's Deployment and container.
+func templatizeManager(deploy, c map[string]any, exempt []string, p *placeholders) error {
+	spec := deploy["spec"].(map[string]any)
+	spec["replicas"] = p.inline("{{ .Values.replicas }}")
+	pod := get(deploy, "spec", "template", "spec").(map[string]any)
+	for key, block := range map[string]bool{"nodeSelector": true, "tolerations": true, "affinity": true, "priorityClassName": false} {
+		pod[key] = p.optional(".Values."+key, block)
+	}
+	c["image"] = p.inline(`{{ include "cos-externalizer.image" . }}`)
+	c["imagePullPolicy"] = p.optional(".Values.image.pullPolicy", false)
+	c["resources"] = p.optional(".Values.resources", true)
+
+	ports, _ := c["ports"].([]any)
+	for _, port := range ports {
+		if port, ok := port.(map[string]any); ok && port["name"] == metricsPortName {
+			port["containerPort"] = p.inline("{{ .Values.metrics.port }}")
+		}
+	}
+	args, _ := c["args"].([]any)
+	secure, exemptFlag := false, false
+	for i, a := range args {
+		s, _ := a.(string)
+		switch {
+		case strings.HasPrefix(s, metricsBindFlag):
+			host, _, _ := strings.Cut(strings.TrimPrefix(s, metricsBindFlag), ":")
+			args[i] = p.inline(metricsBindFlag + host + ":{{ .Values.metrics.port }}")
+		case strings.HasPrefix(s, metricsSecureFlag):
+			args[i] = p.inline(metricsSecureFlag + "{{ .Values.metrics.secure }}")
+			secure = true
+		case strings.HasPrefix(s, exemptUsersFlag):
+			args[i] = p.inline(braces.Replace(s) + "{{ range .Values.secretGuard.extraExemptUsers }},{{ . }}{{ end }}")
+			exemptFlag = true
+		}
+	}
+	if !secure {
+		args = append(args, p.item("if not .Values.metrics.secure", metricsSecureFlag+"false"))
+	}
+	if !exemptFlag && exempt != nil {
+		args = append(args, p.item("with .Values.secretGuard.extraExemptUsers",
+			exemptUsersFlag+braces.Replace(strings.Join(exempt, ","))+"{{ range . }},{{ . }}{{ end }}"))
+	}
+	c["args"] = args
+	return nil
+}
+
+// replaceNamespace replaces the namespace in every string of obj with token, but in the secret
+// guard's exemptions (users of other namespaces, such as OLM's, stay where they are).
+func replaceNamespace(v any, namespace, token string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if k == "matchConditions" {
+				continue
+			}
+			if s, ok := e.(string); ok {
+				v[k] = replaceIn(s, namespace, token)
+			} else {
+				replaceNamespace(e, namespace, token)
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if s, ok := e.(string); ok {
+				if !strings.HasPrefix(s, exemptUsersFlag) {
+					v[i] = replaceIn(s, namespace, token)
+				}
+			} else {
+				replaceNamespace(e, namespace, token)
+			}
+		}
+	}
+}
+
+// replaceIn replaces the namespace in s where it is a whole name, not part of a longer one.
+func replaceIn(s, namespace, token string) string {
+	re := regexp.MustCompile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(namespace) + `($|[^a-z0-9-])`)
+	for re.MatchString(s) {
+		s = re.ReplaceAllString(s, "${1}"+token+"${2}")
+	}
+	return s
+}
+
+func deepCopy(in map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// get walks maps by key.
+func get(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+func str(v any, path ...string) string {
+	s, _ := get(v, path...).(string)
+	return s
+}
+
+// valuesYAML writes values.yaml with the overlays' values and comments.
+func valuesYAML(d *defaults) ([]byte, error) {
+	block := func(key string, v any, empty string) (string, error) {
+		if v == nil {
+			return key + ": " + empty + "\n", nil
+		}
+		b, err := yaml.Marshal(map[string]any{key: v})
+		return string(b), err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, valuesHeader, Modes[0].Name, modeList())
+	fmt.Fprintf(&b, "\n# Manager replicas: every one serves the webhooks, the elected one reconciles.\nreplicas: %d\n", d.Replicas)
+	fmt.Fprintf(&b, "\n# The manager's image; a digest, when set, wins over the tag. The tag defaults to the chart's appVersion.\nimage:\n  repository: %s\n  tag: %q\n  digest: %q\n  # Always, IfNotPresent or Never; empty leaves it to Kubernetes.\n  pullPolicy: %q\n",
+		d.Repository, "", d.Digest, d.PullPolicy)
+	for _, v := range []struct {
+		comment, key string
+		value        any
+		empty        string
+	}{
+		{"The manager container's requests and limits.", "resources", d.Resources, "{}"},
+		{"Where the manager's pods run (null: anywhere).", "nodeSelector", d.NodeSelector, "{}"},
+		{"Taints the manager's pods tolerate.", "tolerations", d.Tolerations, "[]"},
+		{"Affinity of the manager's pods (they spread over zones and nodes already).", "affinity", d.Affinity, "{}"},
+	} {
+		s, err := block(v.key, v.value, v.empty)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "\n# %s\n%s", v.comment, s)
+	}
+	fmt.Fprintf(&b, "\n# The manager pods' priorityClassName (empty: none).\npriorityClassName: %q\n", d.PriorityClassName)
+	b.WriteString(`
+# The secret guard refuses deleting, relabelling or disowning the object-data Secrets of live
+# ClusterObjectSets to everyone but the manager and the users the mode's overlay exempts (the
+# namespace controller). Users named here are exempt too: added to the guard's matchCondition
+# not-exempt and to --secret-guard-exempt-users.
+secretGuard:
+  extraExemptUsers: []
+`)
+	fmt.Fprintf(&b, `
+# The metrics endpoint (/metrics) of every replica.
+metrics:
+  # Port of --metrics-bind-address and of the container port "metrics".
+  port: %d
+  # HTTPS for clients the API server authenticates and authorizes (ClusterRole
+  # cos-externalizer-metrics-reader); false serves plain HTTP to anyone.
+  secure: %t
+  serviceMonitor:
+    # The objects of config/prometheus: a ServiceMonitor and the PrometheusRule with the alerts
+    # (the Prometheus Operator's CRDs must be installed).
+    enabled: false
+`, d.MetricsPort, d.MetricsSecure)
+	return []byte(b.String()), nil
+}
+
+func modeList() string {
+	var s []string
+	for _, m := range Modes {
+		s = append(s, fmt.Sprintf("#   %-13s config/%s", m.Name, m.Overlay))
+	}
+	return strings.Join(s, "\n")
+}
+
+const valuesHeader = `# Values of the cos-externalizer chart, generated by test/cmd/helmgen from config/ (make chart): do
+# not edit. The defaults install what the mode's overlay installs.
+
+# Which overlay of config/ the chart installs:
+%[2]s
+# config/production is cert-manager with replicas: 3.
+mode: %[1]s
+`
+
+// valuesSchema is values.schema.json.
+func valuesSchema() ([]byte, error) {
+	obj := func(props map[string]any) map[string]any {
+		return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+	}
+	var modes []string
+	for _, m := range Modes {
+		modes = append(modes, m.Name)
+	}
+	user := map[string]any{"type": "string", "minLength": 1, "pattern": `^[^'"\\,{}]+$`}
+	schema := obj(map[string]any{
+		"mode":     map[string]any{"type": "string", "enum": modes},
+		"replicas": map[string]any{"type": "integer", "minimum": 1},
+		"image": obj(map[string]any{
+			"repository": map[string]any{"type": "string", "minLength": 1},
+			"tag":        map[string]any{"type": "string"},
+			"digest":     map[string]any{"type": "string", "pattern": `^([a-z0-9]+:[a-f0-9]{32,})?$`},
+			"pullPolicy": map[string]any{"type": "string", "enum": []string{"", "Always", "IfNotPresent", "Never"}},
+		}),
+		"resources":         map[string]any{"type": []string{"object", "null"}},
+		"nodeSelector":      map[string]any{"type": []string{"object", "null"}, "additionalProperties": map[string]any{"type": "string"}},
+		"tolerations":       map[string]any{"type": []string{"array", "null"}, "items": map[string]any{"type": "object"}},
+		"affinity":          map[string]any{"type": []string{"object", "null"}},
+		"priorityClassName": map[string]any{"type": "string"},
+		"secretGuard": obj(map[string]any{
+			"extraExemptUsers": map[string]any{"type": "array", "items": user},
+		}),
+		"metrics": obj(map[string]any{
+			"port":           map[string]any{"type": "integer", "minimum": 1, "maximum": 65535},
+			"secure":         map[string]any{"type": "boolean"},
+			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+		}),
+	})
+	schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+	schema["required"] = []string{"mode", "replicas", "image", "metrics"}
+	b, err := json.MarshalIndent(schema, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+const chartYAML = `# Generated by test/cmd/helmgen from config/ (make chart): do not edit.
+apiVersion: v2
+name: cos-externalizer
+description: Externalizes the inline objects of ClusterObjectSets into immutable, content-addressed Secrets, and rolls ClusterObjectSets out.
+type: application
+version: %s
+appVersion: %s
+# matchConditions and preStop sleep.
+kubeVersion: ">= 1.30.0-0"
+keywords:
+- olm
+- clusterobjectset
+`
+
+const helpers = `{{/* Generated by test/cmd/helmgen (make chart): do not edit. */}}
+
+{{/* The labels of every object, beside the overlays' own. */}}
+{{- define "cos-externalizer.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- with .Chart.AppVersion }}
+app.kubernetes.io/version: {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The manager's image: repository@digest, or repository:tag (the chart's appVersion by default). */}}
+{{- define "cos-externalizer.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+`
+
+const notes = `cos-externalizer is installed in namespace {{ .Release.Namespace }}, mode {{ .Values.mode }}, with {{ .Values.replicas }} replicas of {{ include "cos-externalizer.image" . }}.
+
+Check it:
+  kubectl -n {{ .Release.Namespace }} rollout status deploy/cos-externalizer
+  kubectl cos check
+{{- if eq .Values.mode "cert-manager" "webhook-only" }}
+The webhooks' serving certificate comes from cert-manager (v1.19 or later), which must be installed.
+{{- end }}
+
+Uninstalling: helm uninstall alone leaves our finalizers on the ClusterObjectSets. Run first
+  helm get manifest {{ .Release.Name }} -n {{ .Release.Namespace }} > manifest.yaml
+  hack/uninstall.sh -f manifest.yaml
+which keeps every workload (docs/install.md, "Uninstall"). The CRD and the namespace are kept
+(helm.sh/resource-policy: keep).
+`
