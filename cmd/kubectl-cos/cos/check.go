@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -62,6 +65,8 @@ Exit status 1 when a check fails.`,
 type checker struct {
 	o     *checkOptions
 	fails int
+	// mode is the install's mode, which the advice is for.
+	mode installMode
 	// err is the first error writing the report; the command fails with it.
 	err error
 }
@@ -158,6 +163,7 @@ func (c *checker) webhooks(ctx context.Context, cl *clients) {
 		c.fail("No cos-externalizer webhook is installed (no webhook named *%s): inline ClusterObjectSets are stored as written, and large ones are refused. kubectl cos apply still works without it.", webhookSuffix)
 		return
 	}
+	c.detectMode(ctx, cl, hooks)
 	services := map[string]bool{}
 	for _, h := range hooks {
 		c.caBundle(h)
@@ -172,11 +178,7 @@ func (c *checker) webhooks(ctx context.Context, cl *clients) {
 func (c *checker) caBundle(h webhook) {
 	where := fmt.Sprintf("webhook %s (%s %s)", h.name, h.kind, h.config)
 	if len(h.client.CABundle) == 0 {
-		if from := h.annotations[injectCAAnnotation]; from != "" {
-			c.fail("The CA bundle of %s is empty: cert-manager's CA injector has not injected the CA of Certificate %s. Check that cert-manager's cainjector is running and that the Certificate is Ready.", where, from)
-		} else {
-			c.fail("The CA bundle of %s is empty and nothing injects it (no %s annotation): the API server cannot verify the webhook. Install with the certmanager overlay, or set clientConfig.caBundle.", where, injectCAAnnotation)
-		}
+		c.fail("The CA bundle of %s is empty: %s", where, c.mode.emptyBundle())
 		return
 	}
 	var certs []*x509.Certificate
@@ -277,7 +279,7 @@ func (c *checker) dryRun(ctx context.Context, cl *clients) {
 	defer cancel()
 	out, err := dyn.Resource(cosGVR).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
-		c.fail("%s", explain(err))
+		c.fail("%s", explain(err, c.mode))
 		return
 	}
 	objects, _, _ := unstructured.NestedSlice(out.Object, "spec", "phases")
@@ -302,14 +304,14 @@ func (c *checker) dryRun(ctx context.Context, cl *clients) {
 
 var calledWebhook = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
 
-// explain turns a failed dry run into a sentence.
-func explain(err error) string {
+// explain turns a failed dry run into a sentence, with the advice of the install's mode.
+func explain(err error, mode installMode) string {
 	msg := err.Error()
 	if m := calledWebhook.FindStringSubmatch(msg); m != nil {
 		name, cause := m[1], cause(msg)
 		switch {
 		case containsAny(cause, "x509:", "certificate signed by unknown authority", "failed to verify certificate", "tls: "):
-			return fmt.Sprintf("The API server does not trust the serving certificate of webhook %s: the CA bundle in its configuration is not the CA that signed the manager's certificate. With cert-manager, check that cainjector is running and that the Certificate is Ready. (%s)", name, lastPart(msg))
+			return fmt.Sprintf("The API server does not trust the serving certificate of webhook %s: the CA bundle in its configuration is not the CA that signed the manager's certificate. %s (%s)", name, mode.untrusted(), lastPart(msg))
 		case containsAny(cause, "connection refused", "no endpoints available", "no such host", "not found", "dial tcp", "connection reset", "EOF"):
 			return fmt.Sprintf("The API server cannot reach webhook %s: the manager is not running or not ready, or its Service has no endpoints. (%s)", name, lastPart(msg))
 		case containsAny(cause, "context deadline exceeded", "timeout", "Timeout"):
@@ -368,4 +370,108 @@ func reason(err error) string {
 		return strings.ToLower(string(r))
 	}
 	return err.Error()
+}
+
+// detectMode reads the install's mode (the manager's Deployment behind the webhooks' Service, the
+// configurations' annotations and CA) and says it; in the cert-manager mode it checks the Certificate.
+func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) {
+	var in installation
+	for _, h := range hooks {
+		if from := h.annotations[injectCAAnnotation]; from != "" && in.InjectFrom == "" {
+			in.InjectFrom = from
+		}
+		if in.CACommonName == "" {
+			if block, _ := pem.Decode(h.client.CABundle); block != nil {
+				if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
+					in.CACommonName = cert.Subject.CommonName
+				}
+			}
+		}
+	}
+	for _, h := range hooks {
+		if s := h.client.Service; s != nil {
+			deploy, args, err := managerDeployment(ctx, cl, s.Namespace, s.Name)
+			if err != nil {
+				c.warn("Cannot read the manager's Deployment behind Service %s/%s (%s): the mode is read from the webhook configurations only.", s.Namespace, s.Name, reason(err))
+			}
+			in.Deployment, in.Args = deploy, args
+			break
+		}
+	}
+	c.mode = detectMode(in)
+	c.ok("%s", c.mode.describe())
+	if c.mode.Conflict != "" {
+		c.fail("%s", c.mode.Conflict)
+	}
+	if c.mode.Cert == certManager {
+		c.certificate(ctx, cl, c.mode.InjectFrom)
+	}
+}
+
+// managerDeployment finds the Deployment whose Pods the Service selects and returns it
+// ("namespace/name") and its manager container's args; empty when there is none.
+func managerDeployment(ctx context.Context, cl *clients, namespace, service string) (string, []string, error) {
+	svc, err := cl.kube.CoreV1().Services(namespace).Get(ctx, service, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil, nil
+		}
+		return "", nil, err
+	}
+	if len(svc.Spec.Selector) == 0 {
+		return "", nil, nil
+	}
+	list, err := cl.kube.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", nil, err
+	}
+	selector := labels.SelectorFromSet(svc.Spec.Selector)
+	for _, d := range list.Items {
+		if !selector.Matches(labels.Set(d.Spec.Template.Labels)) || len(d.Spec.Template.Spec.Containers) == 0 {
+			continue
+		}
+		container := d.Spec.Template.Spec.Containers[0]
+		for _, ct := range d.Spec.Template.Spec.Containers {
+			if ct.Name == "manager" {
+				container = ct
+			}
+		}
+		return d.Namespace + "/" + d.Name, append(slices.Clone(container.Command[min(1, len(container.Command)):]), container.Args...), nil
+	}
+	return "", nil, nil
+}
+
+var certificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+
+// certificate checks that cert-manager's Certificate ("namespace/name") exists and is Ready.
+func (c *checker) certificate(ctx context.Context, cl *clients, key string) {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		c.fail("The %s annotation %q is not namespace/name: cert-manager's cainjector cannot find the Certificate.", injectCAAnnotation, key)
+		return
+	}
+	u, err := cl.dynamic.Resource(certificateGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.fail("Certificate %s is not found: is cert-manager installed (certificates.cert-manager.io served), and the certmanager overlay's Certificate applied?", key)
+		return
+	case err != nil:
+		c.warn("Cannot read Certificate %s (%s).", key, reason(err))
+		return
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, cond := range conds {
+		m, _ := cond.(map[string]any)
+		if m["type"] != "Ready" {
+			continue
+		}
+		if m["status"] == "True" {
+			notAfter, _, _ := unstructured.NestedString(u.Object, "status", "notAfter")
+			c.ok("Certificate %s is Ready (valid until %s).", key, notAfter)
+		} else {
+			c.fail("Certificate %s is not Ready (%v: %v): cert-manager has not issued the serving certificate.", key, m["reason"], m["message"])
+		}
+		return
+	}
+	c.fail("Certificate %s has no Ready condition yet: is cert-manager's controller running?", key)
 }

@@ -44,7 +44,7 @@ func TestExplain(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := explain(tc.err); !strings.HasPrefix(got, tc.want) {
+			if got := explain(tc.err, installMode{}); !strings.HasPrefix(got, tc.want) {
 				t.Errorf("explain = %q, want it to start with %q", got, tc.want)
 			}
 		})
