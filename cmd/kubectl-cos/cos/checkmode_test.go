@@ -42,7 +42,7 @@ func TestDetectMode(t *testing.T) {
 			says: "--webhook-cert-dir", advice: "--webhook-cert-dir", not: "cert-manager",
 		},
 		"both injectors": {
-			in:   installation{Deployment: deploy, Args: []string{"--webhook-cert-source=self-signed"}, InjectFrom: "ns/c"},
+			in: installation{Deployment: deploy, Args: []string{"--webhook-cert-source=self-signed"}, InjectFrom: "ns/c"},
 			want: installMode{Cert: certSelfSigned, Rollout: "auto", CertSecret: "cos-externalizer-webhook-ca", InjectFrom: "ns/c",
 				Conflict: "the manager injects its own CA (--webhook-cert-source=self-signed) and the webhook configurations ask cert-manager to inject Certificate ns/c's: the two overwrite each other. Keep one: remove the annotation cert-manager.io/inject-ca-from, or install the cert-manager overlay."},
 			says: "self-signed", advice: "leader Lease",
