@@ -20,7 +20,8 @@ type Mode struct{ Name, Overlay string }
 // three replicas (--set replicas=3).
 var Modes = []Mode{{"cert-manager", "default"}, {"self-signed", "self-signed"}, {"webhook-only", "webhook-only"}}
 
-// MonitoringOverlay is the optional overlay that metrics.serviceMonitor.enabled adds.
+// MonitoringOverlay is the optional overlay that metrics.serviceMonitor.enabled adds; a mode whose
+// overlay has a folder of its own in it (config/prometheus/self-signed) gets that one.
 const MonitoringOverlay = "prometheus"
 
 // SystemNamespace is the overlays' namespace, which the chart replaces with the release's.
@@ -38,19 +39,19 @@ const (
 	kustomizeManagedBy = "kustomize"
 )
 
-// ModeObjects are the objects one mode's overlay renders.
+// ModeObjects are the objects one mode's overlay renders, and those its monitoring overlay renders.
 type ModeObjects struct {
-	Mode    string
-	Objects []map[string]any
+	Mode       string
+	Objects    []map[string]any
+	Monitoring []map[string]any
 }
 
-// Input is what Generate needs: every mode's rendering (in Modes' order), the monitoring overlay's,
-// the namespace to replace and the chart's version.
+// Input is what Generate needs: every mode's renderings (in Modes' order), the namespace to replace
+// and the chart's version.
 type Input struct {
-	Modes      []ModeObjects
-	Monitoring []map[string]any
-	Namespace  string
-	Version    string
+	Modes     []ModeObjects
+	Namespace string
+	Version   string
 }
 
 // defaults are the values the overlays hold, which values.yaml repeats.
@@ -91,9 +92,10 @@ func Generate(in Input) (map[string][]byte, error) {
 		text  string
 	}
 	type entry struct {
-		file     string
-		present  []string
-		variants []*variant
+		file       string
+		monitoring bool
+		present    []string
+		variants   []*variant
 	}
 	entries := map[string]*entry{}
 	var order []string
@@ -103,28 +105,34 @@ func Generate(in Input) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mode %s: %w", m.Mode, err)
 		}
-		for _, obj := range m.Objects {
-			key := objectKey(obj)
-			text, err := templatize(obj, in.Namespace, exempt)
-			if err != nil {
-				return nil, fmt.Errorf("mode %s: %s: %w", m.Mode, key, err)
+		for _, monitoring := range []bool{false, true} {
+			objs := m.Objects
+			if monitoring {
+				objs = m.Monitoring
 			}
-			e, ok := entries[key]
-			if !ok {
-				e = &entry{file: fileName(obj, files)}
-				entries[key] = e
-				order = append(order, key)
+			for _, obj := range objs {
+				key := objectKey(obj)
+				text, err := templatize(obj, in.Namespace, exempt)
+				if err != nil {
+					return nil, fmt.Errorf("mode %s: %s: %w", m.Mode, key, err)
+				}
+				e, ok := entries[key]
+				if !ok {
+					e = &entry{file: fileName(obj, files), monitoring: monitoring}
+					entries[key] = e
+					order = append(order, key)
+				}
+				if slices.Contains(e.present, m.Mode) || e.monitoring != monitoring {
+					return nil, fmt.Errorf("mode %s renders %s twice", m.Mode, key)
+				}
+				e.present = append(e.present, m.Mode)
+				i := slices.IndexFunc(e.variants, func(v *variant) bool { return v.text == text })
+				if i < 0 {
+					e.variants = append(e.variants, &variant{text: text})
+					i = len(e.variants) - 1
+				}
+				e.variants[i].modes = append(e.variants[i].modes, m.Mode)
 			}
-			if slices.Contains(e.present, m.Mode) {
-				return nil, fmt.Errorf("mode %s renders %s twice", m.Mode, key)
-			}
-			e.present = append(e.present, m.Mode)
-			i := slices.IndexFunc(e.variants, func(v *variant) bool { return v.text == text })
-			if i < 0 {
-				e.variants = append(e.variants, &variant{text: text})
-				i = len(e.variants) - 1
-			}
-			e.variants[i].modes = append(e.variants[i].modes, m.Mode)
 		}
 	}
 
@@ -133,6 +141,9 @@ func Generate(in Input) (map[string][]byte, error) {
 		e := entries[key]
 		var b strings.Builder
 		b.WriteString(generatedHeader)
+		if e.monitoring {
+			b.WriteString("{{- if .Values.metrics.serviceMonitor.enabled }}\n")
+		}
 		for _, v := range e.variants {
 			if len(v.modes) == len(in.Modes) {
 				b.WriteString(v.text)
@@ -140,18 +151,10 @@ func Generate(in Input) (map[string][]byte, error) {
 			}
 			fmt.Fprintf(&b, "{{- if %s }}\n%s{{- end }}\n", modeCondition(v.modes), v.text)
 		}
+		if e.monitoring {
+			b.WriteString("{{- end }}\n")
+		}
 		out["templates/"+e.file] = []byte(b.String())
-	}
-	for _, obj := range in.Monitoring {
-		text, err := templatize(obj, in.Namespace, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", MonitoringOverlay, objectKey(obj), err)
-		}
-		if _, ok := entries[objectKey(obj)]; ok {
-			return nil, fmt.Errorf("%s: %s is in the modes' overlays too", MonitoringOverlay, objectKey(obj))
-		}
-		out["templates/"+fileName(obj, files)] = []byte(generatedHeader +
-			"{{- if .Values.metrics.serviceMonitor.enabled }}\n" + text + "{{- end }}\n")
 	}
 
 	appVersion := def.Tag

@@ -4,18 +4,22 @@
 //
 //	helmgen -kubectl bin/kubectl -config config -out charts/cos-externalizer -version 0.1.0
 //
-// It renders each mode's overlay (Modes) and config/prometheus with `kubectl kustomize`, keeps an
+// It renders each mode's overlay (Modes) and monitoring overlay (MonitoringOverlay) with `kubectl kustomize`, keeps an
 // object that every mode renders alike once, guards the others with the modes that render them, and
 // substitutes values at known paths (Generate). Objects other helpers add to config/ come through
 // as they are.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 )
@@ -32,10 +36,62 @@ func main() {
 	}
 }
 
+// monitoringOverlay returns the folder (relative to config, or absolute) that renders the
+// monitoring objects beside an install overlay: config/prometheus/<overlay> when there is one (a
+// Component of it is put over config/prometheus in a throwaway kustomization, which cleanup
+// removes), else config/prometheus.
+func monitoringOverlay(config, overlay string) (dir string, cleanup func(), err error) {
+	cleanup = func() {}
+	own := filepath.Join(MonitoringOverlay, overlay)
+	b, err := os.ReadFile(filepath.Join(config, own, "kustomization.yaml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return MonitoringOverlay, cleanup, nil
+	}
+	if err != nil {
+		return "", cleanup, err
+	}
+	var k struct{ Kind string }
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		return "", cleanup, fmt.Errorf("%s: %w", own, err)
+	}
+	if k.Kind != "Component" {
+		return own, cleanup, nil
+	}
+	tmp, err := os.MkdirTemp("", "helmgen-")
+	if err != nil {
+		return "", cleanup, err
+	}
+	cleanup = func() { _ = os.RemoveAll(tmp) }
+	rel := func(p string) (string, error) {
+		abs, err := filepath.Abs(filepath.Join(config, p))
+		if err != nil {
+			return "", err
+		}
+		return filepath.Rel(tmp, abs)
+	}
+	base, err := rel(MonitoringOverlay)
+	if err != nil {
+		return "", cleanup, err
+	}
+	component, err := rel(own)
+	if err != nil {
+		return "", cleanup, err
+	}
+	k8s := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n", base, component)
+	if err := os.WriteFile(filepath.Join(tmp, "kustomization.yaml"), []byte(k8s), 0o600); err != nil {
+		return "", cleanup, err
+	}
+	return tmp, cleanup, nil
+}
+
 func run(kubectl, config, out, version string) error {
 	in := Input{Version: version, Namespace: SystemNamespace}
 	render := func(overlay string) ([]map[string]any, error) {
-		cmd := exec.Command(kubectl, "kustomize", filepath.Join(config, overlay))
+		dir := overlay
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(config, overlay)
+		}
+		cmd := exec.Command(kubectl, "kustomize", dir)
 		cmd.Stderr = os.Stderr
 		b, err := cmd.Output()
 		if err != nil {
@@ -56,13 +112,17 @@ func run(kubectl, config, out, version string) error {
 		if err != nil {
 			return err
 		}
-		in.Modes = append(in.Modes, ModeObjects{Mode: m.Name, Objects: objs})
+		monitoring, cleanup, err := monitoringOverlay(config, m.Overlay)
+		if err != nil {
+			return err
+		}
+		mon, err := render(monitoring)
+		cleanup()
+		if err != nil {
+			return err
+		}
+		in.Modes = append(in.Modes, ModeObjects{Mode: m.Name, Objects: objs, Monitoring: mon})
 	}
-	monitoring, err := render(MonitoringOverlay)
-	if err != nil {
-		return err
-	}
-	in.Monitoring = monitoring
 	files, err := Generate(in)
 	if err != nil {
 		return err

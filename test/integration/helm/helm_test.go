@@ -52,18 +52,53 @@ var modes = map[string]struct {
 }
 
 // TestChartMatchesOverlays: `helm template` of each mode with default values holds the objects of
-// its overlay, equal but for Helm's labels; with metrics.serviceMonitor.enabled also those of
-// config/prometheus.
+// its overlay, equal but for Helm's labels; with metrics.serviceMonitor.enabled also those of its
+// monitoring overlay (config/prometheus/<overlay> where there is one, else config/prometheus).
 func TestChartMatchesOverlays(t *testing.T) {
 	for overlay, m := range modes {
 		t.Run(overlay, func(t *testing.T) {
 			compare(t, helmTemplate(t, m.set...), kustomize(t, overlay))
 		})
+		t.Run(overlay+"+monitoring", func(t *testing.T) {
+			want := append(kustomize(t, overlay), kustomizeMonitoring(t, overlay)...)
+			compare(t, helmTemplate(t, append(m.set, "metrics.serviceMonitor.enabled=true")...), want)
+		})
 	}
-	t.Run("prometheus", func(t *testing.T) {
-		want := append(kustomize(t, "default"), kustomize(t, "prometheus")...)
-		compare(t, helmTemplate(t, "metrics.serviceMonitor.enabled=true"), want)
-	})
+}
+
+// kustomizeMonitoring renders the monitoring objects that go beside an install overlay:
+// config/prometheus, with config/prometheus/<overlay> where there is one (a Component over it, or an
+// overlay of its own).
+func kustomizeMonitoring(t *testing.T, overlay string) []*unstructured.Unstructured {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(root, "config", "prometheus", overlay)
+	b, err := os.ReadFile(filepath.Join(own, "kustomization.yaml"))
+	if err != nil {
+		return kustomize(t, "prometheus")
+	}
+	if !strings.Contains(string(b), "\nkind: Component\n") {
+		return kustomize(t, filepath.Join("prometheus", overlay))
+	}
+	// kustomize takes relative paths only.
+	dir := t.TempDir()
+	base, err := filepath.Rel(dir, filepath.Join(root, "config", "prometheus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	component, err := filepath.Rel(dir, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + base + "\ncomponents:\n- " + component + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := testenv.MustKubectl(t, nil, "kustomize", dir)
+	return parse(t, []byte(out))
 }
 
 // TestChartServerDryRun has the API server accept a server-side dry run of each mode's rendering,
