@@ -479,8 +479,8 @@ func checkMonitoring(t *testing.T, objs []*unstructured.Unstructured) {
 		kinds = append(kinds, u.GetKind())
 	}
 	slices.Sort(kinds)
-	if !slices.Equal(kinds, []string{"PrometheusRule", "ServiceMonitor"}) {
-		t.Fatalf("kinds %q, want a PrometheusRule and a ServiceMonitor", kinds)
+	if !slices.Equal(kinds, []string{"ClusterRoleBinding", "PrometheusRule", "Secret", "ServiceAccount", "ServiceMonitor"}) {
+		t.Fatalf("kinds %q, want a PrometheusRule, a ServiceMonitor and its scraper's ServiceAccount, token Secret and binding", kinds)
 	}
 	svc := &corev1.Service{}
 	convert(t, find(parse(t, render(t, "default")), "Service", metricsService), svc)
@@ -492,6 +492,24 @@ func checkMonitoring(t *testing.T, objs []*unstructured.Unstructured) {
 	endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name || endpoints[0].(map[string]any)["scheme"] != "https" {
 		t.Errorf("the ServiceMonitor scrapes %v, want https on port %s", endpoints, svc.Spec.Ports[0].Name)
+	}
+	// The scraper's token from its Secret, and the webhooks' certificate verified with cert-manager's CA.
+	token := find(objs, "Secret", "cos-externalizer-metrics-scraper-token")
+	binding := &rbacv1.ClusterRoleBinding{}
+	convert(t, find(objs, "ClusterRoleBinding", "cos-externalizer-metrics-scraper"), binding)
+	if token == nil || token.GetAnnotations()[corev1.ServiceAccountNameKey] != binding.Subjects[0].Name ||
+		binding.RoleRef.Name != "cos-externalizer-metrics-reader" || binding.Subjects[0].Namespace != systemNamespace {
+		t.Errorf("the scraper's token Secret %v and binding %+v do not match", token, binding)
+	}
+	if len(endpoints) == 1 {
+		ep := endpoints[0].(map[string]any)
+		creds, _, _ := unstructured.NestedStringMap(ep, "authorization", "credentials")
+		ca, _, _ := unstructured.NestedStringMap(ep, "tlsConfig", "ca", "secret")
+		serverName, _, _ := unstructured.NestedString(ep, "tlsConfig", "serverName")
+		if ep["bearerTokenFile"] != nil || creds["name"] != "cos-externalizer-metrics-scraper-token" || creds["key"] != "token" ||
+			ca["name"] != "cos-externalizer-webhook-cert" || ca["key"] != "ca.crt" || serverName != webhookService+"."+systemNamespace+".svc" {
+			t.Errorf("the ServiceMonitor's endpoint %v: want the scraper's token and the webhook certificate's CA", ep)
+		}
 	}
 	rules := fmt.Sprint(ofKind(objs, "PrometheusRule")[0].Object["spec"])
 	for _, metric := range []string{`cos_externalizer_admission_refusals_total`, `cos_externalizer_clusterobjectsets{reason="Blocked"}`,

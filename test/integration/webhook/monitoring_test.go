@@ -1,0 +1,73 @@
+package webhook_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/monitoring"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// TestMonitoringReadsExportedMetrics: every metric that an alert of config/prometheus or a panel of
+// the Grafana dashboard reads is one the manager exports (up is Prometheus's own). The vectors that
+// appear with their first sample get one first: an admitted and a refused dry run.
+func TestMonitoringReadsExportedMetrics(t *testing.T) {
+	ctx := context.Background()
+	always := builders.WithAnnotations(map[string]string{externalize.Annotation: "always"})
+	admitted := builders.COS("monitoring-admitted", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "monitoring", 2)...))
+	if err := testenv.Env.Client.Create(ctx, admitted, client.DryRunAll); err != nil {
+		t.Fatalf("dry-run create: %v", err)
+	}
+	refused := builders.COS("", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "monitoring", 2)...))
+	refused.GenerateName = "monitoring-"
+	if err := testenv.Env.Client.Create(ctx, refused, client.DryRunAll); err == nil {
+		t.Fatal("a generateName create with inline objects to externalize was admitted")
+	}
+
+	text, err := testenv.ScrapeMetrics(ctx, manager.MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{"up": true}
+	for _, line := range strings.Split(text, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			exported[line[:strings.IndexAny(line, "{ ")]] = true
+		}
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := monitoring.ReadRules(filepath.Join(root, "config", "prometheus", "rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := map[string][]string{"the dashboard": monitoring.Queries(monitoring.Dashboard)}
+	for _, r := range rules.Alerts() {
+		queries["alert "+r.Alert] = []string{r.Expr}
+	}
+	for where, exprs := range queries {
+		for _, expr := range exprs {
+			names, err := monitoring.MetricNames(expr)
+			if err != nil {
+				t.Errorf("%s: %q: %v", where, expr, err)
+			}
+			for _, n := range names {
+				if !exported[n] {
+					t.Errorf("%s reads %s, which the manager does not export", where, n)
+				}
+			}
+		}
+	}
+	if !slices.ContainsFunc(strings.Split(text, "\n"), func(l string) bool { return strings.HasPrefix(l, "cos_externalizer_admission_refusals_total{") }) {
+		t.Error("the refusal was not counted")
+	}
+}
