@@ -289,8 +289,21 @@ KUBECTL ?= $(BIN)/kubectl
 KUBECTL_DEP := $(if $(filter $(BIN)/kubectl,$(KUBECTL)),$(KUBE_STAMP))
 
 .PHONY: deploy
-deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG.
+deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG; $IMG must be pinned by digest, built by make image, or IMG_VERIFIED=1.
 	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
+	@# An image no node can pull leaves the fail-closed webhooks refusing every inline ClusterObjectSet:
+	@# deploy only one pinned by digest (a release's), the one `make image` built, or one said pushed.
+	@img='$(IMG)'; if [ '$(IMG_VERIFIED)' = 1 ]; then echo "image $$img: IMG_VERIFIED=1, not checked"; \
+	elif [[ "$$img" == *@sha256:* ]]; then echo "image $$img: pinned by digest"; \
+	elif [ -f '$(IMAGE_ARCHIVE)' ] && tar -xOf '$(IMAGE_ARCHIVE)' manifest.json 2>/dev/null | grep -qF "\"$$img\""; then \
+		echo "image $$img: built by make image into $(IMAGE_ARCHIVE:$(ROOT)/%=%); a kind cluster needs it loaded first:"; \
+		echo "  kind load image-archive $(IMAGE_ARCHIVE:$(ROOT)/%=%) --name $(KIND_CLUSTER)"; \
+	else echo "deploy: image $$img was neither built by make image nor pinned by digest: if no node can pull it, the"; \
+		echo "fail-closed webhooks refuse every inline ClusterObjectSet. Either"; \
+		echo "  build it and load it into kind:  make image IMG=$$img && kind load image-archive $(IMAGE_ARCHIVE:$(ROOT)/%=%) --name $(KIND_CLUSTER)"; \
+		echo "  deploy a release's image:        make deploy IMG=$(REGISTRY)@sha256:... (as dist/<version>/install.yaml names it)"; \
+		echo "  or push it to a registry the nodes pull from (docs/release.md: crane push, skopeo copy), then"; \
+		echo "                                   make deploy IMG=$$img IMG_VERIFIED=1"; exit 1; fi
 	@# The image is set in a throwaway kustomization over the overlay (in .local/: kustomize wants a
 	@# relative path), so no committed file changes.
 	@mkdir -p $(LOCAL) && tmp=$$(mktemp -d $(LOCAL)/deploy.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && img='$(IMG)' && \
