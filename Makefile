@@ -135,50 +135,122 @@ PLUGIN_LDFLAGS = -X github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos
 PLUGIN_DIST := $(BIN)/plugin-dist
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
+# The one timestamp of the release's archives and image: the commit's time, so one commit gives one
+# set of digests (https://reproducible-builds.org/specs/source-date-epoch/). Read once, on first use.
+SOURCE_DATE_EPOCH ?= $(eval SOURCE_DATE_EPOCH := $$(or $$(shell git log -1 --format=%ct 2>/dev/null),0))$(SOURCE_DATE_EPOCH)
+
 .PHONY: plugin
 plugin: ## Build the kubectl cos plugin into bin/: kubectl-cos and kubectl_complete-cos (put bin/ on PATH).
 	$(GO) build -ldflags "$(PLUGIN_LDFLAGS)" -o $(BIN)/kubectl-cos ./cmd/kubectl-cos
 	$(GO) build -ldflags "$(PLUGIN_LDFLAGS)" -o $(BIN)/kubectl_complete-cos ./cmd/kubectl_complete-cos
 
+# Each archive holds the two binaries and LICENSE; tar and gzip record no owner, time or order of
+# the machine (SOURCE_DATE_EPOCH), so the same commit gives the same archives.
 .PHONY: plugin-dist
-plugin-dist: ## Build the plugin's release archives for $PLUGIN_PLATFORMS and its krew manifest (hack/krew/cos.yaml filled in) into bin/plugin-dist/.
+plugin-dist: ## Build the plugin's release archives for $PLUGIN_PLATFORMS (binaries and LICENSE) and its krew manifest (hack/krew/cos.yaml filled in) into bin/plugin-dist/.
 	@rm -rf $(PLUGIN_DIST) && mkdir -p $(PLUGIN_DIST)
 	@cp hack/krew/cos.yaml $(PLUGIN_DIST)/cos.yaml
 	@sed -i 's/{{VERSION}}/$(VERSION)/g' $(PLUGIN_DIST)/cos.yaml
 	@for p in $(PLUGIN_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; dir=$(PLUGIN_DIST)/kubectl-cos_$${os}_$${arch}; \
 		echo "building kubectl-cos for $$os/$$arch"; mkdir -p $$dir; \
 		for cmd in kubectl-cos kubectl_complete-cos; do \
-			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(PLUGIN_LDFLAGS)" -o $$dir/$$cmd ./cmd/$$cmd || exit 1; done; \
-		tar -C $$dir -czf $$dir.tar.gz . && rm -rf $$dir; \
+			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(PLUGIN_LDFLAGS)" -o $$dir/$$cmd ./cmd/$$cmd || exit 1; done; \
+		cp LICENSE $$dir/LICENSE; \
+		tar -C $$dir --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) -cf - . | gzip -n > $$dir.tar.gz && rm -rf $$dir; \
 		sum=$$(sha256sum $$dir.tar.gz | cut -d' ' -f1); \
 		sed -i "s/{{SHA256_$${os}_$${arch}}}/$$sum/" $(PLUGIN_DIST)/cos.yaml; done
+	@! grep -n '{{' $(PLUGIN_DIST)/cos.yaml || { echo "hack/krew/cos.yaml names a platform PLUGIN_PLATFORMS lacks"; exit 1; }
 	@echo "archives and the krew manifest: $(PLUGIN_DIST:$(ROOT)/%=%)"
 
 ##@ Image
 
-# `make image` builds without Docker (hack/tools/image) the image the Dockerfile builds with Docker: the
-# same static binary at /manager, run as 65532:65532. IMG is its tag, IMAGE_ARCH its GOARCH.
+# `make image` builds without Docker (hack/tools/image) the image the Dockerfile builds with Docker:
+# FROM scratch, the static binary at /manager, /etc/passwd, /etc/group, /home/nonroot and /tmp, run as
+# 65532:65532, with OCI labels. IMG is its tag, IMAGE_ARCH its GOARCH.
 IMG ?= cos-externalizer:dev
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 KIND_CLUSTER ?= cos-externalizer
 IMAGE_DIR := $(BIN)/image
 IMAGE_ARCHIVE := $(IMAGE_DIR)/cos-externalizer.tar
 IMAGE_BUILDER := $(IMAGE_DIR)/image-builder
+# The commit, read once (other commits may land while make runs).
+REVISION ?= $(eval REVISION := $$(shell git rev-parse HEAD 2>/dev/null))$(REVISION)
+# $(call manager-build,GOARCH,OUTPUT): the static manager binary every image holds.
+manager-build = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(2) ./cmd/cos-externalizer
+# The multi-arch image: an OCI image layout of one image per IMAGE_ARCHES, its SBOM beside it.
+IMAGE_ARCHES ?= amd64 arm64
+IMAGE_ARCHES_CSV = $(shell echo $(IMAGE_ARCHES) | tr ' ' ,)
+IMAGE_LAYOUT ?= $(IMAGE_DIR)/oci
+IMAGE_SBOM ?= $(IMAGE_DIR)/sbom.spdx.json
+REGISTRY ?= ghcr.io/cos-externalizer/cos-externalizer
+
+.PHONY: image-builder
+image-builder:
+	@mkdir -p $(IMAGE_DIR)
+	cd hack/tools/image && $(GO) build -o $(IMAGE_BUILDER) .
 
 .PHONY: image
-image: ## Build the manager image without Docker into bin/image/cos-externalizer.tar (docker-archive, tag $IMG).
-	@mkdir -p $(IMAGE_DIR)
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false \
-		-ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_DIR)/manager ./cmd/cos-externalizer
-	cd hack/tools/image && $(GO) build -o $(IMAGE_BUILDER) .
-	$(IMAGE_BUILDER) build -binary $(IMAGE_DIR)/manager -tag $(IMG) -version $(VERSION) -arch $(IMAGE_ARCH) -output $(IMAGE_ARCHIVE)
+image: image-builder ## Build the manager image without Docker into bin/image/cos-externalizer.tar (docker-archive, tag $IMG).
+	$(call manager-build,$(IMAGE_ARCH),$(IMAGE_DIR)/manager)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(IMAGE_BUILDER) build -binary $(IMAGE_DIR)/manager -tag $(IMG) -version $(VERSION) \
+		-revision '$(REVISION)' -arch $(IMAGE_ARCH) -output $(IMAGE_ARCHIVE)
 	@echo "load it into kind:   kind load image-archive $(IMAGE_ARCHIVE:$(ROOT)/%=%) --name $(KIND_CLUSTER)"
 	@echo "or into Docker:      docker load -i $(IMAGE_ARCHIVE:$(ROOT)/%=%)"
 
+.PHONY: image-layout
+image-layout: image-builder ## Build the multi-arch image ($IMAGE_ARCHES) as an OCI image layout with its SPDX SBOM as a referrer into bin/image/oci/.
+	@for arch in $(IMAGE_ARCHES); do echo "building the manager for linux/$$arch"; \
+		$(call manager-build,$$arch,$(IMAGE_DIR)/manager-$$arch) || exit 1; done
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(IMAGE_BUILDER) layout $(foreach a,$(IMAGE_ARCHES),-binary $(a)=$(IMAGE_DIR)/manager-$(a)) \
+		-version $(VERSION) -revision '$(REVISION)' -repository $(REGISTRY) \
+		-output $(IMAGE_LAYOUT) -sbom $(IMAGE_SBOM) -digest-file $(IMAGE_DIR)/oci.digest
+
 .PHONY: image-check
-image-check: image ## Check the image: entrypoint, numeric non-root user, static /manager answering --version, same digest when rebuilt.
+image-check: image image-layout ## Check both images: entrypoint, numeric non-root user, static /manager per arch answering --version, labels, the layout's platforms and SBOM, same digest when rebuilt.
 	cd hack/tools/image && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(IMAGE_BUILDER) check -archive $(IMAGE_ARCHIVE) -tag $(IMG) -version $(VERSION)
+	$(IMAGE_BUILDER) check-layout -layout $(IMAGE_LAYOUT) -version $(VERSION) -revision '$(REVISION)' -sbom $(IMAGE_SBOM) \
+		-arches $(IMAGE_ARCHES_CSV)
+
+##@ Release
+
+# `make release VERSION=vX.Y.Z` writes what a release ships into dist/$VERSION/ (docs/release.md): an
+# install manifest per overlay (install.yaml is config/default) with the image pinned by its index
+# digest in $REGISTRY, the multi-arch image as an OCI image layout (image/) with its SPDX SBOM, the
+# plugin archives and krew manifest (cos.yaml), and sha256sums.txt over all of it. Nothing is pushed.
+RELEASE_OVERLAYS ?= default self-signed webhook-only production
+RELEASE_DIR = $(ROOT)/dist/$(VERSION)
+RELEASE_WORK = $(BIN)/release/$(VERSION)
+
+.PHONY: release
+release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...): install manifests pinned by digest, multi-arch OCI image + SBOM, plugin archives, krew manifest, sha256sums.txt.
+	@[[ '$(VERSION)' =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "release needs VERSION=vX.Y.Z, not '$(VERSION)'"; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=no)" || \
+		echo "release: warning: uncommitted changes; this release is not what $(REVISION) builds"
+	$(if $(KUBECTL_DEP),$(MAKE) --no-print-directory $(KUBECTL_DEP))
+	rm -rf $(RELEASE_DIR) $(RELEASE_WORK) && mkdir -p $(RELEASE_DIR) $(RELEASE_WORK)
+	$(MAKE) --no-print-directory image-layout VERSION=$(VERSION) REVISION=$(REVISION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+		IMAGE_DIR=$(RELEASE_WORK) IMAGE_LAYOUT=$(RELEASE_DIR)/image IMAGE_SBOM=$(RELEASE_DIR)/sbom.spdx.json
+	@digest=$$(cat $(RELEASE_WORK)/oci.digest) && mkdir -p $(LOCAL) && tmp=$$(mktemp -d $(LOCAL)/release.XXXXXX) && \
+	trap 'rm -rf "$$tmp"' EXIT && for o in $(RELEASE_OVERLAYS); do \
+		f=install-$$o.yaml; [ $$o = default ] && f=install.yaml; \
+		printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../config/%s\nimages:\n- name: cos-externalizer\n  newName: %s\n  digest: %s\n' \
+			"$$o" '$(REGISTRY)' "$$digest" > "$$tmp/kustomization.yaml"; \
+		{ echo "# cos-externalizer $(VERSION), config/$$o: kubectl apply --server-side -f $$f"; \
+		  $(KUBECTL) kustomize "$$tmp"; } > $(RELEASE_DIR)/$$f; \
+		grep -q "image: $(REGISTRY)@$$digest" $(RELEASE_DIR)/$$f || { echo "$$f: no image pinned to $(REGISTRY)@$$digest"; exit 1; }; \
+		! grep -n 'image: cos-externalizer' $(RELEASE_DIR)/$$f || { echo "$$f: an image left unpinned"; exit 1; }; \
+		echo "wrote $$f: config/$$o, image $(REGISTRY)@$$digest"; done
+	$(MAKE) --no-print-directory plugin-dist VERSION=$(VERSION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) PLUGIN_DIST=$(RELEASE_WORK)/plugin
+	mv $(RELEASE_WORK)/plugin/* $(RELEASE_DIR)/
+	$(RELEASE_WORK)/image-builder check-layout -layout $(RELEASE_DIR)/image -version $(VERSION) -revision '$(REVISION)' \
+		-sbom $(RELEASE_DIR)/sbom.spdx.json -arches $(IMAGE_ARCHES_CSV)
+	chmod -R a+rX $(RELEASE_DIR)
+	cd $(RELEASE_DIR) && find . -type f ! -name sha256sums.txt | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > sha256sums.txt
+	@echo "release $(VERSION) ($(REVISION), SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)) in $(RELEASE_DIR:$(ROOT)/%=%):"
+	@cd $(RELEASE_DIR) && find . -maxdepth 1 -type f -printf '  %-36P %s bytes\n' | LC_ALL=C sort && \
+		echo "  image/ (OCI image layout: $$(du -sb image | cut -f1) bytes, index $$(cat $(RELEASE_WORK)/oci.digest))"
+	@echo "push it: docs/release.md"
 
 ##@ Test
 
