@@ -135,7 +135,8 @@ func TestChartServerDryRun(t *testing.T) {
 }
 
 // TestChartInstall installs the chart as docs/install.md says, into a namespace created first (Helm
-// keeps its release there) that the chart adopts, and uninstalls it: the CRD and the namespace stay.
+// keeps its release there) that the chart adopts, and uninstalls it as it says: hack/uninstall.sh on
+// the release's manifest, then helm uninstall; the CRD and the namespace stay.
 func TestChartInstall(t *testing.T) {
 	ctx := context.Background()
 	const ns = "platform"
@@ -157,6 +158,23 @@ func TestChartInstall(t *testing.T) {
 		t.Errorf("the adopted namespace: labels %v, annotations %v; want the chart's", got.Labels, got.Annotations)
 	}
 
+	manifest, err := helmEnv(t, env, "get", "manifest", release, "-n", ns)
+	if err != nil {
+		t.Fatalf("helm get manifest: %v\n%s", err, manifest)
+	}
+	file := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl, err := controlplane.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join(filepath.Dir(filepath.Dir(chartDir(t))), "hack", "uninstall.sh"), "-f", file)
+	cmd.Env = append(os.Environ(), "KUBECTL="+kubectl, "KUBECONFIG="+testenv.Env.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/uninstall.sh -f manifest.yaml: %v\n%s", err, out)
+	}
 	if out, err := helmEnv(t, env, "uninstall", release, "-n", ns, "--wait"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
