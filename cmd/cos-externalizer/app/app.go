@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,6 +72,9 @@ type Options struct {
 	maxResolvedBytes           int64
 	maxConcurrentResolvedBytes int64
 
+	tls    tlsOptions    // tls.go
+	memory memoryOptions // memlimit.go
+
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
 	// SkipControllerNameValidation lets a process start the manager more than once (tests). Not a flag.
@@ -116,6 +121,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
 	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved content of the refs of one ClusterObjectSet, every ref counted at its decompressed size or the estimated memory of its parsed object, whichever is larger, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
 	fs.Int64Var(&o.maxConcurrentResolvedBytes, "max-concurrent-resolved-bytes", content.DefaultMaxConcurrentResolvedBytes, "Largest total of resolved content (as --max-resolved-bytes counts it) held at once by all reconciles and admission requests; past it they wait for room. At least --max-resolved-bytes.")
+	o.tls.bind(fs)
+	o.memory.bind(fs)
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
 }
 
@@ -159,6 +166,12 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
 	}
 	if err := o.servingCert().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.tls.settings(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.memory.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if o.maxResolvedBytes <= 0 {
@@ -243,13 +256,31 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err != nil {
 		return err
 	}
-	var tlsOpts []func(*tls.Config)
+	if err := o.memory.apply(log); err != nil {
+		return err
+	}
+	tlsSettings, err := o.tls.settings()
+	if err != nil {
+		return err
+	}
+	tlsOpts := []func(*tls.Config){tlsSettings.Apply}
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	serving := servingcert.New(o.servingCert())
 	webhookTLSOpts := append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOption())
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
+	if o.enableWebhooks {
+		// The metrics endpoint serves the webhooks' certificate, which a scraper verifies with the CA of
+		// its Secret (config/prometheus); without webhooks, controller-runtime's self-signed one.
+		metricsOpts.TLSOpts = webhookTLSOpts
+		if o.certSource == servingcert.SourceDir {
+			metricsOpts.CertDir = o.webhookCertDir
+			if metricsOpts.CertDir == "" {
+				metricsOpts.CertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // controller-runtime's default
+			}
+		}
+	}
 	if o.metricsSecure {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
