@@ -91,6 +91,14 @@ func (o *inspectOptions) run(ctx context.Context, name string) error {
 	if err := inspect.Render(o.Out, report); err != nil {
 		return err
 	}
+	if in.COS != nil && in.COS.DeletionTimestamp.IsZero() && refused(in.COS) {
+		i, causes, err := o.causes(ctx, cl, in.COS)
+		if i >= 0 {
+			if err := renderCauses(o.Out, in.COS.Spec.Phases[i].Name, len(in.COS.Spec.Phases[i].Objects), causes, err); err != nil {
+				return err
+			}
+		}
+	}
 	if in.COSErr != nil {
 		return &ExitError{Code: 1}
 	}
