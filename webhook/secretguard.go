@@ -38,6 +38,15 @@ const SecretGuardName = "secret-guard.cos-externalizer.io"
 // namespace never wedges.
 const NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-controller"
 
+// OperatorControllerUser is the identity of OLM v1's operator-controller (its release's
+// ServiceAccount operator-controller-controller-manager in olmv1-system). It writes object-data
+// Secrets of its own, with the same label, and then sets their owner with a JSON merge patch of the
+// whole ownerReferences list (its own ClusterObjectSet alone): the guard would refuse that patch
+// when it drops another user's reference, and, with no manager answering, every such patch. The
+// webhook-only overlay exempts it beside NamespaceControllerUser; its deletes of referenced Secrets
+// are then not refused either (it makes none: the garbage collector deletes them, and is not exempt).
+const OperatorControllerUser = "system:serviceaccount:olmv1-system:operator-controller-controller-manager"
+
 // ExemptConditionName is the name of the secret-guard webhook's matchCondition that keeps the exempt
 // users (--secret-guard-exempt-users) from reaching the guard at all: the API server never calls it
 // for them, so their requests pass also when no manager answers (the namespace controller emptying

@@ -218,7 +218,7 @@ func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 		want[3] = "--webhook-cert-source=secret"
 	}
 	if !o.rollout {
-		want = append(want, "--rollout=false")
+		want = append(want, "--rollout=false", webhookOnlyExemption)
 	}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args %q, want %q", c.Args, want)
