@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,7 +123,8 @@ func service() map[string]any {
 }
 
 // TestGenerate: an object every mode renders alike is written once, unguarded; one that differs is
-// written per mode, guarded; one some modes lack is guarded by those that have it; the namespace
+// written once, the lines that differ guarded by their modes; one some modes lack is guarded by those
+// that have it; the namespace
 // becomes the release's, kustomize's managed-by Helm's labels, the values land at their paths.
 func TestGenerate(t *testing.T) {
 	crd := map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -144,7 +146,9 @@ func TestGenerate(t *testing.T) {
 		"templates/customresourcedefinition-clusterobjectsets.olm.operatorframework.io.yaml": {
 			`{{- if has .Values.mode (list "cert-manager" "self-signed") }}`, `description: '{{ "{{" }} not a template {{ "}}" }}'`},
 		"templates/deployment-cos-externalizer.yaml": {
-			`{{- if eq .Values.mode "cert-manager" }}`, `{{- if eq .Values.mode "self-signed" }}`, `{{- if eq .Values.mode "webhook-only" }}`,
+			"{{- if has .Values.mode (list \"cert-manager\" \"webhook-only\") }}\n        - --webhook-cert-source=secret\n{{- end }}\n",
+			"{{- if eq .Values.mode \"self-signed\" }}\n        - --webhook-cert-source=self-signed\n{{- end }}\n",
+			"{{- if eq .Values.mode \"webhook-only\" }}\n        - --rollout=false\n{{- end }}\n",
 			`{{- include "cos-externalizer.labels" . | nindent 4 }}`, "replicas: {{ .Values.replicas }}",
 			`image: {{ include "cos-externalizer.image" . }}`, "- --metrics-bind-address=:{{ .Values.metrics.port }}",
 			"containerPort: {{ .Values.metrics.port }}", "{{- with .Values.nodeSelector }}", "{{- with .Values.resources }}"},
@@ -161,8 +165,41 @@ func TestGenerate(t *testing.T) {
 	if got := string(files["templates/service-cos-externalizer-webhook.yaml"]); strings.Contains(got, "if") {
 		t.Errorf("the Service every mode renders alike is guarded:\n%s", got)
 	}
-	if got := strings.Count(string(files["templates/deployment-cos-externalizer.yaml"]), "kind: Deployment"); got != 3 {
-		t.Errorf("the Deployment is written %d times, want once per mode", got)
+	if got := strings.Count(string(files["templates/deployment-cos-externalizer.yaml"]), "kind: Deployment"); got != 1 {
+		t.Errorf("the Deployment is written %d times, want once, its modes' differences guarded", got)
+	}
+}
+
+// TestMergeLines: guarding the merged lines of the variants gives back each variant.
+func TestMergeLines(t *testing.T) {
+	variants := map[string][]string{
+		"a": {"x", "1", "y", "2", "z"},
+		"b": {"x", "y", "3", "z", "4"},
+		"c": {"0", "x", "2", "z"},
+	}
+	var merged []line
+	for _, mode := range []string{"a", "b", "c"} {
+		merged = mergeLines(merged, variants[mode], []string{mode})
+	}
+	for mode, want := range variants {
+		var got []string
+		for _, l := range merged {
+			if slices.Contains(l.modes, mode) {
+				got = append(got, l.text)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("mode %s (-want +got):\n%s", mode, diff)
+		}
+	}
+	shared := 0
+	for _, l := range merged {
+		if len(l.modes) == 3 {
+			shared++
+		}
+	}
+	if shared != 2 { // x and z
+		t.Errorf("%d lines shared by every mode, want 2: %+v", shared, merged)
 	}
 }
 
@@ -177,4 +214,27 @@ func TestGenerateRefuses(t *testing.T) {
 	if err == nil {
 		t.Fatal("generated, want an error")
 	}
+}
+
+func FuzzMergeLines(f *testing.F) {
+	f.Add("x\n1\ny", "x\ny\n3", "0\nx")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		variants := [][]string{strings.Split(a, "\n"), strings.Split(b, "\n"), strings.Split(c, "\n")}
+		modes := []string{"a", "b", "c"}
+		var merged []line
+		for i, v := range variants {
+			merged = mergeLines(merged, v, modes[i:i+1])
+		}
+		for i, want := range variants {
+			var got []string
+			for _, l := range merged {
+				if slices.Contains(l.modes, modes[i]) {
+					got = append(got, l.text)
+				}
+			}
+			if !slices.Equal(want, got) {
+				t.Errorf("mode %s: %q, want %q", modes[i], got, want)
+			}
+		}
+	})
 }
