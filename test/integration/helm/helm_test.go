@@ -6,6 +6,7 @@ package helm_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,7 +140,9 @@ func TestChartServerDryRun(t *testing.T) {
 // the release's manifest, then helm uninstall; the CRD and the namespace stay.
 func TestChartInstall(t *testing.T) {
 	ctx := context.Background()
-	const ns = "platform"
+	// The namespace stays: a new one for each run (-count).
+	installs++
+	ns := fmt.Sprintf("platform-%d", installs)
 	testenv.MustKubectl(t, nil, "create", "namespace", ns)
 	env := []string{"KUBECONFIG=" + testenv.Env.Kubeconfig}
 	if out, err := helmEnv(t, env, "install", release, chartDir(t), "-n", ns, "--take-ownership", "--set", "mode=self-signed"); err != nil {
@@ -188,6 +191,8 @@ func TestChartInstall(t *testing.T) {
 		}
 	}
 }
+
+var installs int
 
 // TestChartLint runs `helm lint --strict` in every mode, with monitoring off and on.
 func TestChartLint(t *testing.T) {
