@@ -420,7 +420,7 @@ helm: $(HELM_STAMP) ## Build helm into bin/ (pinned in hack/tools/helm; the char
 
 $(HELM_STAMP): hack/tools/helm/go.mod hack/tools/helm/go.sum
 	@mkdir -p $(BIN)
-	@echo "building helm $(HELM_VERSION) (first time: ~3 min)"
+	@echo "building helm $(HELM_VERSION) (first time: ~1 min after the control plane's build)"
 	cd hack/tools/helm && $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR) \
 		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)" \
