@@ -138,7 +138,8 @@ func TestBadInputNamesFileAndDocument(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			sub := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+			// -f splits its value at commas, as kubectl's does.
+			sub := filepath.Join(dir, strings.NewReplacer(" ", "-", ",", "").Replace(name))
 			if err := os.MkdirAll(sub, 0o700); err != nil {
 				t.Fatal(err)
 			}
