@@ -149,7 +149,7 @@ func FuzzGateFromArgs(f *testing.F) {
 func TestFinalizerOwners(t *testing.T) {
 	const fin = "olm.operatorframework.io/teardown"
 	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	finalizer := `{"f:metadata":{"f:finalizers":{".":{},"v:\"olm.operatorframework.io/teardown\"":{}}}}`
 	tests := map[string]struct {

@@ -162,8 +162,8 @@ func annotateCRD(t *testing.T, name, value string) {
 		return
 	}
 	t.Cleanup(func() {
-		clear := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, app.OLMGeneratorAnnotation)
-		if err := testenv.Env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(clear))); client.IgnoreNotFound(err) != nil {
+		remove := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, app.OLMGeneratorAnnotation)
+		if err := testenv.Env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(remove))); client.IgnoreNotFound(err) != nil {
 			t.Error(err)
 		}
 	})
