@@ -825,9 +825,10 @@ Check it:
 The webhooks' serving certificate comes from cert-manager (v1.19 or later), which must be installed.
 {{- end }}
 
-Uninstalling: helm uninstall alone leaves our finalizers on the ClusterObjectSets. Run first
+Uninstalling: helm uninstall alone leaves our finalizers on the ClusterObjectSets. Keep every
+workload with hack/uninstall.sh first (docs/install.md, "Helm"):
   helm get manifest {{ .Release.Name }} -n {{ .Release.Namespace }} > manifest.yaml
   hack/uninstall.sh -f manifest.yaml
-which keeps every workload (docs/install.md, "Uninstall"). The CRD and the namespace are kept
-(helm.sh/resource-policy: keep).
+  helm uninstall {{ .Release.Name }} -n {{ .Release.Namespace }}
+The CRD and the namespace stay (helm.sh/resource-policy: keep).
 `

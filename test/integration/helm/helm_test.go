@@ -145,9 +145,11 @@ func TestChartInstall(t *testing.T) {
 	ns := fmt.Sprintf("platform-%d", installs)
 	testenv.MustKubectl(t, nil, "create", "namespace", ns)
 	env := []string{"KUBECONFIG=" + testenv.Env.Kubeconfig}
-	if out, err := helmEnv(t, env, "install", release, chartDir(t), "-n", ns, "--take-ownership", "--set", "mode=self-signed"); err != nil {
+	out, err := helmEnv(t, env, "install", release, chartDir(t), "-n", ns, "--take-ownership", "--set", "mode=self-signed")
+	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
+	t.Logf("helm install:\n%s", out)
 	for name, obj := range map[string]client.Object{"cos-externalizer": &appsv1.Deployment{}, "cos-externalizer-webhook": &corev1.Service{}} {
 		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 			t.Errorf("after helm install: %v", err)
