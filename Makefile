@@ -427,32 +427,6 @@ $(HELM_STAMP): hack/tools/helm/go.mod hack/tools/helm/go.sum
 		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm
 	@rm -f $(BIN)/.stamp-helm-* && touch $@
 
-##@ Helm
-
-# The chart charts/cos-externalizer is generated from the overlays of config/ by test/cmd/helmgen (kubectl
-# kustomize of each mode's overlay, values substituted at known paths); never edit it by hand: make verify
-# regenerates it. CHART_VERSION is the chart's version; its appVersion is the overlays' image tag.
-CHART_VERSION ?= 0.1.0
-# helm at the version pinned in hack/tools/helm/go.mod, with the Kubernetes version of its client-go as
-# the one `helm template` and `helm lint` assume.
-HELM_K8S_MINOR := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {print $$2}' hack/tools/helm/go.mod)))
-
-.PHONY: chart
-chart: $(KUBE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from the overlays of config/.
-	$(GO) run ./test/cmd/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION)
-
-.PHONY: helm
-helm: $(HELM_STAMP) ## Build helm into bin/ (pinned in hack/tools/helm; the chart test runs it).
-
-$(HELM_STAMP): hack/tools/helm/go.mod hack/tools/helm/go.sum
-	@mkdir -p $(BIN)
-	@echo "building helm $(HELM_VERSION) (first time: ~3 min)"
-	cd hack/tools/helm && $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
-		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR) \
-		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)" \
-		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm
-	@rm -f $(BIN)/.stamp-helm-* && touch $@
-
 ##@ Local control plane
 
 .PHONY: control-plane
