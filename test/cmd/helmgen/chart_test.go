@@ -117,6 +117,23 @@ func deployment(args ...any) map[string]any {
 	}
 }
 
+// guard is the secret guard's configuration exempting users, and calling the webhook Service.
+func guard(users ...string) map[string]any {
+	q := make([]string, len(users))
+	for i, u := range users {
+		q[i] = "'" + u + "'"
+	}
+	return map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+		"metadata": map[string]any{"name": "cos-externalizer",
+			"annotations": map[string]any{"cert-manager.io/inject-ca-from": "olmv1-system/cos-externalizer-serving-cert"}},
+		"webhooks": []any{map[string]any{
+			"name":            "secret-guard.cos-externalizer.io",
+			"clientConfig":    map[string]any{"service": map[string]any{"name": "cos-externalizer-webhook", "namespace": "olmv1-system"}},
+			"matchConditions": []any{map[string]any{"name": "not-exempt", "expression": "!(request.userInfo.username in [" + strings.Join(q, ", ") + "])"}},
+		}},
+	}
+}
+
 func service() map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "Service",
 		"metadata": map[string]any{"name": "cos-externalizer-webhook", "namespace": "olmv1-system"}}
@@ -135,7 +152,8 @@ func TestGenerate(t *testing.T) {
 		Modes: []ModeObjects{
 			{Mode: "cert-manager", Objects: []map[string]any{crd, service(), deployment("--webhook-cert-source=secret")}},
 			{Mode: "self-signed", Objects: []map[string]any{crd, service(), deployment("--webhook-cert-source=self-signed")}},
-			{Mode: "webhook-only", Objects: []map[string]any{service(), deployment("--webhook-cert-source=secret", "--rollout=false")}},
+			{Mode: "webhook-only", Objects: []map[string]any{service(), deployment("--webhook-cert-source=secret", "--rollout=false"),
+				guard("system:serviceaccount:kube-system:namespace-controller", "system:serviceaccount:olmv1-system:operator-controller")}},
 		},
 	})
 	if err != nil {
@@ -151,7 +169,18 @@ func TestGenerate(t *testing.T) {
 			"{{- if eq .Values.mode \"webhook-only\" }}\n        - --rollout=false\n{{- end }}\n",
 			`{{- include "cos-externalizer.labels" . | nindent 4 }}`, "replicas: {{ .Values.replicas }}",
 			`image: {{ include "cos-externalizer.image" . }}`, "- --metrics-bind-address=:{{ .Values.metrics.port }}",
-			"containerPort: {{ .Values.metrics.port }}", "{{- with .Values.nodeSelector }}", "{{- with .Values.resources }}"},
+			"containerPort: {{ .Values.metrics.port }}", "{{- with .Values.nodeSelector }}", "{{- with .Values.resources }}",
+			// The flag lists the guard's users, when extraExemptUsers adds any.
+			"{{- with .Values.secretGuard.extraExemptUsers }}\n        - --secret-guard-exempt-users=system:serviceaccount:kube-system:namespace-controller," +
+				"system:serviceaccount:olmv1-system:operator-controller{{ range . }},{{ . }}{{ end }}\n"},
+		// Users of other namespaces stay; the Service's namespace and the Certificate's are the release's.
+		"templates/validatingwebhookconfiguration-cos-externalizer.yaml": {
+			`{{- if eq .Values.mode "webhook-only" }}`,
+			`cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/cos-externalizer-serving-cert`,
+			`namespace: {{ .Release.Namespace }}`,
+			`- expression: "!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller', ` +
+				`'system:serviceaccount:olmv1-system:operator-controller'{{ range .Values.secretGuard.extraExemptUsers }}, '{{ . }}'{{ end }}])"`,
+		},
 		"values.yaml": {"mode: cert-manager", "replicas: 2", "repository: cos-externalizer", "port: 8443"},
 		"Chart.yaml":  {"version: 0.1.0", `appVersion: "dev"`},
 	} {
