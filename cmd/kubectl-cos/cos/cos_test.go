@@ -214,3 +214,34 @@ func TestVersionAndVerbosity(t *testing.T) {
 		})
 	}
 }
+
+func TestFilenamesFlag(t *testing.T) {
+	dir := t.TempDir()
+	comma := filepath.Join(dir, "a,b")
+	if err := os.Mkdir(comma, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		values []string
+		want   []string
+	}{
+		"repeated":                 {[]string{"x.yaml", "y.yaml"}, []string{"x.yaml", "y.yaml"}},
+		"comma-separated":          {[]string{"x.yaml,y.yaml", "-"}, []string{"x.yaml", "y.yaml", "-"}},
+		"an existing path, whole":  {[]string{comma}, []string{comma}},
+		"a missing path, split":    {[]string{filepath.Join(dir, "c,d")}, []string{filepath.Join(dir, "c"), "d"}},
+		"quoted, as kubectl's CSV": {[]string{`"e,f",g`}, []string{"e,f", "g"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var f filenames
+			for _, v := range tc.values {
+				if err := f.Set(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, []string(f)); diff != "" {
+				t.Errorf("-f (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package cos
 
 import (
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +17,30 @@ import (
 
 // addFilenameFlags adds kubectl's -f (repeatable), -k and -R to cmd, into o.
 func addFilenameFlags(cmd *cobra.Command, o *resource.FilenameOptions, what string) {
-	cmd.Flags().StringSliceVarP(&o.Filenames, "filename", "f", nil, "Files, folders or glob patterns "+what+" (repeatable; - for standard input).")
+	cmd.Flags().VarP((*filenames)(&o.Filenames), "filename", "f", "Files, folders or glob patterns "+what+" (repeatable or comma-separated; - for standard input).")
 	cmd.Flags().StringVarP(&o.Kustomize, "kustomize", "k", "", "A kustomization folder "+what+": its kustomize build, as kubectl -k.")
 	cmd.Flags().BoolVarP(&o.Recursive, "recursive", "R", false, "Read the manifest files of -f's folders' subfolders too.")
+}
+
+// filenames is -f: repeatable, and comma-separated as kubectl's -f, except that a value that is an
+// existing path is taken whole (a folder whose name holds a comma).
+type filenames []string
+
+func (f *filenames) String() string { return "[" + strings.Join(*f, ",") + "]" }
+func (f *filenames) Type() string   { return "strings" }
+
+func (f *filenames) Set(v string) error {
+	if _, err := os.Stat(v); err == nil {
+		*f = append(*f, v)
+		return nil
+	}
+	r := csv.NewReader(strings.NewReader(v))
+	vals, err := r.Read()
+	if err != nil {
+		return err
+	}
+	*f = append(*f, vals...)
+	return nil
 }
 
 // readFiles reads what -f, -k and -R name, as kubectl reads them (cli-runtime's resource builder's

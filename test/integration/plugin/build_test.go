@@ -138,8 +138,7 @@ func TestBadInputNamesFileAndDocument(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			// -f splits its value at commas, as kubectl's does.
-			sub := filepath.Join(dir, strings.NewReplacer(" ", "-", ",", "").Replace(name))
+			sub := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
 			if err := os.MkdirAll(sub, 0o700); err != nil {
 				t.Fatal(err)
 			}
