@@ -399,7 +399,11 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 		}
 	}
 	c.mode = detectMode(in)
-	c.ok("%s", c.mode.describe())
+	if c.mode.Cert == "" {
+		c.warn("%s", c.mode.describe())
+	} else {
+		c.ok("%s", c.mode.describe())
+	}
 	if c.mode.Conflict != "" {
 		c.fail("%s", c.mode.Conflict)
 	}
