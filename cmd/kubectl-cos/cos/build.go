@@ -146,20 +146,20 @@ func (o *buildOptions) run(paths []string) error {
 		}
 		return printer.PrintObj(u, o.Out)
 	}
-	objs2, note, err := externalizeOffline(cos, mode, o.threshold, o.systemNamespace)
+	rendered, note, err := externalizeOffline(cos, mode, o.threshold, o.systemNamespace)
 	if err != nil {
 		return err
 	}
 	notef(o.ErrOut, "kubectl-cos: %s\n", note)
 	if *o.printFlags.OutputFormat == "json" {
 		// As kubectl prints several objects: a List.
-		items := make([]any, len(objs2))
-		for i, u := range objs2 {
+		items := make([]any, len(rendered))
+		for i, u := range rendered {
 			items[i] = u.Object
 		}
 		return printer.PrintObj(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "List", "items": items}}, o.Out)
 	}
-	for _, u := range objs2 {
+	for _, u := range rendered {
 		if err := printer.PrintObj(u, o.Out); err != nil {
 			return err
 		}
@@ -219,10 +219,10 @@ func namespaceObjects(missing []missingNamespace) []bundle.Object {
 	return out
 }
 
-// listObjects lists at most max objects, then how many more.
-func listObjects(objs []string, max int) string {
-	if len(objs) <= max {
+// listObjects lists at most n objects, then how many more.
+func listObjects(objs []string, n int) string {
+	if len(objs) <= n {
 		return strings.Join(objs, ", ")
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(objs[:max], ", "), len(objs)-max)
+	return fmt.Sprintf("%s and %d more", strings.Join(objs[:n], ", "), len(objs)-n)
 }

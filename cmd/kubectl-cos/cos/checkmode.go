@@ -57,15 +57,15 @@ func detectMode(in installation) installMode {
 		}
 		return m
 	}
-	source, _ := argValue(in.Args, "--webhook-cert-source")
+	source := argValue(in.Args, "--webhook-cert-source")
 	if source == "" {
 		source = servingcert.SourceDir
 	}
-	m.Rollout, _ = argValue(in.Args, "--rollout")
+	m.Rollout = argValue(in.Args, "--rollout")
 	if m.Rollout == "" {
 		m.Rollout = "auto"
 	}
-	m.CertSecret, _ = argValue(in.Args, "--webhook-cert-secret")
+	m.CertSecret = argValue(in.Args, "--webhook-cert-secret")
 	switch {
 	case source == servingcert.SourceSelfSigned:
 		m.Cert = certSelfSigned
@@ -90,17 +90,17 @@ func detectMode(in installation) installMode {
 	return m
 }
 
-// argValue is the value of a flag in args (--flag=value or --flag value).
-func argValue(args []string, flag string) (string, bool) {
+// argValue is the value of a flag in args (--flag=value or --flag value), empty when not given.
+func argValue(args []string, flag string) string {
 	for i, a := range args {
 		switch {
 		case strings.HasPrefix(a, flag+"="):
-			return strings.TrimPrefix(a, flag+"="), true
+			return strings.TrimPrefix(a, flag+"=")
 		case a == flag && i+1 < len(args):
-			return args[i+1], true
+			return args[i+1]
 		}
 	}
-	return "", false
+	return ""
 }
 
 // describe says the mode in a sentence.

@@ -86,7 +86,7 @@ func TestDetectMode(t *testing.T) {
 func TestArgValue(t *testing.T) {
 	args := []string{"--a=1", "--b", "2", "--c", "--rollout=false", "--d"}
 	for flag, want := range map[string]string{"--a": "1", "--b": "2", "--rollout": "false", "--d": "", "--e": "", "--c": "--rollout=false"} {
-		if got, _ := argValue(args, flag); got != want {
+		if got := argValue(args, flag); got != want {
 			t.Errorf("argValue(%s) = %q, want %q", flag, got, want)
 		}
 	}
