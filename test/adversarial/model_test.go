@@ -49,6 +49,7 @@ const (
 	opRestart    = "restart"     // the manager restarts
 	opFailover   = "failover"    // a second replica starts, the leader is killed
 	opDown       = "webhook-down"
+	opOLMOwners  = "olm-owners"              // OLM's operator-controller (exempt) sets a Secret's owners to one ClusterObjectSet
 	opNSDelete   = "delete-system-namespace" // the last op of a run
 )
 
@@ -160,7 +161,7 @@ var weighted = []struct {
 }{
 	{opApply, 16}, {opCopy, 12}, {opEmpty, 5}, {opFill, 4}, {opArchive, 3}, {opDelete, 12}, {opRecreate, 5},
 	{opRestore, 5}, {opSecretDel, 6}, {opSecretColl, 4}, {opSecretEdit, 4}, {opDrift, 4}, {opBad, 2},
-	{opRestart, 2}, {opFailover, 2}, {opDown, 2},
+	{opRestart, 2}, {opFailover, 2}, {opDown, 2}, {opOLMOwners, 3},
 }
 
 // owners is how many owners (extensions) a run has.
@@ -243,6 +244,11 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 			return op, false
 		}
 		op.Variant = []string{"label", "owners"}[r.IntN(2)]
+	case opOLMOwners:
+		// Mostly a Secret another revision uses too: OLM's patch drops that revision's reference.
+		if !pickShared() {
+			return op, false
+		}
 	case opDelete:
 		if !pickShared() {
 			return op, false

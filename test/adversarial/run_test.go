@@ -52,6 +52,7 @@ type runner struct {
 	m     *model
 	admin client.Client // cluster admin, as a GitOps tool or kubectl user
 	alice client.Client // another cluster admin, not exempt from the Secret guard
+	olm   client.Client // OLM's operator-controller, exempt from the Secret guard as config/webhook-only makes it
 	done  []Op
 	logf  func(format string, args ...any)
 }
@@ -103,6 +104,8 @@ func (r *runner) exec(op Op) error {
 		return r.env.failover()
 	case opDown:
 		return r.webhookDown(op)
+	case opOLMOwners:
+		return r.olmOwners(op)
 	case opNSDelete:
 		return r.deleteSystemNamespace()
 	}
@@ -430,6 +433,33 @@ func (r *runner) secretOp(op Op) error {
 	}
 	// A conflict: someone (the collector, ownership) changed it meanwhile.
 	return expect(op.Kind+" of Secret "+key.String(), err, apierrors.IsForbidden, apierrors.IsNotFound, apierrors.IsConflict)
+}
+
+// olmOwners is OLM's operator-controller setting the owner of one of the revision's Secrets as it
+// does: a JSON merge patch of the whole ownerReferences list, that ClusterObjectSet alone. It is
+// exempt from the guard (config/webhook-only), so it drops the references of other users; Secret
+// ownership adds them back, and the collector is refused a Secret that a live ClusterObjectSet uses
+// until then (the invariants after the step).
+func (r *runner) olmOwners(op Op) error {
+	name := r.m.name(op.Owner, op.Rev)
+	e := r.m.entries[name]
+	if e == nil || len(e.refs) == 0 {
+		return nil
+	}
+	key := e.refs[int(op.Seed%uint64(len(e.refs)))]
+	cos := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{
+		APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: cos.Name, UID: cos.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}}}})
+	if err != nil {
+		return err
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	return expect("OLM's owner patch of Secret "+key.String(), r.olm.Patch(r.ctx(), sec, client.RawPatch(types.MergePatchType, patch)), apierrors.IsNotFound)
 }
 
 func (r *runner) drift(op Op) error {
