@@ -150,7 +150,7 @@ plugin: ## Build the kubectl cos plugin into bin/: kubectl-cos and kubectl_compl
 plugin-dist: ## Build the plugin's release archives for $PLUGIN_PLATFORMS (binaries and LICENSE) and its krew manifest (hack/krew/cos.yaml filled in) into bin/plugin-dist/.
 	@rm -rf $(PLUGIN_DIST) && mkdir -p $(PLUGIN_DIST)
 	@cp hack/krew/cos.yaml $(PLUGIN_DIST)/cos.yaml
-	@sed -i 's/{{VERSION}}/$(VERSION)/g' $(PLUGIN_DIST)/cos.yaml
+	@sed -i -e '/^#/d' -e 's/{{VERSION}}/$(VERSION)/g' $(PLUGIN_DIST)/cos.yaml
 	@for p in $(PLUGIN_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; dir=$(PLUGIN_DIST)/kubectl-cos_$${os}_$${arch}; \
 		echo "building kubectl-cos for $$os/$$arch"; mkdir -p $$dir; \
 		for cmd in kubectl-cos kubectl_complete-cos; do \
@@ -159,7 +159,7 @@ plugin-dist: ## Build the plugin's release archives for $PLUGIN_PLATFORMS (binar
 		tar -C $$dir --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) -cf - . | gzip -n > $$dir.tar.gz && rm -rf $$dir; \
 		sum=$$(sha256sum $$dir.tar.gz | cut -d' ' -f1); \
 		sed -i "s/{{SHA256_$${os}_$${arch}}}/$$sum/" $(PLUGIN_DIST)/cos.yaml; done
-	@! grep -n '{{' $(PLUGIN_DIST)/cos.yaml || { echo "hack/krew/cos.yaml names a platform PLUGIN_PLATFORMS lacks"; exit 1; }
+	@! grep -n '^[^#]*{{' $(PLUGIN_DIST)/cos.yaml || { echo "hack/krew/cos.yaml names a platform PLUGIN_PLATFORMS lacks"; exit 1; }
 	@echo "archives and the krew manifest: $(PLUGIN_DIST:$(ROOT)/%=%)"
 
 ##@ Image
