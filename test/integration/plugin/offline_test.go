@@ -17,7 +17,8 @@ import (
 // TestBuildExternalizeEqualsTheWebhook: kubectl cos build --externalize prints, offline, the Secrets
 // and the refs the webhook stores for the same inline ClusterObjectSet, byte for byte; and applying
 // that output (Secrets, then the ClusterObjectSet of refs) through the webhook changes nothing: the
-// refs are stored as sent, no other Secret is written, and the reconciler takes them over.
+// refs are stored as sent, no other Secret is written, the reconciler takes them over, and applying
+// it again (a GitOps sync) passes the Secret guard and changes nothing.
 func TestBuildExternalizeEqualsTheWebhook(t *testing.T) {
 	dir, err := builders.BundleDir("prometheus-operator-crds")
 	if err != nil {
@@ -68,6 +69,11 @@ func TestBuildExternalizeEqualsTheWebhook(t *testing.T) {
 		t.Errorf("the Secrets after applying the offline output (-webhook +applied):\n%.3000s", diff)
 	}
 	testenv.Env.WaitForCondition(t, name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
+	// A GitOps tool applies it again at every sync.
+	testenv.MustKubectl(t, nil, "apply", "--server-side", "-f", file)
+	if diff := cmp.Diff(stored.Spec, getCOS(t, name).Spec); diff != "" {
+		t.Errorf("the spec changed on a second apply (-first +second):\n%.3000s", diff)
+	}
 }
 
 // unowned is secrets without their owners, which the reconciler adds once the ClusterObjectSet exists.
