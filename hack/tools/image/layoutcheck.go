@@ -146,7 +146,7 @@ func checkSBOM(p layout.Path, desc, subject v1.Descriptor, sbomFile string) (rep
 	}
 	var doc spdxDocument
 	if err := json.Unmarshal(sbom, &doc); err != nil {
-		return "", append(problems, "the SBOM is not JSON: "+err.Error()), nil
+		return "", nil, fmt.Errorf("the SBOM is not JSON: %w", err)
 	}
 	if doc.SPDXVersion != "SPDX-2.3" || len(doc.DocumentDescribes) != 1 {
 		problems = append(problems, fmt.Sprintf("the SBOM is %q describing %v, want SPDX-2.3 describing the image", doc.SPDXVersion, doc.DocumentDescribes))
