@@ -53,7 +53,7 @@ func TestDeployRefusesUnbuiltImages(t *testing.T) {
 			}
 			args := append([]string{"-C", root, "--no-print-directory", "deploy", "KUBECTL=" + stub, "IMAGE_ARCHIVE=" + archive}, tc.args...)
 			cmd := exec.Command(makeBin, args...)
-			cmd.Env = append(os.Environ(), "MAKEFLAGS=")
+			cmd.Env = cleanEnv()
 			out, err := cmd.CombinedOutput()
 			called, _ := os.ReadFile(calls)
 			if (err == nil) != tc.deployed || (len(called) > 0) != tc.deployed {
@@ -66,4 +66,18 @@ func TestDeployRefusesUnbuiltImages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cleanEnv is the environment without what a calling make passes down (make test IMG=... would
+// otherwise choose the image of every case).
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "IMG", "IMG_VERIFIED", "IMAGE_ARCHIVE", "KUBECTL", "OVERLAY", "MAKEFLAGS", "MAKELEVEL", "MFLAGS":
+		default:
+			env = append(env, kv)
+		}
+	}
+	return env
 }
