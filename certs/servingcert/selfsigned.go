@@ -23,7 +23,8 @@ const caCommonName = "cos-externalizer-webhook-ca"
 
 // SelfSignedSource serves a certificate this replica issues, in memory, from the CA in a Secret,
 // renewed by leaf's policy. The CA is the elected leader's: Authority keeps it current and injects
-// it into the webhook configurations.
+// it into the webhook configurations. Only its first creation is any replica's (bootstrap): the
+// leader may be a replica of another mode that never makes one.
 type SelfSignedSource struct {
 	*served
 	ca   types.NamespacedName
@@ -61,8 +62,14 @@ func (s *SelfSignedSource) sync(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	if sec == nil {
-		s.env.log.Info("waiting for the leader to create the CA Secret", "secret", s.ca.String())
-		return time.Time{}, nil
+		// No CA yet. The leader makes it, unless the leader is a replica of another mode, as while a
+		// rolling update switches an install from cert-manager to self-signed: its replicas keep the
+		// Lease until the new ones are ready, which they never are without a CA. So any replica
+		// creates the first CA (the API server lets one create win; the others read it).
+		if err := s.auth.bootstrap(ctx); err != nil {
+			return time.Time{}, err
+		}
+		return time.Time{}, nil // the CA Secret's event wakes this loop
 	}
 	auth, err := certs.ParseAuthority(sec.Data)
 	if err != nil {
@@ -113,6 +120,20 @@ func (a *authority) start(ctx context.Context) error {
 		return err
 	}
 	return loop(ctx, a.env.log.WithName("authority"), a.clock, a.poke, a.sync)
+}
+
+// bootstrap creates the first CA Secret and injects its bundle (with what is injected now, as for a
+// lost CA) when a fresh read finds none. Everything after that (renewal, rotation, repair) stays the
+// leader's.
+func (a *authority) bootstrap(ctx context.Context) error {
+	var sec corev1.Secret
+	err := a.env.api.Get(ctx, a.secret, &sec)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err // it exists (the cache is behind) or cannot be read
+	}
+	a.env.log.Info("no CA Secret: creating the first CA", "secret", a.secret.String())
+	_, err = a.sync(ctx)
+	return err
 }
 
 func (a *authority) sync(ctx context.Context) (time.Time, error) {

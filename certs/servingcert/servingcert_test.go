@@ -111,6 +111,27 @@ type simLoop struct {
 	perHour    map[int]int
 }
 
+// TestSelfSignedWithoutLeader: when the Lease is held by a replica that runs no authority (a rolling
+// update from cert-manager to self-signed keeps the old replicas, and the Lease, until the new ones
+// are ready), the new replicas still get a CA: one creates it, both serve a certificate the webhook
+// configurations trust, and no more than one CA is made.
+func TestSelfSignedWithoutLeader(t *testing.T) {
+	m := newSimulationLed(t, 9*time.Hour, 3*time.Hour, false)
+	m.run(time.Minute)
+	for i := range m.replicas {
+		if err := m.replicas[i].ReadyCheck(nil); err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	sec := &corev1.Secret{}
+	if err := m.api.Get(context.Background(), client.ObjectKey{Namespace: "olmv1-system", Name: DefaultCASecret}, sec); err != nil {
+		t.Fatal(err)
+	}
+	if m.leaf(0) == "" || m.leaf(1) == "" {
+		t.Errorf("a replica serves nothing")
+	}
+}
+
 // simulation runs the leader's authority loop and the replica loops of two replicas, one sync at a
 // time, on a fake clock, as loop paces them. Time moves from one sync to the next, and jumps of
 // the clock move the loops' waits along (timers count monotonic time).
@@ -127,6 +148,12 @@ type simulation struct {
 }
 
 func newSimulation(t *testing.T, caLife, certLife time.Duration) *simulation {
+	return newSimulationLed(t, caLife, certLife, true)
+}
+
+// newSimulationLed is newSimulation where replica 0 leads (runs the authority) or, led false, none
+// does: the leader is a replica of another mode.
+func newSimulationLed(t *testing.T, caLife, certLife time.Duration, led bool) *simulation {
 	m := &simulation{t: t, clock: testingclock.NewFakeClock(t0), api: newAPIServer()}
 	o := Options{Source: SourceSelfSigned, Namespace: "olmv1-system", SecretName: DefaultCASecret, WebhookConfiguration: DefaultWebhookConfiguration,
 		Hosts: []string{"cos-externalizer-webhook.olmv1-system.svc"}, CALifetime: caLife, CertLifetime: certLife, Clock: m.clock}
@@ -139,7 +166,7 @@ func newSimulation(t *testing.T, caLife, certLife time.Duration) *simulation {
 		m.replicas = append(m.replicas, s)
 		m.issued = append(m.issued, map[int]int{})
 		src := s.src.(*SelfSignedSource)
-		if i == 0 {
+		if i == 0 && led {
 			add(src.auth.sync)
 		}
 		add(src.sync)
