@@ -282,20 +282,81 @@ test-unit: ## Run the tests that need no control plane and no downloaded bundles
 
 # The e2e suite (test/e2e) runs on the local control plane in `make test` (test/e2e/local) and, for
 # those with Docker, on kind: a cluster named $KIND_CLUSTER, cert-manager $(CERTMANAGER_VERSION) from
-# its release, the image loaded, config/default deployed, then the same cases (test/e2e/kind).
+# its release, the image loaded, then the same cases (test/e2e/kind), each deploying its overlay.
+# test-e2e-sources runs it where no image registry is reachable (docs/e2e.md): the kind node image,
+# cert-manager's images and manifests and every other image built here, kind's --privileged mapped by
+# hack/kind/bin/docker. KIND_IMAGE and KIND_CONFIG choose the node image and the cluster config.
 KIND ?= kind
-CERTMANAGER_MANIFEST := https://github.com/cert-manager/cert-manager/releases/download/$(CERTMANAGER_VERSION)/cert-manager.yaml
+KIND_IMAGE ?=
+KIND_CONFIG ?=
+CERTMANAGER_MANIFEST ?= https://github.com/cert-manager/cert-manager/releases/download/$(CERTMANAGER_VERSION)/cert-manager.yaml
 
 .PHONY: test-e2e
 test-e2e: image testdata ## End-to-end suite on a kind cluster (needs Docker and kind; not run by `make test`).
-	@command -v $(KIND) >/dev/null || { echo "kind is not installed; e2e on kind needs Docker and kind (the same suite runs locally: make test-e2e-local)"; exit 1; }
-	$(KIND) get clusters | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER) --wait 5m
+	@command -v $(KIND) >/dev/null || { echo "kind is not installed; e2e on kind needs Docker and kind (the same suite runs locally: make test-e2e-local; without a registry: make test-e2e-sources)"; exit 1; }
+	$(KIND) get clusters | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER) --wait 5m \
+		$(if $(KIND_IMAGE),--image $(KIND_IMAGE)) $(if $(KIND_CONFIG),--config $(KIND_CONFIG))
 	@mkdir -p $(LOCAL)
 	$(KIND) export kubeconfig --name $(KIND_CLUSTER) --kubeconfig $(LOCAL)/kind-kubeconfig
 	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl apply --server-side -f $(CERTMANAGER_MANIFEST)
 	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl wait --for=condition=Available --timeout=5m -n cert-manager deployment --all
 	$(KIND) load image-archive $(IMAGE_ARCHIVE) --name $(KIND_CLUSTER)
 	IMG=$(IMG) KUBECONFIG=$(LOCAL)/kind-kubeconfig $(GO) test -tags e2e_kind -count=1 -timeout 30m -v ./test/e2e/kind/
+
+# What test-e2e-sources builds: kubelet, kubeadm and kube-proxy (hack/tools/kubenode, the release of
+# hack/tools/kube), kind and CoreDNS (at the version the pinned kubeadm asks for), into bin/kind-tools/.
+KIND_TOOLS := $(BIN)/kind-tools
+KIND_VERSION := $(shell awk '$$1=="require" && $$2=="sigs.k8s.io/kind" {print $$3}' hack/tools/kind/go.mod)
+COREDNS_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/coredns/coredns" {print $$3}' hack/tools/coredns/go.mod)
+KIND_TOOLS_STAMP := $(KIND_TOOLS)/.stamp-$(KUBE_VERSION)-kind-$(KIND_VERSION)-coredns-$(COREDNS_VERSION)
+KIND_NODE_IMAGE := cos-kind-node:$(KUBE_VERSION)
+KIND_WORK := $(BIN)/kind
+KIND_CERTMANAGER_MANIFEST := $(KIND_WORK)/cert-manager.yaml
+# etcd's image tag is its version (kubeadm asks for its own; the kind config sets it); pause's is the
+# one of the pinned Kubernetes' build/pause.
+ETCD_IMAGE_TAG := $(patsubst v%,%,$(ETCD_VERSION))-0
+PAUSE_TAG = $(shell awk '$$1=="TAG" && $$2=="?=" {print $$3}' $$(cd hack/tools/kubenode && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/Makefile)
+
+$(KIND_TOOLS_STAMP): hack/tools/kubenode/go.mod hack/tools/kubenode/go.sum hack/tools/kind/go.mod hack/tools/kind/go.sum \
+		hack/tools/coredns/go.mod hack/tools/coredns/go.sum
+	@mkdir -p $(KIND_TOOLS)
+	@echo "building kubelet, kubeadm, kube-proxy $(KUBE_VERSION), kind $(KIND_VERSION) and CoreDNS $(COREDNS_VERSION) (first time: ~10 min)"
+	cd hack/tools/kubenode && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(KIND_TOOLS)/ \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kube-proxy
+	cd hack/tools/kind && $(GO) build -trimpath -ldflags "-s -w" -o $(KIND_TOOLS)/kind sigs.k8s.io/kind
+	cd hack/tools/coredns && $(GO) build -trimpath -ldflags "-s -w" -o $(KIND_TOOLS)/coredns github.com/coredns/coredns
+	@rm -f $(KIND_TOOLS)/.stamp-* && touch $@
+
+.PHONY: kind-host
+kind-host: ## Install Docker and debootstrap from apt if missing, and start dockerd if none answers (for test-e2e-sources).
+	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || { echo "installing docker.io and debootstrap from apt"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io debootstrap >/dev/null; }
+	@mkdir -p $(LOCAL)
+	@docker info >/dev/null 2>&1 || { echo "starting dockerd (log: .local/dockerd.log; stop it with: kill \$$(cat .local/dockerd.pid))"; \
+		nohup dockerd --storage-driver=overlay2 >$(LOCAL)/dockerd.log 2>&1 & echo $$! >$(LOCAL)/dockerd.pid; \
+		for i in $$(seq 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done; tail -20 $(LOCAL)/dockerd.log; exit 1; }
+
+.PHONY: kind-node-image
+kind-node-image: control-plane certmanager $(KIND_TOOLS_STAMP) kind-host ## Build the kind node image $(KIND_NODE_IMAGE) and every image it runs from sources, nothing pulled (hack/kind/build-node-image.sh).
+	OUT=$(KIND_WORK) DOCKER=docker NODE_IMAGE=$(KIND_NODE_IMAGE) \
+	KIND_MODULE_DIR=$$(cd hack/tools/kind && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kind) \
+	KUBE_MODULE_DIR=$$(cd hack/tools/kubenode && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) \
+	KUBE_VERSION=$(KUBE_VERSION) KUBE_BIN=$(BIN) NODE_BIN=$(KIND_TOOLS) ETCD_BIN=$(BIN)/etcd ETCD_TAG=$(ETCD_IMAGE_TAG) \
+	COREDNS_BIN=$(KIND_TOOLS)/coredns COREDNS_TAG=$(COREDNS_VERSION) PAUSE_TAG=$(PAUSE_TAG) \
+	CERTMANAGER_BIN=$(BIN) CERTMANAGER_VERSION=$(CERTMANAGER_VERSION) CERTMANAGER_IMAGE_PREFIX=cos-e2e.local \
+		hack/kind/build-node-image.sh
+
+$(KIND_CERTMANAGER_MANIFEST): $(HELM_STAMP) $(KUBE_STAMP) hack/kind/certmanager-manifest.sh test/e2e/kind/certmanager/kustomization.yaml hack/tools/certmanager/go.mod
+	@mkdir -p $(KIND_WORK)
+	HELM=$(BIN)/helm KUBECTL=$(BIN)/kubectl VERSION=$(CERTMANAGER_VERSION) IMAGE_PREFIX=cos-e2e.local OUT_FILE=$@ \
+	CHART=$$(cd hack/tools/certmanager && $(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))/deploy/charts/cert-manager \
+		hack/kind/certmanager-manifest.sh
+
+.PHONY: test-e2e-sources
+test-e2e-sources: kind-node-image $(KIND_CERTMANAGER_MANIFEST) ## The e2e suite on kind with everything built here from sources (no registry; docs/e2e.md): installs Docker, builds the node image, runs test-e2e.
+	@grep -q 'imageTag: $(ETCD_IMAGE_TAG)$$' test/e2e/kind/cluster-sources.yaml || { echo "test/e2e/kind/cluster-sources.yaml: etcd's imageTag must be $(ETCD_IMAGE_TAG), the etcd built here"; exit 1; }
+	PATH="$(ROOT)/hack/kind/bin:$(BIN):$$PATH" $(MAKE) --no-print-directory test-e2e KIND=$(KIND_TOOLS)/kind \
+		KIND_IMAGE=$(KIND_NODE_IMAGE) KIND_CONFIG=test/e2e/kind/cluster-sources.yaml CERTMANAGER_MANIFEST=$(KIND_CERTMANAGER_MANIFEST)
 
 .PHONY: test-e2e-local
 test-e2e-local: control-plane testdata certmanager certmanager-crds ## The e2e suite on the local control plane: cert-manager, two manager processes behind a load balancer (part of `make test`).

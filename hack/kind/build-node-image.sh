@@ -129,20 +129,21 @@ printf 'root:x:0:\nnonroot:x:65532:\n' >"$glibc/etc/group"
 chmod 1777 "$glibc/tmp"
 cp "$base_rootfs/etc/nsswitch.conf" "$glibc/etc/" 2>/dev/null || true
 
-# component TAG BINARY PATH [ROOTFS]: an image of BINARY at PATH over ROOTFS (default: glibc).
+# component TAG BINARY PATH [ROOTFS [USER]]: an image of BINARY at PATH over ROOTFS (default: glibc),
+# run as USER (default: root, as the upstream control-plane images).
 component() {
-	local tag=$1 bin=$2 path=$3 rootfs=${4:-$glibc}
-	if stamp_ok "image-${tag//[\/:]/_}" "$bin" "$rootfs" "recipe-$RECIPE" && image_exists "$tag"; then return; fi
+	local tag=$1 bin=$2 path=$3 rootfs=${4:-$glibc} user=${5:-0}
+	if stamp_ok "image-${tag//[\/:]/_}" "$bin" "$rootfs" "$user" "recipe-$RECIPE" && image_exists "$tag"; then return; fi
 	log "image $tag"
 	local ctx
 	ctx=$(mktemp -d)
 	mkdir -p "$ctx/root"
 	cp -a "$rootfs/." "$ctx/root/"
 	mkdir -p "$ctx/root/$(dirname "$path")" && cp "$bin" "$ctx/root/$path" && chmod 0755 "$ctx/root/$path"
-	printf 'FROM scratch\nCOPY root/ /\nENTRYPOINT ["%s"]\n' "$path" >"$ctx/Dockerfile"
+	printf 'FROM scratch\nCOPY root/ /\nUSER %s\nENTRYPOINT ["%s"]\n' "$user" "$path" >"$ctx/Dockerfile"
 	docker_build "$tag" "$ctx"
 	rm -rf "$ctx"
-	stamp_set "image-${tag//[\/:]/_}" "$bin" "$rootfs" "recipe-$RECIPE"
+	stamp_set "image-${tag//[\/:]/_}" "$bin" "$rootfs" "$user" "recipe-$RECIPE"
 }
 
 component "registry.k8s.io/kube-apiserver:$KUBE_VERSION" "$KUBE_BIN/kube-apiserver" /usr/local/bin/kube-apiserver
@@ -187,12 +188,23 @@ if ! stamp_ok proxy-full "$NODE_BIN/kube-proxy" "$proxy_wrapper" "$OUT/proxy-roo
 fi
 component "registry.k8s.io/kube-proxy:$KUBE_VERSION" "$proxy_wrapper" /usr/local/bin/kube-proxy "$proxy_full"
 
+# cert-manager's controller and cainjector, from its library (hack/tools/certmanager; its commands'
+# modules are not served), as non-root as its chart wants them: preloaded, so no pull is tried.
+if [[ -n ${CERTMANAGER_BIN:-} ]]; then
+	: "${CERTMANAGER_VERSION:?}" "${CERTMANAGER_IMAGE_PREFIX:?}"
+	component "$CERTMANAGER_IMAGE_PREFIX/cert-manager-controller:$CERTMANAGER_VERSION" "$CERTMANAGER_BIN/cert-manager-controller" /app/cmd/controller/controller "$glibc" 65532
+	component "$CERTMANAGER_IMAGE_PREFIX/cert-manager-cainjector:$CERTMANAGER_VERSION" "$CERTMANAGER_BIN/cert-manager-cainjector" /app/cmd/cainjector/cainjector "$glibc" 65532
+fi
+
 ### 3. The node image: the base, the node binaries, the images in its containerd.
 images=(
 	"registry.k8s.io/kube-apiserver:$KUBE_VERSION" "registry.k8s.io/kube-controller-manager:$KUBE_VERSION"
 	"registry.k8s.io/kube-scheduler:$KUBE_VERSION" "registry.k8s.io/kube-proxy:$KUBE_VERSION"
 	"registry.k8s.io/etcd:$ETCD_TAG" "registry.k8s.io/coredns/coredns:$COREDNS_TAG" "registry.k8s.io/pause:$PAUSE_TAG"
 )
+if [[ -n ${CERTMANAGER_BIN:-} ]]; then
+	images+=("$CERTMANAGER_IMAGE_PREFIX/cert-manager-controller:$CERTMANAGER_VERSION" "$CERTMANAGER_IMAGE_PREFIX/cert-manager-cainjector:$CERTMANAGER_VERSION")
+fi
 ids=$(for i in "${images[@]}" "$BASE_IMAGE"; do "$DOCKER" image inspect -f '{{.Id}}' "$i"; done)
 if stamp_ok node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$NODE_IMAGE" && image_exists "$NODE_IMAGE"; then
 	log "$NODE_IMAGE is up to date"

@@ -23,17 +23,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
 const deployment = "cos-externalizer"
@@ -67,6 +71,14 @@ func (c *cluster) Logf(format string, args ...any) { c.t.Logf(format, args...) }
 // Deploy runs `make deploy` with the overlay of mode and patches replicas and extra flags in.
 func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...string) error {
 	overlay := e2e.Overlay(mode)
+	// Each case starts from no manager, as the local suite starts new processes: the previous case's
+	// replicas (another mode, extra flags this Deploy set with an update) are gone first. A switch of
+	// mode under a rolling update is a case of its own.
+	if err := c.client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(), Name: deployment}},
+		client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	framework.WaitGone(ctx, c.t, c.client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(), Name: deployment}})
 	if err := e2e.ResetCA(ctx, c.client, c.Namespace(), mode); err != nil {
 		return err
 	}
@@ -74,18 +86,39 @@ func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	if out, err := deploy.CombinedOutput(); err != nil {
 		return fmt.Errorf("make deploy: %w\n%s", err, out)
 	}
-	d := &appsv1.Deployment{}
-	if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace(), Name: deployment}, d); err != nil {
-		return err
-	}
-	d.Spec.Replicas = ptr.To(int32(n))
-	d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, extra...)
-	if err := c.client.Update(ctx, d); err != nil {
+	// The Deployment controller writes the object too (its status, right after the apply): read and
+	// update again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace(), Name: deployment}, d); err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(int32(n))
+		d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, extra...)
+		return c.client.Update(ctx, d)
+	}); err != nil {
 		return err
 	}
 	rollout := exec.CommandContext(ctx, "kubectl", "rollout", "status", "-n", c.Namespace(), "deployment/"+deployment, "--timeout=5m")
 	if out, err := rollout.CombinedOutput(); err != nil {
 		return fmt.Errorf("kubectl rollout status: %w\n%s", err, out)
+	}
+	return c.routed(ctx)
+}
+
+// routed waits until the API server reaches the webhooks through their Service: a dry-run create of
+// a ClusterObjectSet is admitted. Ready replicas are not enough: kube-proxy programs the Service's
+// new endpoints a moment later, and until it has, a call to the ClusterIP is refused (or, on a machine
+// whose network intercepts port 443, answered by someone else: docs/e2e.md).
+func (c *cluster) routed(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe := builders.COS("e2e-routed", builders.WithPhase("config", builders.Inline(builders.ConfigMap("default", "e2e-routed", map[string]string{"k": "v"}))))
+		last = c.client.Create(ctx, probe, client.DryRunAll)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the webhooks were not reached through their Service: %w (last: %w)", err, last)
 	}
 	return nil
 }
@@ -158,7 +191,7 @@ func (c *cluster) Served(ctx context.Context, i int) (*x509.Certificate, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
@@ -168,11 +201,11 @@ func (c *cluster) Leader(ctx context.Context) (int, error) {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		lease := &coordinationv1.Lease{}
 		if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace(), Name: e2e.LeaseName}, lease); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // no Lease yet (or a failed read): poll again
 		}
 		pods, err := c.pods(ctx)
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a list that failed says nothing yet: poll again
 		}
 		for i, p := range pods {
 			if strings.HasPrefix(ptr.Deref(lease.Spec.HolderIdentity, ""), p.Name+"_") {
