@@ -355,7 +355,9 @@ $(KIND_CERTMANAGER_MANIFEST): $(HELM_STAMP) $(KUBE_STAMP) hack/kind/certmanager-
 .PHONY: test-e2e-sources
 test-e2e-sources: kind-node-image $(KIND_CERTMANAGER_MANIFEST) ## The e2e suite on kind with everything built here from sources (no registry; docs/e2e.md): installs Docker, builds the node image, runs test-e2e.
 	@grep -q 'imageTag: $(ETCD_IMAGE_TAG)$$' test/e2e/kind/cluster-sources.yaml || { echo "test/e2e/kind/cluster-sources.yaml: etcd's imageTag must be $(ETCD_IMAGE_TAG), the etcd built here"; exit 1; }
-	PATH="$(ROOT)/hack/kind/bin:$(BIN):$$PATH" $(MAKE) --no-print-directory test-e2e KIND=$(KIND_TOOLS)/kind \
+	@# The nodes pull nothing: the bundles' workloads run the node image's pause (e2e.RunEverywhere).
+	PATH="$(ROOT)/hack/kind/bin:$(BIN):$$PATH" E2E_RUNNABLE_IMAGE=registry.k8s.io/pause:$(PAUSE_TAG) \
+	$(MAKE) --no-print-directory test-e2e KIND=$(KIND_TOOLS)/kind \
 		KIND_IMAGE=$(KIND_NODE_IMAGE) KIND_CONFIG=test/e2e/kind/cluster-sources.yaml CERTMANAGER_MANIFEST=$(KIND_CERTMANAGER_MANIFEST)
 
 .PHONY: test-e2e-local
@@ -417,12 +419,15 @@ $(CERTMANAGER_CRDS_STAMP): hack/tools/certmanager/go.mod hack/tools/certmanager/
 OVERLAY ?= default
 # The manager image deploy sets (name[:tag] or name@digest).
 IMG ?= cos-externalizer:dev
+# Extra manager flags and a replica count for deploy (empty: the overlay's), e.g. for tests.
+DEPLOY_ARGS ?=
+DEPLOY_REPLICAS ?=
 # kubectl with kustomize; the one of bin/ unless given.
 KUBECTL ?= $(BIN)/kubectl
 KUBECTL_DEP := $(if $(filter $(BIN)/kubectl,$(KUBECTL)),$(KUBE_STAMP))
 
 .PHONY: deploy
-deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG; $IMG must be pinned by digest, built by make image, or IMG_VERIFIED=1.
+deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG; $IMG must be pinned by digest, built by make image, or IMG_VERIFIED=1. DEPLOY_REPLICAS=N and DEPLOY_ARGS='--flag=v ...' adjust the manager.
 	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
 	@# An image no node can pull leaves the fail-closed webhooks refusing every inline ClusterObjectSet:
 	@# deploy only one pinned by digest (a release's), the one `make image` built, or one said pushed.
@@ -446,7 +451,10 @@ deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-sig
 	esac && \
 	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\nimages:\n- name: cos-externalizer\n  newName: %s\n  %s\n' \
 		"../../config/$(OVERLAY)" "$$name" "$$ref" > "$$tmp/kustomization.yaml" && \
-	echo "deploying config/$(OVERLAY) with image $$img" && \
+	ops='' && for a in $(DEPLOY_ARGS); do ops="$$ops    - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"$$a\"}"$$'\n'; done && \
+	if [ -n '$(DEPLOY_REPLICAS)' ]; then ops="$$ops    - {op: replace, path: /spec/replicas, value: $(DEPLOY_REPLICAS)}"$$'\n'; fi && \
+	if [ -n "$$ops" ]; then printf 'patches:\n- target: {group: apps, kind: Deployment, name: cos-externalizer}\n  patch: |-\n%s' "$$ops" >> "$$tmp/kustomization.yaml"; fi && \
+	echo "deploying config/$(OVERLAY) with image $$img$(if $(DEPLOY_REPLICAS), and $(DEPLOY_REPLICAS) replicas)$(if $(DEPLOY_ARGS), and flags $(DEPLOY_ARGS))" && \
 	$(KUBECTL) kustomize "$$tmp" | $(KUBECTL) apply --server-side --field-manager=cos-externalizer-deploy -f -
 
 .PHONY: undeploy

@@ -431,6 +431,7 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 	if gated < 0 {
 		t.Fatal("no phase after the first holds a ConfigMap")
 	}
+	RunEverywhere(c, cos)
 	cos.Spec.Phases[gated].Objects = append(cos.Spec.Phases[gated].Objects, builders.Inline(gate))
 	if err := cl.Create(ctx, cos); err != nil {
 		t.Fatal(err)
@@ -490,9 +491,10 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 	if after.Spec.AcquireTime == nil || after.Spec.AcquireTime.Time.Before(killed.Add(-time.Second)) {
 		t.Errorf("the new leader acquired the Lease at %v, before the old one was killed at %s", after.Spec.AcquireTime, killed)
 	}
-	newLeader, err := c.Leader(ctx)
-	if err != nil || newLeader == leader {
-		t.Errorf("leader after the kill: %d (%v), want another than %d", newLeader, err, leader)
+	// The holder changed (above); a replica index may name another process after a kill (on kind,
+	// the Deployment's replacement Pod sorts where the killed one did), so only a leader is asked for.
+	if _, err := c.Leader(ctx); err != nil {
+		t.Errorf("no leader after the kill: %v", err)
 	}
 	c.Logf("leader killed mid-rollout: Lease taken over %s after the kill, rollout finished %s after it",
 		after.Spec.AcquireTime.Sub(killed).Round(time.Millisecond), finished.Round(time.Millisecond))

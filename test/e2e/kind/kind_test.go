@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,6 +64,10 @@ func TestE2E(t *testing.T) {
 	}
 }
 
+// RunnableImage is E2E_RUNNABLE_IMAGE: make test-e2e-sources sets it to the pause image of its node
+// image, as its nodes can pull no workload image (e2e.RunEverywhere).
+func (c *cluster) RunnableImage() string { return os.Getenv("E2E_RUNNABLE_IMAGE") }
+
 func (c *cluster) Config() *rest.Config            { return c.cfg }
 func (c *cluster) Namespace() string               { return olmv1.DefaultSystemNamespace }
 func (c *cluster) Logf(format string, args ...any) { c.t.Logf(format, args...) }
@@ -72,8 +76,7 @@ func (c *cluster) Logf(format string, args ...any) { c.t.Logf(format, args...) }
 func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...string) error {
 	overlay := e2e.Overlay(mode)
 	// Each case starts from no manager, as the local suite starts new processes: the previous case's
-	// replicas (another mode, extra flags this Deploy set with an update) are gone first. A switch of
-	// mode under a rolling update is a case of its own.
+	// replicas (another mode, other flags) are gone first.
 	if err := c.client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(), Name: deployment}},
 		client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
 		return err
@@ -82,22 +85,12 @@ func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	if err := e2e.ResetCA(ctx, c.client, c.Namespace(), mode); err != nil {
 		return err
 	}
-	deploy := exec.CommandContext(ctx, "make", "-C", "../../..", "deploy", "OVERLAY="+overlay, "IMG="+os.Getenv("IMG"), "KUBECTL=kubectl")
+	// The replicas and flags go in with the overlay, so no replica ever runs without them (one that
+	// did could make the self-signed CA with the default lifetime).
+	deploy := exec.CommandContext(ctx, "make", "-C", "../../..", "deploy", "OVERLAY="+overlay, "IMG="+os.Getenv("IMG"), "KUBECTL=kubectl",
+		"DEPLOY_REPLICAS="+strconv.Itoa(n), "DEPLOY_ARGS="+strings.Join(extra, " "))
 	if out, err := deploy.CombinedOutput(); err != nil {
 		return fmt.Errorf("make deploy: %w\n%s", err, out)
-	}
-	// The Deployment controller writes the object too (its status, right after the apply): read and
-	// update again on a conflict.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d := &appsv1.Deployment{}
-		if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace(), Name: deployment}, d); err != nil {
-			return err
-		}
-		d.Spec.Replicas = ptr.To(int32(n))
-		d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, extra...)
-		return c.client.Update(ctx, d)
-	}); err != nil {
-		return err
 	}
 	rollout := exec.CommandContext(ctx, "kubectl", "rollout", "status", "-n", c.Namespace(), "deployment/"+deployment, "--timeout=5m")
 	if out, err := rollout.CombinedOutput(); err != nil {
