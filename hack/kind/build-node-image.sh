@@ -51,7 +51,12 @@ debootstrap_into() {
 }
 
 # docker_build TAG DIR: builds DIR/Dockerfile (FROM scratch or a local image: nothing is pulled).
-docker_build() { DOCKER_BUILDKIT=0 "$DOCKER" build -q --pull=false -t "$1" "$2" >/dev/null; }
+# The legacy builder (no BuildKit in Debian's Docker) warns that it is deprecated on every build: its
+# output is shown only when the build fails.
+docker_build() {
+	local out
+	out=$(DOCKER_BUILDKIT=0 "$DOCKER" build -q --pull=false -t "$1" "$2" 2>&1) || { echo "$out" >&2; return 1; }
+}
 
 ### 1. kind's base image.
 base_rootfs=$OUT/rootfs-node
