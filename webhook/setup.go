@@ -8,6 +8,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -82,14 +83,32 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 
 	server := mgr.GetWebhookServer()
 	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
-	server.Register(MutatePath, &webhook.Admission{Handler: &Externalizer{
+	server.Register(MutatePath, &webhook.Admission{Handler: finishing{&Externalizer{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts, Metrics: metrics, Limits: limits,
-	}})
-	server.Register(ValidatePath, admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits}))
-	server.Register(SecretGuardPath, &webhook.Admission{Handler: &SecretGuard{
+	}}})
+	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
+	validate.Handler = finishing{validate.Handler}
+	server.Register(ValidatePath, validate)
+	server.Register(SecretGuardPath, &webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
-	}})
+	}}})
 	return nil
+}
+
+// inFlightTimeout bounds a request's work once it no longer ends with the manager: the API server's
+// longest webhook timeout.
+const inFlightTimeout = 30 * time.Second
+
+// finishing runs a handler on a context that the manager's stop does not cancel. controller-runtime
+// gives every request the manager's context, so a replica stopping (a rolling update, a drain) used to
+// fail the requests it was serving ("writing object-data Secret ...: context canceled") although its
+// server waits for them; now they finish, within inFlightTimeout.
+type finishing struct{ admission.Handler }
+
+func (f finishing) Handle(ctx context.Context, req admission.Request) admission.Response {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inFlightTimeout)
+	defer cancel()
+	return f.Handler.Handle(ctx, req)
 }
 
 // whoAmI asks the API server for the manager's user name.

@@ -32,6 +32,10 @@ type Cluster interface {
 	// Deploy (re)installs the manager with n replicas in the given certificate mode; extra are
 	// flags for every replica (e.g. lifetimes of seconds). It returns once every replica is ready.
 	Deploy(ctx context.Context, mode string, replicas int, extra ...string) error
+	// Switch installs mode's overlay over the running replicas as a Deployment's rolling update does
+	// (one replica more, none less): a replica of mode starts, and once it is ready an old one stops,
+	// until every replica is of mode. Nothing is reset. It returns once every replica is ready.
+	Switch(ctx context.Context, mode string) error
 	// Replicas is the number of replicas deployed.
 	Replicas() int
 	// Served is the certificate replica i serves now.

@@ -99,6 +99,21 @@ func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	return c.routed(ctx)
 }
 
+// Switch applies mode's overlay over the running Deployment (same replicas): the Deployment controller
+// rolls the Pods as it does for a user's kubectl apply.
+func (c *cluster) Switch(ctx context.Context, mode string) error {
+	deploy := exec.CommandContext(ctx, "make", "-C", "../../..", "deploy", "OVERLAY="+e2e.Overlay(mode), "IMG="+os.Getenv("IMG"), "KUBECTL=kubectl",
+		"DEPLOY_REPLICAS="+strconv.Itoa(c.Replicas()))
+	if out, err := deploy.CombinedOutput(); err != nil {
+		return fmt.Errorf("make deploy: %w\n%s", err, out)
+	}
+	rollout := exec.CommandContext(ctx, "kubectl", "rollout", "status", "-n", c.Namespace(), "deployment/"+deployment, "--timeout=5m")
+	if out, err := rollout.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl rollout status: %w\n%s", err, out)
+	}
+	return c.routed(ctx)
+}
+
 // routed waits until the API server reaches the webhooks through their Service: a dry-run create of
 // a ClusterObjectSet is admitted. Ready replicas are not enough: kube-proxy programs the Service's
 // new endpoints a moment later, and until it has, a call to the ClusterIP is refused (or, on a machine

@@ -57,7 +57,10 @@ type Cluster struct {
 }
 
 type replica struct {
-	proc                            *controlplane.Process
+	proc *controlplane.Process
+	// starting keeps a replica of Switch out of the load balancer until it is ready, as a Service
+	// leaves out a Pod that is not.
+	starting                        bool
 	logPath                         string
 	webhookPort, probePort, metrics int
 }
@@ -126,6 +129,70 @@ func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	if err := e2e.ResetCA(ctx, c.client, c.Namespace(), mode); err != nil {
 		return err
 	}
+	if err := c.applyOverlay(ctx, overlay); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.deploys++
+	deploy := c.deploys
+	c.mu.Unlock()
+	for i := range n {
+		r, err := c.start(deploy, i, mode, extra)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.replicas = append(c.replicas, r)
+		c.mu.Unlock()
+	}
+	c.setBackends()
+	for i := range n {
+		if err := c.ready(ctx, deploy, i, mode, extra); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Switch starts a replica of mode, waits until it is ready, then takes the oldest replica out of the
+// load balancer and stops it, once per replica, as a rolling update with one surge replica does.
+func (c *Cluster) Switch(ctx context.Context, mode string) error {
+	if err := c.applyOverlay(ctx, e2e.Overlay(mode)); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.deploys++
+	deploy, n := c.deploys, len(c.replicas)
+	c.mu.Unlock()
+	for k := range n {
+		r, err := c.start(deploy, k, mode, nil)
+		if err != nil {
+			return err
+		}
+		r.starting = true
+		c.mu.Lock()
+		c.replicas = append(c.replicas, r)
+		last := len(c.replicas) - 1
+		c.mu.Unlock()
+		if err := c.ready(ctx, deploy, last, mode, nil); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.replicas[last].starting = false
+		old := c.replicas[0]
+		c.replicas = c.replicas[1:]
+		c.mu.Unlock()
+		c.setBackends()
+		if err := old.proc.Stop(30 * time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyOverlay applies what the replicas need of the overlay: its certificate objects, RBAC and
+// webhook configurations (pointed at the load balancer).
+func (c *Cluster) applyOverlay(ctx context.Context, overlay string) error {
 	objs, err := c.render(overlay)
 	if err != nil {
 		return err
@@ -150,25 +217,6 @@ func (c *Cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	c.mu.Lock()
-	c.deploys++
-	deploy := c.deploys
-	c.mu.Unlock()
-	for i := range n {
-		r, err := c.start(deploy, i, mode, extra)
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.replicas = append(c.replicas, r)
-		c.mu.Unlock()
-	}
-	c.setBackends()
-	for i := range n {
-		if err := c.ready(ctx, deploy, i, mode, extra); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -178,6 +226,9 @@ func (c *Cluster) setBackends() {
 	defer c.mu.Unlock()
 	backends := make([]string, 0, len(c.replicas))
 	for _, r := range c.replicas {
+		if r.starting {
+			continue
+		}
 		backends = append(backends, net.JoinHostPort("127.0.0.1", strconv.Itoa(r.webhookPort)))
 	}
 	c.lb.SetBackends(backends)
@@ -197,6 +248,7 @@ func (c *Cluster) ready(ctx context.Context, deploy, i int, mode string, extra [
 		if err != nil {
 			return err
 		}
+		next.starting = r.starting
 		c.mu.Lock()
 		c.replicas[i] = next
 		c.mu.Unlock()
