@@ -56,6 +56,9 @@ type Options struct {
 	// ResolvePool bounds the resolved content held at once by concurrent requests and the reconciler
 	// (--max-concurrent-resolved-bytes): a request waits for room until it ends; nil: none.
 	ResolvePool *content.Pool
+	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
+	// never.
+	Drain *Drain
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
@@ -83,15 +86,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 
 	server := mgr.GetWebhookServer()
 	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
-	server.Register(MutatePath, &webhook.Admission{Handler: finishing{&Externalizer{
+	server.Register(MutatePath, opts.Drain.Wrap(&webhook.Admission{Handler: finishing{&Externalizer{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts, Metrics: metrics, Limits: limits,
-	}}})
+	}}}))
 	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
 	validate.Handler = finishing{validate.Handler}
-	server.Register(ValidatePath, validate)
-	server.Register(SecretGuardPath, &webhook.Admission{Handler: finishing{&SecretGuard{
+	server.Register(ValidatePath, opts.Drain.Wrap(validate))
+	server.Register(SecretGuardPath, opts.Drain.Wrap(&webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
-	}}})
+	}}}))
 	return nil
 }
 

@@ -87,6 +87,8 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(ports[0]), "--webhook-cert-dir=" + dir,
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]), "--metrics-secure=false",
+		// Tests stop managers often and no API server keeps connections to them: stop at once.
+		"--shutdown-drain-period=0",
 		"--system-namespace=" + SystemNamespace,
 	}, args...)
 	if err := fs.Parse(all); err != nil {

@@ -82,6 +82,7 @@ type Options struct {
 
 	rollout      string
 	sweepEvery   time.Duration
+	drainPeriod  time.Duration
 	sweepGrace   time.Duration
 	keepArchived int
 	driftCheck   time.Duration
@@ -115,6 +116,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxStoredBytes, "max-stored-bytes", webhook.DefaultMaxStoredBytes, "Largest stored ClusterObjectSet the validating webhook admits.")
 	fs.StringVar(&o.rollout, "rollout", RolloutAuto, "Roll ClusterObjectSets out: true, false (webhook-only mode: Secret ownership and the orphan sweep still run, for clusters where another reconciler rolls out) or auto (false where OLM's operator-controller rolls ClusterObjectSets out: its ClusterObjectSet CRD, its BoxcutterRuntime gate, its teardown finalizers; true where OLM is absent or does not; an error when unclear).")
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
+	fs.DurationVar(&o.drainPeriod, "shutdown-drain-period", 3*time.Second, "On SIGTERM, how long the webhooks keep serving while every response closes its connection, so the API server moves its keep-alive connections to the other replicas before this one closes them; 0 stops at once.")
 	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
 	fs.DurationVar(&o.driftCheck, "drift-check-interval", controllers.DefaultDriftCheckInterval, "How often a rolled-out ClusterObjectSet is reconciled without an event (±10%), to restore drift of its objects that no watch event showed; 0 relies on events alone.")
 	fs.DurationVar(&o.externalRefs, "external-ref-check-interval", controllers.DefaultExternalRefCheckInterval, "How often a rolled-out or Blocked ClusterObjectSet with refs to Secrets outside --system-namespace (which are not watched) re-reads them and verifies its phase digests (±10%); 0 turns it off.")
@@ -143,6 +145,9 @@ func (o *Options) Validate() error {
 	}
 	if o.threshold < 0 {
 		errs = append(errs, fmt.Errorf("--externalize-threshold: must not be negative, got %d", o.threshold))
+	}
+	if o.drainPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-drain-period: %s is negative", o.drainPeriod))
 	}
 	if o.sweepEvery <= 0 {
 		errs = append(errs, fmt.Errorf("--orphan-sweep-interval: must be positive, got %s", o.sweepEvery))
@@ -252,6 +257,9 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if leNS == "" {
 		leNS = o.systemNamespace
 	}
+	drain := &webhook.Drain{}
+	// The manager runs until the drain after the signal is over.
+	ctx = drainFirst(ctx, log, clock.RealClock{}, drain, o.drainPeriod)
 	rollOut, why, err := DecideRollout(ctx, cfg, o.rollout)
 	if err != nil {
 		return err
@@ -340,6 +348,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 
 			MaxResolvedBytes: o.maxResolvedBytes,
 			ResolvePool:      resolvePool,
+			Drain:            drain,
 		}, webhook.DefaultMetrics); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
 		}

@@ -24,6 +24,8 @@ func TestOptionsValidate(t *testing.T) {
 		"rollout auto":                  {args: []string{"--rollout=auto"}},
 		"rollout false":                 {args: []string{"--rollout=false"}},
 		"rollout maybe":                 {args: []string{"--rollout=maybe"}, wantErr: "--rollout"},
+		"no drain":                      {args: []string{"--shutdown-drain-period=0"}},
+		"negative drain":                {args: []string{"--shutdown-drain-period=-1s"}, wantErr: "--shutdown-drain-period"},
 		"resolved bytes zero":           {args: []string{"--max-resolved-bytes=0"}, wantErr: "--max-resolved-bytes"},
 		"cert from a Secret":            {args: []string{"--webhook-cert-source=secret"}},
 		"self-signed":                   {args: []string{"--webhook-cert-source=self-signed", "--self-signed-ca-lifetime=30s", "--self-signed-cert-lifetime=5s"}},
