@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -31,31 +32,12 @@ import (
 func TestManagerServesProbesAndMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var o app.Options
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o.Bind(fs)
 	probePort, metricsPort := freePort(t), freePort(t)
-	if err := fs.Parse([]string{
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+	runManager(t,
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--enable-webhooks=false", // the webhook tests run the webhooks
-	}); err != nil {
-		t.Fatal(err)
-	}
-	o.SkipControllerNameValidation = true // -count runs the manager again in this process
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager returned %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	}()
+	)
 
 	allowed, denied := scraperToken(ctx, t, "metrics-scraper", true), scraperToken(ctx, t, "metrics-nobody", false)
 	metrics := "https://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"
@@ -138,4 +120,48 @@ func freePort(t *testing.T) int {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runManager runs the manager in this process with args until the test ends, then waits for it to
+// return: an error, or no return within 30 s, fails the test.
+func runManager(t *testing.T, args ...string) {
+	t.Helper()
+	var o app.Options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o.SkipControllerNameValidation = true // other tests, and -count, run managers in this process
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop")
+		}
+	})
+}
+
+// servingCertificate writes a serving certificate for 127.0.0.1 into a new folder (--webhook-cert-dir).
+func servingCertificate(t *testing.T) (string, *certs.Bundle) {
+	t.Helper()
+	dir := t.TempDir()
+	bundle, err := certs.Generate([]string{"127.0.0.1"}, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bundle
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -65,39 +62,13 @@ func TestScraperReadsMetrics(t *testing.T) {
 		return token != "", fmt.Sprintf("keys %d", len(s.Data))
 	})
 
-	dir := t.TempDir()
-	bundle, err := certs.Generate([]string{"127.0.0.1"}, time.Hour, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bundle.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	var o app.Options
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o.Bind(fs)
+	dir, bundle := servingCertificate(t)
 	webhookPort, probePort, metricsPort := freePort(t), freePort(t), freePort(t)
-	if err := fs.Parse([]string{
-		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(webhookPort), "--webhook-cert-dir=" + dir,
-		"--webhook-configuration=", "--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort), "--rollout=false",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	o.SkipControllerNameValidation = true // other tests run managers in this process
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager returned %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	}()
+	runManager(t,
+		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(webhookPort), "--webhook-cert-dir="+dir,
+		"--webhook-configuration=", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort), "--rollout=false",
+	)
 
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle.CA)

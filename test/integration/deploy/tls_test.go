@@ -5,17 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
-	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 // TestTLSMinVersion runs the manager with --tls-min-version=VersionTLS13: its webhook server and its
@@ -24,44 +19,15 @@ import (
 func TestTLSMinVersion(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir := t.TempDir()
-	bundle, err := certs.Generate([]string{"127.0.0.1"}, time.Hour, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bundle.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	var o app.Options
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o.Bind(fs)
+	dir, bundle := servingCertificate(t)
 	webhookPort, probePort, metricsPort := freePort(t), freePort(t), freePort(t)
-	if err := fs.Parse([]string{
-		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(webhookPort), "--webhook-cert-dir=" + dir,
+	runManager(t,
+		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(webhookPort), "--webhook-cert-dir="+dir,
 		"--webhook-configuration=", // no webhook configuration points at this manager
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--rollout=false", "--tls-min-version=VersionTLS13",
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	o.SkipControllerNameValidation = true // other tests run managers in this process
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager returned %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	}()
+	)
 
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle.CA)
