@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -263,7 +264,7 @@ func (p *Pipeline) sameAsStored(ctx context.Context, old, obj *olmv1.ClusterObje
 			return true, h, "", r
 		}
 	}
-	resolve := externalize.SecretResolver(ctx, p.ResolvePool, p.Store.GetSecret, p.SystemNamespace, p.MaxResolvedBytes)
+	resolve := externalize.SecretResolver(ctx, p.ResolvePool, p.getObjectData, p.SystemNamespace, p.MaxResolvedBytes)
 	same, err := externalize.SameContent(old.Spec.Phases, obj.Spec.Phases, p.SystemNamespace, resolve)
 	if err != nil {
 		return false, heal{}, WarningPrefix + "could not compare the submitted phases with the stored ones: " + err.Error(), nil
@@ -328,21 +329,33 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 	return resp
 }
 
-// checkUserRefs warns about refs given by the user that name a Secret or key that does not exist. A
-// Secret that cannot be read is not warned about.
+// checkUserRefs warns about refs given by the user that name a Secret or key that does not exist.
+// Only object-data Secrets of the system namespace are read (getObjectData): a ref outside it is
+// reported as not checked, without reading it, and a Secret of another type reads as missing, so the
+// warnings say nothing about a Secret the request did not submit beyond what its name and type
+// already tell. A Secret that cannot be read is not warned about.
 func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSet) []string {
 	var warnings []string
 	secrets := map[types.NamespacedName]*corev1.Secret{}
+	outside := map[types.NamespacedName]bool{}
 	for i, ph := range obj.Spec.Phases {
 		for j, o := range ph.Objects {
 			if !o.IsRef() {
 				continue
 			}
 			key := types.NamespacedName{Namespace: o.Ref.NamespaceOr(p.SystemNamespace), Name: o.Ref.Name}
+			path := field.NewPath("spec", "phases").Index(i).Child("objects").Index(j).Child("ref")
+			if key.Namespace != p.SystemNamespace {
+				if !outside[key] {
+					outside[key] = true
+					warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s not checked: outside %s", WarningPrefix, path, key, p.SystemNamespace))
+				}
+				continue
+			}
 			sec, seen := secrets[key]
 			if !seen {
 				var err error
-				if sec, err = p.Store.GetSecret(ctx, key); err != nil {
+				if sec, err = p.getObjectData(ctx, key); err != nil {
 					sec = nil
 					if !apierrors.IsNotFound(err) {
 						continue
@@ -350,7 +363,6 @@ func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSe
 				}
 				secrets[key] = sec
 			}
-			path := field.NewPath("spec", "phases").Index(i).Child("objects").Index(j).Child("ref")
 			switch {
 			case sec == nil:
 				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s does not exist (yet)", WarningPrefix, path, key))
@@ -360,6 +372,40 @@ func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSe
 		}
 	}
 	return warnings
+}
+
+// errNotRead is why a ref outside the system namespace is not resolved.
+type errNotRead struct{ systemNamespace string }
+
+func (e errNotRead) Error() string {
+	return "not read: only object-data Secrets in " + e.systemNamespace + " are"
+}
+
+// getObjectData is the only way the pipeline reads a Secret a request names (a user's ref, or the
+// stored refs of an update, both taken from the request's body): a Secret outside the system
+// namespace is never read (errNotRead), and one of another type than object-data is answered exactly
+// as a missing one (the same NotFound error), so that no answer tells whether such a Secret exists,
+// which keys it has or how long its values are. Content that the pipeline plans and writes itself is
+// read by its own names (toHeal, Store.Write).
+func (p *Pipeline) getObjectData(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+	if key.Namespace != p.SystemNamespace {
+		return nil, errNotRead{systemNamespace: p.SystemNamespace}
+	}
+	sec, err := p.Store.GetSecret(ctx, key)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, secretNotFound(key)
+	case err != nil:
+		return nil, err
+	case sec.Type != olmv1.SecretTypeObjectData:
+		return nil, secretNotFound(key)
+	}
+	return sec, nil
+}
+
+// secretNotFound is the one NotFound error of a Secret, whatever the store answered.
+func secretNotFound(key types.NamespacedName) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
 }
 
 func validate(ctx context.Context, limits Limits, f func(validation.Limits) field.ErrorList) field.ErrorList {
