@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -13,7 +14,7 @@ import (
 
 // archivePredecessors carries out rollout.Archive once cos has succeeded: it archives the older
 // Active revisions of its owner and deletes the archived ones beyond KeepArchived. Each write is
-// guarded by the resourceVersion read.
+// guarded by the uid and resourceVersion read.
 func (r *ClusterObjectSetReconciler) archivePredecessors(ctx context.Context, cos *olmv1.ClusterObjectSet) error {
 	owner := cos.Labels[olmv1.LabelOwnerName]
 	if owner == "" {
@@ -33,7 +34,10 @@ func (r *ClusterObjectSetReconciler) archivePredecessors(ctx context.Context, co
 		r.Recorder.Eventf(other, cos, corev1.EventTypeNormal, EventArchived, "Archive", "archived: revision %d (%s) succeeded", cos.Spec.Revision, describe(cos))
 	}
 	for _, old := range remove {
-		if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+		// Exactly the archived revision that was judged: a ClusterObjectSet re-created under its name
+		// since the cache was read, or changed since, is decided again on the next reconcile.
+		err := r.Client.Delete(ctx, old, client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting archived %s: %w", describe(old), err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,17 +17,21 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
 // OrphanSweeper periodically deletes the object-data Secrets of the system namespace that nobody uses
 // (no live ClusterObjectSet references them, internal/secretuse) and no existing ClusterObjectSet
-// owns, once their grace period has passed: GracePeriod counted from the Secret's creation or, when
-// the webhook reused it since, from its last use (content.LastUsedAnnotation). These are Secrets
-// whose ClusterObjectSet never appeared (the admission request that wrote them failed later), or was
-// deleted with orphan propagation. The revision-name label never decides it: a Secret written for
-// one ClusterObjectSet and referenced by another is kept for as long as the other exists.
+// owns, once they have been seen so, unchanged, for GracePeriod (secretuse.Sightings): on the
+// sweeper's own clock, from the moment it first saw the Secret unused at its resourceVersion. These are
+// Secrets whose ClusterObjectSet never appeared (the admission request that wrote them failed later),
+// or was deleted with orphan propagation. The revision-name label never decides it: a Secret written
+// for one ClusterObjectSet and referenced by another is kept for as long as the other exists.
+//
+// Every admission that references a Secret writes it first (the webhook's touch, which changes its
+// resourceVersion), and the sweep deletes only the resourceVersion it saw unused for the whole grace
+// period, after confirming with a live list of ClusterObjectSets taken once that period has passed:
+// that write is the serialization point between the sweep and a create that references the Secret.
 type OrphanSweeper struct {
 	// Client lists through the manager's cache and deletes; APIReader confirms candidates with an
 	// uncached list of ClusterObjectSets (nil: the cache's answer stands, for tests).
@@ -34,8 +39,17 @@ type OrphanSweeper struct {
 	APIReader       client.Reader
 	SystemNamespace string
 	Interval        time.Duration
-	GracePeriod     time.Duration
-	Clock           clock.PassiveClock
+	// GracePeriod must be longer than the longest admission request (the API server's request
+	// timeout), so that a Secret touched by a request is kept until its ClusterObjectSet is stored.
+	GracePeriod time.Duration
+	// Clock is the one clock every grace period is measured on; nil is the real clock.
+	Clock clock.PassiveClock
+	// BeforeDelete, when set (tests), is called with the Secrets about to be deleted, after the live
+	// confirmation and before the first delete.
+	BeforeDelete func(ctx context.Context, secrets []corev1.Secret)
+
+	mu        sync.Mutex
+	sightings secretuse.Sightings
 }
 
 // Start runs the sweep every Interval until ctx ends (a manager Runnable; it runs on the leader).
@@ -62,15 +76,28 @@ func (s *OrphanSweeper) NeedLeaderElection() bool { return true }
 
 // Sweep deletes the orphaned Secrets once and returns how many it deleted.
 func (s *OrphanSweeper) Sweep(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	orphans, err := s.Orphans(ctx)
 	if err != nil {
 		return 0, err
 	}
+	if len(orphans) > 0 && s.BeforeDelete != nil {
+		s.BeforeDelete(ctx, orphans)
+	}
 	return s.Delete(ctx, orphans)
 }
 
-// Orphans lists the object-data Secrets that may be swept now (secretuse.Sweepable). The cache
-// proposes them; each is confirmed against ClusterObjectSets listed live from the API server, so a
+// Waiting is how many object-data Secrets the sweep has seen unused and not yet deleted.
+func (s *OrphanSweeper) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sightings.Waiting()
+}
+
+// Orphans lists the object-data Secrets that may be swept now. The cache proposes the unused ones
+// (secretuse.Unused) and Sightings says which have been so, unchanged, for the grace period; each of
+// those is confirmed against ClusterObjectSets listed live from the API server after that, so a
 // ClusterObjectSet the cache has not seen yet (a ref copied a moment ago) still protects its Secrets.
 func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	secrets := &corev1.SecretList{}
@@ -81,8 +108,19 @@ func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	if err := s.Client.List(ctx, sets); err != nil {
 		return nil, err
 	}
-	now := s.clock().Now()
-	candidates := orphans(secrets.Items, sets.Items, s.SystemNamespace, now, s.GracePeriod)
+	unused := unusedSecrets(secrets.Items, sets.Items, s.SystemNamespace)
+	versions := make([]secretuse.Version, len(unused))
+	byVersion := make(map[secretuse.Version]corev1.Secret, len(unused))
+	for i, sec := range unused {
+		versions[i] = secretuse.Version{UID: sec.UID, ResourceVersion: sec.ResourceVersion}
+		byVersion[versions[i]] = sec
+	}
+	due := s.sightings.Observe(versions, s.clock().Now(), s.GracePeriod)
+	orphansWaiting.Set(float64(s.sightings.Waiting()))
+	candidates := make([]corev1.Secret, len(due))
+	for i, v := range due {
+		candidates[i] = byVersion[v]
+	}
 	if len(candidates) == 0 || s.APIReader == nil {
 		return candidates, nil
 	}
@@ -90,13 +128,12 @@ func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	if err := s.APIReader.List(ctx, live); err != nil {
 		return nil, fmt.Errorf("confirming orphaned Secrets: %w", err)
 	}
-	return orphans(candidates, live.Items, s.SystemNamespace, now, s.GracePeriod), nil
+	return unusedSecrets(candidates, live.Items, s.SystemNamespace), nil
 }
 
-// orphans returns the object-data Secrets among secrets that may be swept at now, judged against
-// the ClusterObjectSets sets: nobody uses them, no existing ClusterObjectSet owns them, and their
-// grace period has passed (secretuse.Sweepable).
-func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNamespace string, now time.Time, grace time.Duration) []corev1.Secret {
+// unusedSecrets returns the object-data Secrets among secrets that nobody uses and no existing
+// ClusterObjectSet owns (secretuse.Unused), judged against the ClusterObjectSets sets.
+func unusedSecrets(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNamespace string) []corev1.Secret {
 	existing := map[types.UID]bool{}
 	for i := range sets {
 		existing[sets[i].UID] = true
@@ -110,7 +147,7 @@ func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNames
 		owned := slices.ContainsFunc(sec.OwnerReferences, func(ref metav1.OwnerReference) bool {
 			return collision.IsClusterObjectSetRef(ref) && existing[ref.UID]
 		})
-		if secretuse.Sweepable(users[client.ObjectKeyFromObject(&sec)], owned, lastUsed(&sec), now, grace) {
+		if secretuse.Unused(users[client.ObjectKeyFromObject(&sec)], owned) {
 			out = append(out, sec)
 		}
 	}
@@ -118,7 +155,8 @@ func orphans(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNames
 }
 
 // Delete deletes the Secrets, each only if it is still exactly the version that was judged (same uid
-// and resourceVersion): a Secret the webhook reused meanwhile has a new resourceVersion and stays.
+// and resourceVersion): a Secret that an admission touched meanwhile has a new resourceVersion and
+// stays.
 func (s *OrphanSweeper) Delete(ctx context.Context, orphans []corev1.Secret) (int, error) {
 	n := 0
 	for i := range orphans {
@@ -140,14 +178,4 @@ func (s *OrphanSweeper) clock() clock.PassiveClock {
 		return clock.RealClock{}
 	}
 	return s.Clock
-}
-
-// lastUsed is the later of the Secret's creation and the time in its last-used annotation (ignored
-// when it does not parse).
-func lastUsed(sec *corev1.Secret) time.Time {
-	t := sec.CreationTimestamp.Time
-	if used, ok := content.LastUsed(sec.Annotations); ok && used.After(t) {
-		t = used
-	}
-	return t
 }

@@ -73,7 +73,6 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	// Grace ignored: every Secret the sweep deletes now or once its grace has passed.
-	never := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	pending := orphans(secrets.Items, sets.Items, c.systemNamespace, never, 0)
+	pending := unusedSecrets(secrets.Items, sets.Items, c.systemNamespace)
 	ch <- prometheus.MustNewConstMetric(orphanedSecretsDesc, prometheus.GaugeValue, float64(len(pending)))
 }

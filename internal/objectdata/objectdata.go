@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -33,9 +34,6 @@ const (
 	// reuseAttempts bounds how often a Secret that vanishes or changes between reading and touching
 	// it (the sweep deleted it, another request touched it) is created or checked again.
 	reuseAttempts = 5
-	// recentUse is how old a last-used time may be and still spare a touch: concurrent requests
-	// reusing one Secret touch it once.
-	recentUse = 10 * time.Second
 )
 
 // Writer creates the Secrets of a plan in Namespace. It is the admission pipeline's Store
@@ -50,6 +48,9 @@ type Writer struct {
 	Namespace string
 	// Concurrency bounds the Secrets written at once; 0 or less means DefaultConcurrency.
 	Concurrency int
+	// Clock gives the last-used time written on a reused Secret (informational: the orphan sweep
+	// measures grace periods on its own clock); nil is the real clock.
+	Clock clock.PassiveClock
 	// Written, when set, is called once per Secret of the plan as soon as it is written, reused or
 	// (on a dry run) checked, with its index in plan.Secrets and whether it was created. It may be
 	// called from several goroutines at once.
@@ -97,14 +98,12 @@ func (w *Writer) Write(ctx context.Context, cosName string, plan *content.Plan, 
 	return n, nil
 }
 
-// createOrReuse creates the Secret, or reuses an existing one that holds exactly the wanted content.
-// A reused Secret gets the time of this request in its last-used annotation, guarded by the
-// resourceVersion it was checked at: the orphan sweep deletes only the version it judged, so either
-// the sweep deleted it first and it is created again here, or the touch came first and the sweep
-// leaves it. It reports whether it created the Secret.
+// createOrReuse creates the Secret, or reuses an existing one that holds exactly the wanted content
+// (touch). It reports whether it created the Secret.
 func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, error) {
 	key := client.ObjectKeyFromObject(want)
 	var err error
+	firstSeen := ""
 	for range reuseAttempts {
 		err = w.Client.Create(ctx, want.DeepCopy())
 		if err == nil {
@@ -121,32 +120,108 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 			}
 			continue // deleted since the create: create it again
 		}
-		live, err := w.liveOwners(ctx, got.OwnerReferences)
-		if err != nil {
-			return false, &externalize.WriteError{Secret: key, Err: err}
+		if firstSeen == "" {
+			firstSeen = got.ResourceVersion
 		}
-		now := time.Now()
-		if used, ok := content.LastUsed(got.Annotations); ok && now.Sub(used) < recentUse && len(live) == len(got.OwnerReferences) {
-			return false, nil // touched a moment ago (by a concurrent request): its grace has just begun
-		}
-		patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if got.Annotations == nil {
-			got.Annotations = map[string]string{}
-		}
-		got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(now)
-		// An owner that is gone or being deleted (a ClusterObjectSet deleted and now re-created, or
-		// restored) would have the garbage collector delete the Secret this request is about to
-		// reference: drop it. The new ClusterObjectSet's reconciler takes ownership; if it never
-		// appears, the orphan sweep deletes the Secret after its grace period.
-		got.OwnerReferences = live
-		if err = w.Client.Patch(ctx, got, patch); err == nil {
-			return false, nil
-		}
-		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return false, &externalize.WriteError{Secret: key, Err: err}
+		var done bool
+		if done, err = w.touch(ctx, got, firstSeen); done || err != nil {
+			return false, err
 		}
 	}
 	return false, &externalize.WriteError{Secret: key, Err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
+}
+
+// touch writes a Secret that this request is about to reference, read at got: the serialization point
+// with the orphan sweep, which deletes only a resourceVersion it has seen unused for a whole grace
+// period (controllers.OrphanSweeper). The write sets the last-used annotation and drops owner
+// references to ClusterObjectSets that are gone or being deleted (a ClusterObjectSet deleted and now
+// re-created, restored, or pruned by a GitOps wave whose next revision copies its refs), which would
+// have the garbage collector delete the Secret; the new ClusterObjectSet's reconciler takes ownership,
+// and if it never appears, the sweep deletes the Secret after its grace period.
+//
+// The write is guarded by got's resourceVersion. When the Secret was written by someone else since
+// this request first read it (firstSeen), that write serves as this request's (the sweep's grace
+// starts again from it) and only dead owners still need dropping. It reports whether the Secret is
+// touched; false with no error means it changed or vanished meanwhile: read it again.
+func (w *Writer) touch(ctx context.Context, got *corev1.Secret, firstSeen string) (bool, error) {
+	key := client.ObjectKeyFromObject(got)
+	live, err := w.liveOwners(ctx, got.OwnerReferences)
+	if err != nil {
+		return false, &externalize.WriteError{Secret: key, Err: err}
+	}
+	if got.ResourceVersion != firstSeen && len(live) == len(got.OwnerReferences) {
+		return true, nil
+	}
+	patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if got.Annotations == nil {
+		got.Annotations = map[string]string{}
+	}
+	got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(w.now())
+	got.OwnerReferences = live
+	err = w.Client.Patch(ctx, got, patch)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return false, nil
+	default:
+		return false, &externalize.WriteError{Secret: key, Err: err}
+	}
+}
+
+// Touch writes the object-data Secrets of the system namespace that a ClusterObjectSet being
+// created references by refs the user gave (a refs-only create, or refs copied from another
+// ClusterObjectSet), as a reuse does (touch), so that the orphan sweep cannot delete them between
+// its last look and the moment the ClusterObjectSet is stored. keys outside the system namespace,
+// and Secrets that are missing or not of the object-data type, are not written and are returned as
+// untouched, in the order given, without saying which of these they are.
+func (w *Writer) Touch(ctx context.Context, keys []client.ObjectKey) ([]client.ObjectKey, error) {
+	var untouched []client.ObjectKey
+	for _, key := range keys {
+		if key.Namespace != w.Namespace {
+			untouched = append(untouched, key)
+			continue
+		}
+		ok, err := w.touchOne(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			untouched = append(untouched, key)
+		}
+	}
+	return untouched, nil
+}
+
+// touchOne touches one Secret; false: missing or not object-data.
+func (w *Writer) touchOne(ctx context.Context, key client.ObjectKey) (bool, error) {
+	firstSeen := ""
+	for range reuseAttempts {
+		got := &corev1.Secret{}
+		if err := w.Reader.Get(ctx, key, got); apierrors.IsNotFound(err) {
+			return false, nil
+		} else if err != nil {
+			return false, &externalize.WriteError{Secret: key, Err: err}
+		}
+		if got.Type != olmv1.SecretTypeObjectData {
+			return false, nil
+		}
+		if firstSeen == "" {
+			firstSeen = got.ResourceVersion
+		}
+		done, err := w.touch(ctx, got, firstSeen)
+		if done || err != nil {
+			return done, err
+		}
+	}
+	return false, &externalize.WriteError{Secret: key, Err: fmt.Errorf("it changed %d times while being touched", reuseAttempts)}
+}
+
+func (w *Writer) now() time.Time {
+	if w.Clock == nil {
+		return time.Now()
+	}
+	return w.Clock.Now()
 }
 
 // liveOwners returns the owner references that point at something other than a ClusterObjectSet, or

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
@@ -72,8 +71,9 @@ type Options struct {
 	maxResolvedBytes           int64
 	maxConcurrentResolvedBytes int64
 
-	tls    tlsOptions    // tls.go
-	memory memoryOptions // memlimit.go
+	tls    tlsOptions           // tls.go
+	memory memoryOptions        // memlimit.go
+	server webhookServerOptions // clientauth.go
 
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
@@ -125,6 +125,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.Int64Var(&o.maxConcurrentResolvedBytes, "max-concurrent-resolved-bytes", content.DefaultMaxConcurrentResolvedBytes, "Largest total of resolved content (as --max-resolved-bytes counts it) held at once by all reconciles and admission requests; past it they wait for room. At least --max-resolved-bytes.")
 	o.tls.bind(fs)
 	o.memory.bind(fs)
+	o.server.bind(fs)
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
 }
 
@@ -176,6 +177,7 @@ func (o *Options) Validate() error {
 	if _, err := o.tls.settings(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.server.validate())
 	if err := o.memory.validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -292,6 +294,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if o.metricsSecure {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts) // clientauth.go
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsOpts,
@@ -305,10 +311,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		Cache:                         cacheOptions(o.systemNamespace),
 		// Managed objects are read through the cache too (the reconciler's settled reconciles make no
 		// API request); the cache holds only those carrying the owning-revision label.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: webhookTLSOpts,
-		}),
+		Client:        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		WebhookServer: webhookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

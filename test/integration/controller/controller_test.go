@@ -18,7 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -463,8 +465,8 @@ func TestOrphanSweep(t *testing.T) {
 	if err := c().Create(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	// The young orphan was used ten minutes after its creation (the webhook records reuse): its grace
-	// period counts from then.
+	// The young orphan claims, in its last-used annotation, a use ten minutes from now (another
+	// replica's clock ahead): the sweep reads no clock but its own, so that changes nothing.
 	young := objectDataSecret("orphan-young", "never-created-either", map[string][]byte{"k": []byte("{}")})
 	young.Annotations = map[string]string{content.LastUsedAnnotation: time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)}
 	if err := c().Create(ctx, young); err != nil {
@@ -477,36 +479,101 @@ func TestOrphanSweep(t *testing.T) {
 	create(t, kept)
 	ref := getCOS(t, kept.Name).Spec.Phases[0].Objects[0].Ref
 
-	// Six minutes after creation with a five-minute grace period: the old one is past it, the young
-	// one was used since.
-	sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute, Clock: fixedClock{time.Now().Add(6 * time.Minute)}}
-	if _, err := sweeper.Sweep(ctx); err != nil {
-		t.Fatal(err)
+	// A sweeper whose clock is an hour ahead of the API server's deletes nothing on its first look:
+	// a grace period starts when the sweep first sees a Secret unused, on its own clock.
+	clk := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))
+	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
+		GracePeriod: 5 * time.Minute, Clock: clk}
+	waitSeenUnused(t, sweeper, old, young)
+	for _, s := range []*corev1.Secret{old, young} {
+		if err := c().Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}); err != nil {
+			t.Errorf("Secret %s was swept on the sweep's first look: %v", s.Name, err)
+		}
 	}
-	if err := c().Get(ctx, client.ObjectKeyFromObject(old), &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the Secret older than the grace period was not swept: %v", err)
-	}
+	// The young one is written (an admission's touch) within the grace period: its grace starts again.
+	touch(t, young)
+	clk.SetTime(clk.Now().Add(5 * time.Minute))
+	framework.Eventually(ctx, t, "the orphan seen unused for its grace period to be swept", func(ctx context.Context) (bool, string) {
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			return false, err.Error()
+		}
+		err := c().Get(ctx, client.ObjectKeyFromObject(old), &corev1.Secret{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 	if err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{}); err != nil {
-		t.Errorf("the Secret used within the grace period was swept: %v", err)
+		t.Errorf("the Secret written within the grace period was swept: %v", err)
 	}
-	// Much later, the young orphan goes too; the referenced Secret stays.
-	sweeper.Clock = fixedClock{time.Now().Add(time.Hour)}
-	if _, err := sweeper.Sweep(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the young orphan was not swept after its grace period: %v", err)
-	}
+	// A grace period after the sweep saw its new version, the young orphan goes too; the referenced
+	// Secret stays.
+	waitSeenUnused(t, sweeper, young)
+	clk.SetTime(clk.Now().Add(5 * time.Minute))
+	framework.Eventually(ctx, t, "the young orphan to be swept", func(ctx context.Context) (bool, string) {
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			return false, err.Error()
+		}
+		err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 	if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: ref.Name}, &corev1.Secret{}); err != nil {
 		t.Errorf("a referenced Secret was swept: %v", err)
 	}
 }
 
-type fixedClock struct{ t time.Time }
+// waitSeenUnused sweeps until the sweeper has seen each of the Secrets unused at its current
+// resourceVersion (the cache it reads may not hold a write of a moment ago yet).
+func waitSeenUnused(t *testing.T, sweeper *controllers.OrphanSweeper, secrets ...*corev1.Secret) {
+	t.Helper()
+	framework.Eventually(ctx, t, "the sweep to see the Secrets unused", func(ctx context.Context) (bool, string) {
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			return false, err.Error()
+		}
+		for _, s := range secrets {
+			cur := &corev1.Secret{}
+			if err := c().Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+				return false, err.Error()
+			}
+			if !sweeper.SeenUnused(cur.UID, cur.ResourceVersion) {
+				return false, fmt.Sprintf("Secret %s at %s not seen unused", s.Name, cur.ResourceVersion)
+			}
+		}
+		return true, ""
+	})
+}
 
-func (f fixedClock) Now() time.Time                  { return f.t }
-func (f fixedClock) Since(t time.Time) time.Duration { return f.t.Sub(t) }
+// touch writes the Secret as an admission that references it does (a new last-used time).
+func touch(t *testing.T, s *corev1.Secret) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, content.LastUsedAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	if err := c().Patch(ctx, s.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sweepTwice runs the sweep on a clock of its own, then again a grace period later.
+func sweepTwice(t *testing.T, sweeper *controllers.OrphanSweeper) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	sweeper.Clock = clk
+	for range 2 {
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clk.SetTime(clk.Now().Add(sweeper.GracePeriod))
+	}
+}
+
+// sweepAfterGrace runs the sweep as the manager's does over time, on a clock of its own: until it
+// has seen the Secrets unused, then a grace period later until none of them is left.
+func sweepAfterGrace(t *testing.T, sweeper *controllers.OrphanSweeper, secrets ...*corev1.Secret) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	sweeper.Clock = clk
+	waitSeenUnused(t, sweeper, secrets...)
+	clk.SetTime(clk.Now().Add(sweeper.GracePeriod))
+	if _, err := sweeper.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 	ns := "deletion"

@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -195,8 +196,15 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 		}
 		names = append(names, s.Name)
 	}
+	clk := clocktesting.NewFakePassiveClock(time.Now())
 	sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute, Clock: fixedClock{time.Now().Add(time.Hour)}}
+		GracePeriod: 5 * time.Minute, Clock: clk}
+	var secrets []*corev1.Secret
+	for _, name := range names {
+		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name}})
+	}
+	waitSeenUnused(t, sweeper, secrets...)
+	clk.SetTime(clk.Now().Add(sweeper.GracePeriod))
 	judged, err := sweeper.Orphans(ctx)
 	if err != nil {
 		t.Fatal(err)

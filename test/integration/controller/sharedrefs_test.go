@@ -87,10 +87,8 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			waitSecretsOwnedBy(t, xb, xa)
 			// A sweep long after the grace period keeps them: xb uses them.
 			sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
-				GracePeriod: 5 * time.Minute, Clock: fixedClock{time.Now().Add(time.Hour)}}
-			if _, err := sweeper.Sweep(ctx); err != nil {
-				t.Fatal(err)
-			}
+				GracePeriod: 5 * time.Minute}
+			sweepTwice(t, sweeper)
 			for _, key := range xb.ReferencedSecrets(testenv.SystemNamespace) {
 				if err := c().Get(ctx, key, &corev1.Secret{}); err != nil {
 					t.Fatalf("a Secret %s uses was lost: %v", user, err)
@@ -142,10 +140,12 @@ func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
 		return true, ""
 	})
 	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute, Clock: fixedClock{time.Now().Add(time.Hour)}}
-	if _, err := sweeper.Sweep(ctx); err != nil {
-		t.Fatal(err)
+		GracePeriod: 5 * time.Minute}
+	var secrets []*corev1.Secret
+	for _, key := range keys {
+		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	}
+	sweepAfterGrace(t, sweeper, secrets...)
 	for _, key := range keys {
 		if err := c().Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Secret %s nobody uses was not swept: %v", key, err)

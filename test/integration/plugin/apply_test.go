@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -360,9 +363,29 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 	t.Run("left alone: swept", func(t *testing.T) {
 		name := fmt.Sprintf("stopped-swept-%d", time.Now().UnixNano()%1e6)
 		_, secrets := stopped(t, name)
-		// The manager's own sweep with its default grace period (5 minutes), six minutes on.
+		// The manager's own sweep with its default grace period (5 minutes): it sees them unused, and
+		// deletes them once they stayed so, unchanged, for the grace period.
+		clk := clocktesting.NewFakePassiveClock(time.Now())
 		sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
-			GracePeriod: 5 * time.Minute, Clock: fixedClock{time.Now().Add(6 * time.Minute)}}
+			GracePeriod: 5 * time.Minute, Clock: clk}
+		framework.Eventually(ctx, t, "the sweep to see the Secrets unused", func(ctx context.Context) (bool, string) {
+			if _, err := sweeper.Sweep(ctx); err != nil {
+				return false, err.Error()
+			}
+			for _, s := range secrets {
+				cur := &corev1.Secret{}
+				if err := c().Get(ctx, client.ObjectKeyFromObject(&s), cur); apierrors.IsNotFound(err) {
+					continue
+				} else if err != nil {
+					return false, err.Error()
+				}
+				if !sweeper.SeenUnused(cur.UID, cur.ResourceVersion) {
+					return false, "Secret " + s.Name + " not seen unused"
+				}
+			}
+			return true, ""
+		})
+		clk.SetTime(clk.Now().Add(sweeper.GracePeriod))
 		if _, err := sweeper.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -371,11 +394,6 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 		}
 	})
 }
-
-type fixedClock struct{ t time.Time }
-
-func (f fixedClock) Now() time.Time                  { return f.t }
-func (f fixedClock) Since(t time.Time) time.Duration { return f.t.Sub(t) }
 
 // TestApplyWithoutWebhook: with no webhook installed, kubectl cos apply stores the same form; the
 // reconciler, started afterwards, owns the Secrets and rolls it out.

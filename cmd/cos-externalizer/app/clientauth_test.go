@@ -1,0 +1,58 @@
+package app_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+)
+
+// TestWebhookServerFlags: Validate reads --webhook-client-ca at start: a missing, empty or broken
+// bundle is an error there, not a server that refuses every caller.
+func TestWebhookServerFlags(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := certs.NewCA("client-ca", time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"ca.crt": ca.PEM, "empty.crt": nil, "garbage.crt": []byte("not PEM")}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"defaults":               {},
+		"client CA":              {args: []string{"--webhook-client-ca=" + filepath.Join(dir, "ca.crt")}},
+		"client CA and names":    {args: []string{"--webhook-client-ca=" + filepath.Join(dir, "ca.crt"), "--webhook-client-names=kube-apiserver, apiserver"}},
+		"missing client CA file": {args: []string{"--webhook-client-ca=" + filepath.Join(dir, "missing.crt")}, wantErr: "--webhook-client-ca"},
+		"empty client CA file":   {args: []string{"--webhook-client-ca=" + filepath.Join(dir, "empty.crt")}, wantErr: "--webhook-client-ca: no PEM certificate"},
+		"garbage client CA file": {args: []string{"--webhook-client-ca=" + filepath.Join(dir, "garbage.crt")}, wantErr: "--webhook-client-ca: no PEM certificate"},
+		"names without a CA":     {args: []string{"--webhook-client-names=apiserver"}, wantErr: "--webhook-client-names: needs --webhook-client-ca"},
+		"read timeout":           {args: []string{"--webhook-read-timeout=5s"}},
+		"read timeout 0":         {args: []string{"--webhook-read-timeout=0"}, wantErr: "--webhook-read-timeout"},
+		"max request bytes 0":    {args: []string{"--webhook-max-request-bytes=0"}, wantErr: "--webhook-max-request-bytes"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var o app.Options
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			o.Bind(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,219 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// Bounds of the webhook server's requests.
+const (
+	// DefaultReadTimeout bounds the reading of a whole request, TLS handshake, headers and body (the
+	// API server sends a 3 MiB body in milliseconds; a client that trickles it is cut off).
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultMaxRequestBytes is the largest request body read: controller-runtime's admission limit
+	// (an UPDATE's review carries the object and the old object, each up to the API server's 3 MiB).
+	DefaultMaxRequestBytes = 7 << 20
+	// readHeaderTimeout and idleTimeout are controller-runtime's.
+	readHeaderTimeout = 32 * time.Second
+	idleTimeout       = 90 * time.Second
+	shutdownTimeout   = time.Minute
+)
+
+// ServerOptions configure NewServer.
+type ServerOptions struct {
+	// Host and Port are the address listened on (Port 0: ctrlwebhook.DefaultPort; negative: off).
+	Host string
+	Port int
+	// CertDir holds tls.crt and tls.key, reloaded on change, when no TLS option sets GetCertificate
+	// (default: controller-runtime's).
+	CertDir string
+	// TLSOpts adjust the server's tls.Config, in order.
+	TLSOpts []func(*tls.Config)
+	// ClientCA, when set, requires every caller to present a client certificate it verifies.
+	ClientCA *ClientCA
+	// ReadTimeout bounds the reading of a whole request (0: DefaultReadTimeout).
+	ReadTimeout time.Duration
+	// MaxRequestBytes bounds a request's body (0: DefaultMaxRequestBytes).
+	MaxRequestBytes int64
+}
+
+// Server is controller-runtime's webhook server (the same registration, metrics and TLS options)
+// with bounds on slow and large requests, and optional client authentication:
+//   - ReadTimeout bounds the handshake and the reading of each request, body included
+//     (controller-runtime's bounds only the headers), so a client trickling a body is cut off;
+//   - a body over MaxRequestBytes is refused (413) without being read;
+//   - with a ClientCA, a connection without a verified client certificate fails its handshake and
+//     reaches no handler; each request's context tells whether its caller was authenticated
+//     (CallerAuthenticated).
+type Server struct {
+	opts ServerOptions
+	// inner registers the hooks: its mux and controller-runtime's instrumentation; never started.
+	inner ctrlwebhook.Server
+	mux   *http.ServeMux
+
+	mu       sync.Mutex
+	started  bool
+	tlsCfg   *tls.Config
+	stopped  atomic.Bool
+	listener net.Listener
+}
+
+var _ ctrlwebhook.Server = &Server{}
+
+// NewServer returns the server; it listens when started.
+func NewServer(o ServerOptions) *Server {
+	if o.Port == 0 {
+		o.Port = ctrlwebhook.DefaultPort
+	}
+	if o.CertDir == "" {
+		o.CertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // controller-runtime's default
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	mux := http.NewServeMux()
+	return &Server{opts: o, mux: mux, inner: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: o.Port, WebhookMux: mux})}
+}
+
+// NeedLeaderElection: every replica serves.
+func (*Server) NeedLeaderElection() bool { return false }
+
+// Register serves hook at path (controller-runtime's registration: it panics on a duplicate path).
+func (s *Server) Register(path string, hook http.Handler) { s.inner.Register(path, hook) }
+
+// WebhookMux is the mux the hooks are registered on.
+func (s *Server) WebhookMux() *http.ServeMux { return s.mux }
+
+// Addr is the address listened on once started, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return nil
+	}
+	return s.listener.Addr()
+}
+
+// Handler is what the server serves: the mux, behind the body bound and the caller's authentication.
+func (s *Server) Handler() http.Handler {
+	return limitBody(WithCallerAuthentication(s.mux), s.opts.MaxRequestBytes)
+}
+
+// Start serves until ctx ends, then waits up to a minute for the requests in flight.
+func (s *Server) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("webhook-server")
+	if s.opts.Port < 0 {
+		log.Info("webhook server is disabled")
+		return nil
+	}
+	cfg := &tls.Config{NextProtos: []string{"h2"}} //nolint:gosec // MinVersion comes from the TLS options (--tls-profile)
+	for _, op := range s.opts.TLSOpts {
+		op(cfg)
+	}
+	if cfg.GetCertificate == nil {
+		w, err := certwatcher.New(filepath.Join(s.opts.CertDir, "tls.crt"), filepath.Join(s.opts.CertDir, "tls.key"))
+		if err != nil {
+			return fmt.Errorf("loading the webhook serving certificate: %w", err)
+		}
+		cfg.GetCertificate = w.GetCertificate
+		go func() {
+			if err := w.Start(ctx); err != nil {
+				log.Error(err, "certificate watcher failed")
+			}
+		}()
+	}
+	if s.opts.ClientCA != nil {
+		s.opts.ClientCA.TLSOption()(cfg)
+	}
+	l, err := tls.Listen("tcp", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)), cfg)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		Handler:           s.Handler(),
+		MaxHeaderBytes:    1 << 20,
+		ReadHeaderTimeout: min(readHeaderTimeout, s.opts.ReadTimeout),
+		ReadTimeout:       s.opts.ReadTimeout,
+		IdleTimeout:       idleTimeout,
+	}
+	log.Info("serving webhooks", "host", s.opts.Host, "port", s.opts.Port, "clientAuthentication", s.opts.ClientCA != nil,
+		"readTimeout", s.opts.ReadTimeout.String(), "maxRequestBytes", s.opts.MaxRequestBytes)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Error(err, "shutting the webhook server down")
+		}
+	}()
+	s.mu.Lock()
+	s.started, s.tlsCfg, s.listener = true, cfg, l
+	s.mu.Unlock()
+	err = srv.Serve(l)
+	s.stopped.Store(true)
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	<-done
+	return nil
+}
+
+// StartedChecker is healthy once the server listens and has a certificate to serve. It checks in
+// process rather than by a handshake (controller-runtime's), which a server requiring client
+// certificates would refuse and log on every probe.
+func (s *Server) StartedChecker() healthz.Checker {
+	return func(*http.Request) error {
+		if s.opts.Port < 0 {
+			return nil
+		}
+		s.mu.Lock()
+		started, cfg := s.started, s.tlsCfg
+		s.mu.Unlock()
+		switch {
+		case !started:
+			return errors.New("webhook server has not been started yet")
+		case s.stopped.Load():
+			return errors.New("webhook server has stopped")
+		}
+		if _, err := cfg.GetCertificate(&tls.ClientHelloInfo{}); err != nil {
+			return fmt.Errorf("webhook server has no certificate to serve: %w", err)
+		}
+		return nil
+	}
+}
+
+// limitBody refuses a body declared larger than max, and stops reading one that grows past it.
+func limitBody(h http.Handler, max int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > max {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "request body too large: limit is "+strconv.FormatInt(max, 10)+" bytes", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
