@@ -70,9 +70,9 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 // it end within their webhook's timeout (15s at most).
 const poolWait = 30 * time.Second
 
-// checkImmutable reads every referenced Secret (into secrets) and returns upstream's Blocked message
-// listing those that are not immutable, deduplicated and in spec order; Secrets that cannot be read
-// are left to resolution, which reports them.
+// checkImmutable reads every referenced Secret's metadata (into secrets) and returns upstream's
+// Blocked message listing those that are not immutable, deduplicated and in spec order; Secrets that
+// cannot be read are left to resolution, which reports them.
 func (r *ClusterObjectSetReconciler) checkImmutable(ctx context.Context, cos *olmv1.ClusterObjectSet, secrets map[client.ObjectKey]*corev1.Secret) string {
 	var mutable []string
 	for _, key := range cos.ReferencedSecrets(r.SystemNamespace) {
@@ -103,9 +103,11 @@ func mutableSecretsMessage(keys ...string) string {
 func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
 	key := client.ObjectKey{Namespace: ref.NamespaceOr(r.SystemNamespace), Name: ref.Name}
 	sec, ok := secrets[key]
-	if !ok {
+	if !ok || sec.Data == nil {
+		// The cache holds object-data Secrets without their data: content is read uncached, once
+		// per Secret and resolution.
 		var err error
-		if sec, err = r.getSecret(ctx, key); err != nil {
+		if sec, err = r.readSecret(ctx, key); err != nil {
 			// The API server's error names the resource and name only (secrets "x" not found).
 			return nil, "", fmt.Sprintf("getting %s: %v", describeKey("Secret", key), err)
 		}
@@ -151,8 +153,9 @@ func resolveReason(err error, dataKey string, key client.ObjectKey) string {
 	}
 }
 
-// getSecret reads a Secret: object-data Secrets of the system namespace from the cache, any other
-// uncached (the cache holds only labelled Secrets of the system namespace).
+// getSecret reads a Secret's metadata: object-data Secrets of the system namespace from the cache,
+// without their data; any other uncached, with its data (the cache holds only labelled Secrets of the
+// system namespace, and none of their data).
 func (r *ClusterObjectSetReconciler) getSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
 	sec := &corev1.Secret{}
 	if key.Namespace == r.SystemNamespace {
@@ -166,6 +169,19 @@ func (r *ClusterObjectSetReconciler) getSecret(ctx context.Context, key client.O
 	}
 	if err := r.APIReader.Get(ctx, key, sec); err != nil {
 		return nil, err
+	}
+	return sec, nil
+}
+
+// readSecret reads a Secret with its content, uncached. A Secret without data gets an empty map, so
+// that its next ref in the same resolution does not read it again.
+func (r *ClusterObjectSetReconciler) readSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+	sec := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, sec); err != nil {
+		return nil, err
+	}
+	if sec.Data == nil {
+		sec.Data = map[string][]byte{}
 	}
 	return sec, nil
 }

@@ -230,9 +230,10 @@ func NewLogger(o *Options) (*zap.Logger, error) {
 	return cfg.Build()
 }
 
-// cacheOptions keep the manager's memory independent of the cluster's other objects: Secrets only of
-// the system namespace carrying the revision-name label; managed objects only when they carry the
-// owning-revision label; ClusterObjectSets all.
+// cacheOptions keep the manager's memory independent of the cluster's other objects and of the bytes
+// stored in object-data Secrets: Secrets only of the system namespace carrying the revision-name
+// label, and of those only their metadata (secretMetadataOnly); managed objects only when they carry
+// the owning-revision label; ClusterObjectSets all.
 func cacheOptions(systemNamespace string) cache.Options {
 	owning, _ := labels.NewRequirement(olmv1.LabelOwningRevision, selection.Exists, nil)
 	revision, _ := labels.NewRequirement(olmv1.LabelRevisionName, selection.Exists, nil)
@@ -242,6 +243,7 @@ func cacheOptions(systemNamespace string) cache.Options {
 			&corev1.Secret{}: {
 				Namespaces: map[string]cache.Config{systemNamespace: {}},
 				Label:      labels.NewSelector().Add(*revision),
+				Transform:  secretMetadataOnly,
 			},
 			&olmv1.ClusterObjectSet{}: {Label: labels.Everything()},
 		},
