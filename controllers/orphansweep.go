@@ -76,8 +76,6 @@ func (s *OrphanSweeper) NeedLeaderElection() bool { return true }
 
 // Sweep deletes the orphaned Secrets once and returns how many it deleted.
 func (s *OrphanSweeper) Sweep(ctx context.Context) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	orphans, err := s.Orphans(ctx)
 	if err != nil {
 		return 0, err
@@ -95,11 +93,20 @@ func (s *OrphanSweeper) Waiting() int {
 	return s.sightings.Waiting()
 }
 
+// SeenUnused reports whether the sweep has seen the Secret uid unused at resourceVersion rv.
+func (s *OrphanSweeper) SeenUnused(uid types.UID, rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sightings.Seen(secretuse.Version{UID: uid, ResourceVersion: rv})
+}
+
 // Orphans lists the object-data Secrets that may be swept now. The cache proposes the unused ones
 // (secretuse.Unused) and Sightings says which have been so, unchanged, for the grace period; each of
 // those is confirmed against ClusterObjectSets listed live from the API server after that, so a
 // ClusterObjectSet the cache has not seen yet (a ref copied a moment ago) still protects its Secrets.
 func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	secrets := &corev1.SecretList{}
 	if err := s.Client.List(ctx, secrets, client.InNamespace(s.SystemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
 		return nil, err

@@ -42,6 +42,11 @@ type Store interface {
 	// are exactly ours; a dry run checks existing ones and writes nothing (objectdata.Writer.Write).
 	// It returns how many it created; a Secret that is not ours is an *externalize.ConflictError.
 	Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error)
+	// Touch writes the existing object-data Secrets among keys, as a reuse does, so that the orphan
+	// sweep's conditional delete of a version it judged before this request fails; it returns the
+	// keys it did not touch (missing, of another type, or outside the system namespace), without
+	// saying which (objectdata.Writer.Touch).
+	Touch(ctx context.Context, keys []types.NamespacedName) ([]types.NamespacedName, error)
 }
 
 // Limits validates with the bounds of the CRD the cluster serves (the webhook's ServedLimits).
@@ -304,6 +309,11 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 		return refused(warnings, invalid(ReasonInvalid, field.ErrorList{ferr}))
 	}
 	warnings = append(warnings, p.checkUserRefs(ctx, obj)...)
+	if !dryRun {
+		if err := p.touchUserRefs(ctx, obj); err != nil {
+			return refused(warnings, &Refusal{Reason: ReasonWriteFailed, Code: http.StatusServiceUnavailable, Err: err})
+		}
+	}
 	resp := Response{Phases: obj.Spec.Phases, Warnings: warnings, Stats: Stats{Decision: decision, DryRun: dryRun}}
 	if !decision.Externalize {
 		return resp
@@ -372,6 +382,29 @@ func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSe
 		}
 	}
 	return warnings
+}
+
+// touchUserRefs writes the object-data Secrets of the system namespace that the user's refs name
+// (Store.Touch) before the ClusterObjectSet is stored: the serialization point with the orphan sweep,
+// which deletes only a version of a Secret it has seen unused for a whole grace period, so content a
+// refs-only create copies from a ClusterObjectSet that is gone (an orphan delete, then a re-create
+// from the stored YAML; a GitOps wave) is not swept while the create is in flight. The touch also
+// drops the Secret's owner references to ClusterObjectSets that are gone or being deleted, so the
+// garbage collector no longer deletes it with them. Missing Secrets are checkUserRefs' to warn about.
+func (p *Pipeline) touchUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSet) error {
+	var keys []types.NamespacedName
+	for _, key := range obj.ReferencedSecrets(p.SystemNamespace) {
+		if key.Namespace == p.SystemNamespace {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := p.Store.Touch(ctx, keys); err != nil {
+		return fmt.Errorf("writing the referenced Secrets before the ClusterObjectSet is stored: %w", err)
+	}
+	return nil
 }
 
 // errNotRead is why a ref outside the system namespace is not resolved.

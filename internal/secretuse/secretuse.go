@@ -199,6 +199,12 @@ func (s *Sightings) Observe(unused []Version, now time.Time, grace time.Duration
 	return due
 }
 
+// Seen reports whether v is seen unused (its grace period is running or over).
+func (s *Sightings) Seen(v Version) bool {
+	got, ok := s.seen[v.UID]
+	return ok && got.resourceVersion == v.ResourceVersion
+}
+
 // Waiting is how many Secrets are seen unused and wait for their grace period to pass, or to be
 // confirmed and deleted.
 func (s *Sightings) Waiting() int { return len(s.seen) }

@@ -44,6 +44,11 @@ func (s *offlineStore) Write(_ context.Context, cosName string, plan *content.Pl
 	return len(plan.Secrets), nil
 }
 
+// Touch writes nothing offline: the cluster is not read, so no Secret is touched.
+func (s *offlineStore) Touch(_ context.Context, keys []types.NamespacedName) ([]types.NamespacedName, error) {
+	return keys, nil
+}
+
 // externalizeOffline runs the webhook's admission pipeline on c as the create the API server would
 // send it, and returns the object-data Secrets it would write and c with refs in their place (c
 // inline when the policy keeps it so), the refs into systemNamespace, with the note to print.

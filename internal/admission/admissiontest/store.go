@@ -29,12 +29,14 @@ type Store struct {
 	coss    map[string]*olmv1.ClusterObjectSet
 	secrets map[types.NamespacedName]*corev1.Secret
 	fail    map[types.NamespacedName]error
+	touched map[types.NamespacedName]int
 }
 
 // NewStore returns an empty Store writing into namespace.
 func NewStore(namespace string) *Store {
 	return &Store{Namespace: namespace, coss: map[string]*olmv1.ClusterObjectSet{},
-		secrets: map[types.NamespacedName]*corev1.Secret{}, fail: map[types.NamespacedName]error{}}
+		secrets: map[types.NamespacedName]*corev1.Secret{}, fail: map[types.NamespacedName]error{},
+		touched: map[types.NamespacedName]int{}}
 }
 
 // AddClusterObjectSet stores a copy of c.
@@ -116,4 +118,31 @@ func (s *Store) Write(_ context.Context, cosName string, plan *content.Plan, dry
 		s.secrets[types.NamespacedName{Namespace: sec.Namespace, Name: sec.Name}] = sec
 	}
 	return len(create), nil
+}
+
+// Touch counts a touch of every existing object-data Secret of Namespace among keys and returns the
+// others, as objectdata.Writer.Touch does; a key whose reads fail (FailReads) fails it.
+func (s *Store) Touch(_ context.Context, keys []types.NamespacedName) ([]types.NamespacedName, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var untouched []types.NamespacedName
+	for _, key := range keys {
+		if err := s.fail[key]; err != nil {
+			return nil, err
+		}
+		sec, ok := s.secrets[key]
+		if key.Namespace != s.Namespace || !ok || sec.Type != olmv1.SecretTypeObjectData {
+			untouched = append(untouched, key)
+			continue
+		}
+		s.touched[key]++
+	}
+	return untouched, nil
+}
+
+// Touched returns how often the Secret key was touched.
+func (s *Store) Touched(key types.NamespacedName) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.touched[key]
 }
