@@ -52,9 +52,17 @@ type OrphanSweeper struct {
 	sightings secretuse.Sightings
 }
 
+// SafeGracePeriod is the shortest grace period that outlasts any admission request: the API server's
+// default request timeout (60 s), within which a create that touched a Secret is stored or fails.
+const SafeGracePeriod = time.Minute
+
 // Start runs the sweep every Interval until ctx ends (a manager Runnable; it runs on the leader).
 func (s *OrphanSweeper) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("orphan-sweep")
+	if s.GracePeriod < SafeGracePeriod {
+		log.Info("the orphan grace period is shorter than the longest admission request: a Secret that a create still in admission references may be swept",
+			"gracePeriod", s.GracePeriod.String(), "safeGracePeriod", SafeGracePeriod.String())
+	}
 	t := time.NewTicker(s.Interval)
 	defer t.Stop()
 	for {
