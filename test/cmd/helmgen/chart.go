@@ -35,6 +35,7 @@ const (
 	metricsSecureFlag  = "--metrics-secure="
 	exemptUsersFlag    = "--secret-guard-exempt-users="
 	exemptCondition    = "not-exempt"
+	webhookPolicy      = "cos-externalizer-webhook" // the NetworkPolicy of the webhook port
 	managedByLabel     = "app.kubernetes.io/managed-by"
 	kustomizeManagedBy = "kustomize"
 )
@@ -453,6 +454,23 @@ func (p *placeholders) item(cond, text string) string {
 	})
 }
 
+// ipBlocks replaces the line `key: token` (or the list item `- key: token`) with the key and an
+// ipBlock peer per CIDR of the list at path, only when the list is not empty; the list item stays.
+func (p *placeholders) ipBlocks(path string) string {
+	return p.add(func(line, _ string) string {
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		rest := strings.TrimLeft(line, " ")
+		keyIndent, open := indent, indent+"{{- with "+path+" }}"
+		if item, ok := strings.CutPrefix(rest, "- "); ok {
+			// The item's dash stays; its first key, when set, goes to the next line.
+			rest, keyIndent, open = item, indent+"  ", indent+"-{{- with "+path+" }}"
+		}
+		key, _, _ := strings.Cut(rest, ":")
+		return fmt.Sprintf("%[1]s\n%[2]s%[3]s:\n%[2]s{{- range . }}\n%[2]s- ipBlock:\n%[2]s    cidr: {{ . | quote }}\n%[2]s{{- end }}\n%[2]s{{- end }}",
+			open, keyIndent, key)
+	})
+}
+
 // labels replaces the line `token: ""` of metadata.labels with the labels Helm's charts carry.
 func (p *placeholders) labels() string {
 	return p.add(func(line, _ string) string {
@@ -497,6 +515,19 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 					c["expression"] = p.inline(`"` + exemptExpression(str(c, "expression")) + `"`)
 				}
 			}
+		}
+	case "NetworkPolicy":
+		if str(obj, "metadata", "name") == webhookPolicy {
+			rules, _ := get(obj, "spec", "ingress").([]any)
+			rule, ok := any(nil), false
+			if len(rules) == 1 {
+				rule = rules[0]
+				_, ok = rule.(map[string]any)
+			}
+			if !ok || get(rule, "from") != nil {
+				return "", errors.New("the webhook NetworkPolicy has not exactly one ingress rule, from anywhere, for networkPolicy.webhookIngressCIDRs to restrict")
+			}
+			rule.(map[string]any)["from"] = p.ipBlocks(".Values.networkPolicy.webhookIngressCIDRs")
 		}
 	case "ServiceMonitor":
 		endpoints, _ := get(obj, "spec", "endpoints").([]any)
@@ -705,6 +736,14 @@ func valuesYAML(d *defaults) ([]byte, error) {
 secretGuard:
   extraExemptUsers: []
 `)
+	b.WriteString(`
+# The NetworkPolicies of the manager's pods (config/networkpolicy).
+networkPolicy:
+  # Address ranges (CIDRs) the webhook port (9443) admits: those of the API server as it reaches the
+  # pods (its nodes, or its load balancer's or managed control plane's ranges). Empty: from anywhere,
+  # which leaves the port to every pod of the cluster (docs/security.md).
+  webhookIngressCIDRs: []
+`)
 	fmt.Fprintf(&b, `
 # The metrics endpoint (/metrics) of every replica.
 metrics:
@@ -764,6 +803,10 @@ func valuesSchema() ([]byte, error) {
 		"priorityClassName": map[string]any{"type": "string"},
 		"secretGuard": obj(map[string]any{
 			"extraExemptUsers": map[string]any{"type": "array", "items": user},
+		}),
+		"networkPolicy": obj(map[string]any{
+			"webhookIngressCIDRs": map[string]any{"type": "array", "items": map[string]any{
+				"type": "string", "pattern": `^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*/[0-9]{1,3})$`}},
 		}),
 		"metrics": obj(map[string]any{
 			"port":           map[string]any{"type": "integer", "minimum": 1, "maximum": 65535},
