@@ -70,10 +70,11 @@ const (
 // ClusterObjectSetReconciler rolls ClusterObjectSets out and tears them down. It is registered only
 // where this manager rolls out; FinalizerReleaseReconciler takes its place where it does not.
 type ClusterObjectSetReconciler struct {
-	// Client reads from the manager's cache: ClusterObjectSets, managed objects (by label) and
-	// object-data Secrets of the system namespace.
+	// Client reads from the manager's cache: ClusterObjectSets, managed objects (by label) and the
+	// metadata of object-data Secrets of the system namespace.
 	Client client.Client
-	// APIReader reads uncached: objects not (yet) carrying our label, Secrets of other namespaces.
+	// APIReader reads uncached: objects not (yet) carrying our label, Secrets of other namespaces, and
+	// the content of object-data Secrets.
 	APIReader       client.Reader
 	Recorder        events.EventRecorder
 	Clock           clock.PassiveClock
@@ -98,6 +99,9 @@ type ClusterObjectSetReconciler struct {
 	SkipNameValidation bool
 
 	watches *kindWatches
+	// contents keeps the data of the Secrets read for resolution (DefaultSecretContentBytes): the
+	// cache holds their metadata only.
+	contents *secretContents
 }
 
 // SetupWithManager registers the reconciler: ClusterObjectSets, the object-data Secrets behind their
@@ -108,6 +112,7 @@ func (r *ClusterObjectSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.contents = newSecretContents(DefaultSecretContentBytes)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		// Any change but our own status writes: metadata-only updates (a label, an annotation) re-verify
 		// the phase digests, as upstream's reconciler does on every update.

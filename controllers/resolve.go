@@ -105,9 +105,9 @@ func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, re
 	sec, ok := secrets[key]
 	if !ok || sec.Data == nil {
 		// The cache holds object-data Secrets without their data: content is read uncached, once
-		// per Secret and resolution.
+		// per Secret and resolution, unless r.contents has this version of the Secret.
 		var err error
-		if sec, err = r.readSecret(ctx, key); err != nil {
+		if sec, err = r.readSecret(ctx, key, sec); err != nil {
 			// The API server's error names the resource and name only (secrets "x" not found).
 			return nil, "", fmt.Sprintf("getting %s: %v", describeKey("Secret", key), err)
 		}
@@ -173,9 +173,17 @@ func (r *ClusterObjectSetReconciler) getSecret(ctx context.Context, key client.O
 	return sec, nil
 }
 
-// readSecret reads a Secret with its content, uncached. A Secret without data gets an empty map, so
+// readSecret reads a Secret with its content: from r.contents when it holds the version that meta
+// (the cached metadata, or nil) names, otherwise uncached. A Secret without data gets an empty map, so
 // that its next ref in the same resolution does not read it again.
-func (r *ClusterObjectSetReconciler) readSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+func (r *ClusterObjectSetReconciler) readSecret(ctx context.Context, key client.ObjectKey, meta *corev1.Secret) (*corev1.Secret, error) {
+	if meta != nil {
+		if data, ok := r.contents.get(meta); ok {
+			sec := meta.DeepCopy()
+			sec.Data = data
+			return sec, nil
+		}
+	}
 	sec := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, key, sec); err != nil {
 		return nil, err
@@ -183,5 +191,6 @@ func (r *ClusterObjectSetReconciler) readSecret(ctx context.Context, key client.
 	if sec.Data == nil {
 		sec.Data = map[string][]byte{}
 	}
+	r.contents.put(sec)
 	return sec, nil
 }
