@@ -24,11 +24,10 @@ type BudgetError struct {
 	Need int64
 }
 
+// Error names the limit alone: Used and Need are costs of values read from Secrets, which a caller
+// who cannot read them must not learn (not even by referencing one Secret many times).
 func (e *BudgetError) Error() string {
-	if e.Need == 0 {
-		return fmt.Sprintf("the resolved content exceeds the limit of %d bytes: %d bytes used, the next value is larger than the %d left", e.Limit, e.Used, e.Limit-e.Used)
-	}
-	return fmt.Sprintf("the resolved content exceeds the limit of %d bytes: %d bytes used, the next value needs %d", e.Limit, e.Used, e.Need)
+	return fmt.Sprintf("the resolved content exceeds the limit of %d bytes", e.Limit)
 }
 
 // Is makes a BudgetError both ErrBudgetExceeded and ErrTooLarge.
@@ -46,8 +45,11 @@ func (e *BudgetError) Is(target error) bool {
 // has left, nor parsed when its cost does not fit.
 //
 // A Budget of a Pool (Pool.NewBudget) takes each charge from the pool first (and, while a gzip value
-// inflates, what it may inflate to), waiting with the context of Resolve while the Budgets of other
-// requests hold the room, and gives it all back on Release.
+// inflates, what it may inflate to), and gives it all back on Release. It never waits while it holds
+// anything (see Pool): holding nothing, it waits with the context of Resolve while the Budgets of
+// other requests hold the room; holding some, it takes room free at once or fails with ErrBusy, and
+// its caller releases it and retries. What Reserve took is drawn first; Hold charges what is not a
+// resolved value (an admission request's decoded objects).
 //
 // A Budget serves one reconcile or one admission request, from one goroutine (Release may be called
 // from another). The objects it returns are shared between the uses of one identity: callers must not
@@ -57,10 +59,14 @@ type Budget struct {
 	memo        map[string]*resolved
 	pool        *Pool
 
-	// mu guards what is drawn from the pool: Release may come from another goroutine.
-	mu       sync.Mutex
-	held     int64
-	released bool
+	// mu guards what is drawn from the pool: Release may come from another goroutine. held is what
+	// the Budget holds of the pool, charged what of it is in use (charges and what inflating may
+	// take), reserved what Reserve took (kept until Release even when not in use).
+	mu                      sync.Mutex
+	held, charged, reserved int64
+	released                bool
+	// busy: the pool refused room (ErrBusy).
+	busy bool
 }
 
 // resolved is what one identity resolved to: an object and its cost, or why not.
@@ -94,8 +100,10 @@ func (b *Budget) Used() int64 { return b.used }
 // Secret: the same id must always be given the same stored bytes, and the first call's result is
 // reused for every later call with that id. The per-value limit is MaxDecompressedSize or what the
 // budget has left, whichever is smaller. A use that does not fit is a *BudgetError
-// (ErrBudgetExceeded) and charges nothing. With a Pool, Resolve waits with ctx for room; when ctx
-// ends first, a *WaitError (ErrBusy), and a later call may succeed. Errors never contain content.
+// (ErrBudgetExceeded) and charges nothing. With a Pool, Resolve waits with ctx for room while the
+// Budget holds nothing, and takes it at once or not at all when it holds some; no room is a
+// *WaitError (ErrBusy), and a later call, or a new Budget, may succeed. Errors never contain content,
+// nor a value's size.
 func (b *Budget) Resolve(ctx context.Context, id string, stored []byte, key string) (map[string]any, error) {
 	r, ok := b.memo[id]
 	drawn := false
@@ -133,33 +141,110 @@ func (b *Budget) Release() {
 	}
 	b.mu.Lock()
 	n := b.held
-	b.held, b.released = 0, true
+	b.held, b.charged, b.reserved, b.released = 0, 0, 0, true
 	b.mu.Unlock()
 	b.pool.release(n)
 }
 
-// draw takes n bytes from the pool, if any, for this Budget.
-func (b *Budget) draw(ctx context.Context, n int64) error {
+// Reserve takes n bytes of the Pool for this Budget at once, so that its later charges (Hold, Resolve)
+// draw from the reservation first and need not take room piece by piece. Holding nothing, it waits in
+// turn with ctx, taking the whole n in one grant; holding some, it takes n free at once or not at all.
+// No room is a *WaitError (ErrBusy); more than the Pool's capacity too. What is reserved is kept until
+// Release. Without a Pool, Reserve does nothing.
+func (b *Budget) Reserve(ctx context.Context, n int64) error {
 	if b.pool == nil || n <= 0 {
 		return nil
 	}
-	if err := b.pool.acquire(ctx, n); err != nil {
+	if err := b.take(ctx, n, true); err != nil {
 		return err
 	}
 	b.mu.Lock()
+	b.reserved += n
+	b.mu.Unlock()
+	return nil
+}
+
+// Hold charges n bytes that are not a resolved value (an admission request's decoded objects) until
+// Release: from the reservation first, the rest from the Pool at once. It never waits, and Used and
+// Limit do not count it. No room is a *WaitError (ErrBusy), and nothing is charged.
+func (b *Budget) Hold(n int64) error {
+	return b.charge(context.Background(), n, false)
+}
+
+// Busy reports whether the Pool refused this Budget room (ErrBusy): what it resolved or decided may
+// be short of what it would have with room, and a retry may do better.
+func (b *Budget) Busy() bool {
+	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.busy
+}
+
+// draw charges n bytes for a value: from the reservation first, the rest from the Pool, waiting with
+// ctx only when the Budget holds nothing.
+func (b *Budget) draw(ctx context.Context, n int64) error {
+	return b.charge(ctx, n, true)
+}
+
+// charge charges n bytes: what the Budget holds and does not use first, then the Pool, waiting with
+// ctx when wait is set and the Budget holds nothing.
+func (b *Budget) charge(ctx context.Context, n int64, wait bool) error {
+	if b.pool == nil || n <= 0 {
+		return nil
+	}
+	b.mu.Lock()
 	if b.released {
+		b.mu.Unlock()
+		return &WaitError{Need: n, Capacity: b.pool.capacity, Err: errReleased}
+	}
+	if spare := b.held - b.charged; spare >= n {
+		b.charged += n
+		b.mu.Unlock()
+		return nil
+	}
+	need := n - (b.held - b.charged)
+	b.mu.Unlock()
+	if err := b.take(ctx, need, wait); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.charged += n
+	b.mu.Unlock()
+	return nil
+}
+
+// take adds n bytes of the Pool to what the Budget holds: with wait, waiting with ctx when it holds
+// nothing; otherwise at once. A refusal marks the Budget busy.
+func (b *Budget) take(ctx context.Context, n int64, wait bool) error {
+	b.mu.Lock()
+	wait = wait && b.held == 0
+	b.mu.Unlock()
+	return b.added(n, b.pool.acquire(ctx, n, wait))
+}
+
+// added records n bytes that the Pool gave (err nil), or its refusal.
+func (b *Budget) added(n int64, err error) error {
+	b.mu.Lock()
+	if err != nil {
+		b.busy = b.busy || errors.Is(err, ErrBusy)
+		b.mu.Unlock()
+		return err
+	}
+	if b.released {
+		// b.mu is never held while the pool's lock is taken.
+		b.mu.Unlock()
 		b.pool.release(n)
 		return &WaitError{Need: n, Capacity: b.pool.capacity, Err: errReleased}
 	}
 	b.held += n
+	b.mu.Unlock()
 	return nil
 }
 
 // errReleased is why a released Budget draws no more.
 var errReleased = errors.New("the request is over")
 
-// giveBack returns n bytes drawn for this Budget to the pool, if any.
+// giveBack uncharges n bytes; what the Budget then holds past its reservation and its charges goes
+// back to the pool.
 func (b *Budget) giveBack(n int64) {
 	if b.pool == nil || n <= 0 {
 		return
@@ -170,9 +255,15 @@ func (b *Budget) giveBack(n int64) {
 		b.mu.Unlock()
 		return
 	}
-	b.held -= n
+	b.charged -= n
+	excess := b.held - max(b.charged, b.reserved)
+	if excess <= 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.held -= excess
 	b.mu.Unlock()
-	b.pool.release(n)
+	b.pool.release(excess)
 }
 
 // maxGzipRatio bounds how much gzip inflates: deflate encodes at most 258 bytes in 2 bits.
@@ -212,9 +303,9 @@ func (b *Budget) decode(ctx context.Context, stored []byte, key string) (*resolv
 	if err != nil {
 		b.giveBack(inflating)
 		if errors.Is(err, errDepth) {
-			return &resolved{err: fmt.Errorf("%w: JSON nested deeper than %d (%d bytes)", ErrCorrupt, maxDepth, len(data))}, nil
+			return &resolved{err: fmt.Errorf("%w: JSON nested deeper than %d", ErrCorrupt, maxDepth)}, nil
 		}
-		return &resolved{err: fmt.Errorf("%w: not a valid JSON object (%d bytes)", ErrCorrupt, len(data))}, nil
+		return &resolved{err: fmt.Errorf("%w: not a valid JSON object", ErrCorrupt)}, nil
 	}
 	cost := max(int64(len(data)), est)
 	if cost > left {

@@ -32,15 +32,15 @@ func IsGzip(stored []byte) bool { return bytes.HasPrefix(stored, gzipMagic) }
 // Decode returns the JSON held by stored bytes: gunzipped when they start with 1f 8b, else the bytes
 // themselves (not copied). More than limit bytes of output is ErrTooLarge (limit <= 0 means
 // MaxDecompressedSize), checked while inflating so a small bomb never inflates past the limit; bad
-// gzip is ErrCorrupt. Errors carry sizes and gzip's own message, never content bytes. Decode does not
-// check that the output is JSON: Resolve does.
+// gzip is ErrCorrupt. Errors carry the limit and gzip's fixed messages, never content bytes nor the
+// value's size. Decode does not check that the output is JSON: Resolve does.
 func Decode(stored []byte, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		limit = MaxDecompressedSize
 	}
 	if !IsGzip(stored) {
 		if int64(len(stored)) > limit {
-			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(stored), limit)
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 		}
 		return stored, nil
 	}
@@ -51,7 +51,7 @@ func Decode(stored []byte, limit int64) ([]byte, error) {
 func gunzip(stored []byte, limit int64) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(stored))
 	if err != nil {
-		return nil, fmt.Errorf("%w: gzip: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, gzipError(err))
 	}
 	var out bytes.Buffer
 	out.Grow(int(min(limit, int64(len(stored))*8, 1<<20)))
@@ -60,7 +60,7 @@ func gunzip(stored []byte, limit int64) ([]byte, error) {
 	case n > limit:
 		return nil, fmt.Errorf("%w: inflates past %d bytes", ErrTooLarge, limit)
 	case err != nil:
-		return nil, fmt.Errorf("%w: gzip: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, gzipError(err))
 	}
 	return out.Bytes(), nil
 }
@@ -84,7 +84,8 @@ func Resolve(stored []byte, key string, limit int64) (map[string]any, error) {
 func verifyKey(stored []byte, key string) error {
 	if IsContentKey(key) {
 		if got := Key(stored); got != key {
-			return fmt.Errorf("%w: key %s, content hashes to %s", ErrDigestMismatch, key, got)
+			// Not the digest it has: that is a function of content the caller may not read.
+			return fmt.Errorf("%w: key %s", ErrDigestMismatch, key)
 		}
 	}
 	return nil
@@ -94,10 +95,24 @@ func verifyKey(stored []byte, key string) error {
 func parseObject(data []byte) (map[string]any, error) {
 	var obj map[string]any
 	if err := utiljson.Unmarshal(data, &obj); err != nil {
-		return nil, fmt.Errorf("%w: not a valid JSON object (%d bytes)", ErrCorrupt, len(data))
+		return nil, fmt.Errorf("%w: not a valid JSON object", ErrCorrupt)
 	}
 	if obj == nil {
 		return nil, fmt.Errorf("%w: JSON null where an object was expected", ErrCorrupt)
 	}
 	return obj, nil
 }
+
+// gzipError is what a gzip failure may say: gzip's own sentinel errors, whose messages are fixed;
+// others, such as flate's "corrupt input before offset N", would tell a position in the value.
+func gzipError(err error) error {
+	for _, known := range []error{gzip.ErrHeader, gzip.ErrChecksum, io.ErrUnexpectedEOF} {
+		if errors.Is(err, known) {
+			return known
+		}
+	}
+	return errGzip
+}
+
+// errGzip is a gzip stream that does not inflate, for a reason not told.
+var errGzip = errors.New("gzip: not a valid stream")

@@ -13,21 +13,24 @@ import (
 // --max-concurrent-resolved-bytes): four budgets of DefaultMaxResolvedBytes.
 const DefaultMaxConcurrentResolvedBytes = 4 * DefaultMaxResolvedBytes
 
-// ErrBusy means that the content resolved at the same time for other ClusterObjectSets left no room
-// in the process's Pool before the caller's context ended. It is not about the value: a retry may
-// succeed. Pool waits that end are a *WaitError, which is ErrBusy to errors.Is.
+// ErrBusy means that the content resolved or admitted at the same time for other ClusterObjectSets left
+// no room in the process's Pool: before the caller's context ended, or at once for a Budget that
+// already held room (it never waits while holding any). It is not about the value: a retry may
+// succeed. Pool refusals are a *WaitError, which is ErrBusy to errors.Is.
 var ErrBusy = errors.New("no room left for resolved content in this process")
 
-// WaitError is a wait for room in a Pool that its context ended.
+// WaitError is a Pool's refusal of room: a wait that its context ended, or a Budget that held room
+// and found none free at once.
 type WaitError struct {
-	// Need is what was waited for, Capacity the pool's.
+	// Need is what was asked for, Capacity the pool's. Need is not in the message: it may be the cost
+	// of a value read from a Secret.
 	Need, Capacity int64
-	// Err is the context's error.
+	// Err is the context's error, or why the room was not waited for.
 	Err error
 }
 
 func (e *WaitError) Error() string {
-	return fmt.Sprintf("waited for %d bytes of the %d bytes of resolved content this process holds at once: %v", e.Need, e.Capacity, e.Err)
+	return fmt.Sprintf("no room in the %d bytes of resolved content this process holds at once: %v", e.Capacity, e.Err)
 }
 
 // Is makes a WaitError ErrBusy.
@@ -36,19 +39,31 @@ func (e *WaitError) Is(target error) bool { return target == ErrBusy }
 // Unwrap returns the context's error.
 func (e *WaitError) Unwrap() error { return e.Err }
 
-// Pool bounds the resolved content that the Budgets of one process hold at once: every charge of a
-// Budget drawn from it (Pool.NewBudget) is taken from the pool first, waiting in turn (first come,
-// first served) while others hold the room, and given back when the Budget is released. The webhook's
-// admission requests and the reconciler draw from one Pool, so that concurrent requests cannot hold a
-// budget each in memory at once. No Budget of a Pool can ask for more than its capacity, so one that
-// fits its own budget always gets its room once the others are done. A Pool is safe for concurrent
-// use.
+// ErrNoWaitWhileHolding is why a Budget that holds room is refused at once: waiting while holding is
+// how concurrent Budgets deadlocked (each held part of the pool and waited for the rest). Its caller
+// gives back what it holds and retries.
+var ErrNoWaitWhileHolding = errors.New("a request holding room does not wait for more; it gives it back and is retried")
+
+// Pool bounds the memory that the Budgets of one process hold at once: every charge of a Budget drawn
+// from it (Pool.NewBudget) is taken from the pool first and given back when the Budget is released.
+// The webhook's admission requests draw from one Pool, the reconciler from another, so that
+// admissions never hold up a reconcile or a teardown.
+//
+// No hold-and-wait: only a Budget that holds nothing waits for room, in turn (first come, first
+// served) until its context ends; a Budget that holds room takes more only when it is free at once,
+// and is refused with ErrBusy otherwise (ErrNoWaitWhileHolding), so that it gives back what it holds
+// and is retried. Budgets that know their cost take it whole in one wait (Budget.Reserve). So the
+// room of a Pool is held only by Budgets that are running, never by one that waits, and every waiter
+// gets its room once those ahead of it are done: concurrent Budgets cannot deadlock. A Budget that
+// holds room may take free room ahead of the waiters; it delays them, but only by what the Budgets
+// already holding when they queued take (no Budget starts holding past a waiter). No Budget of a Pool
+// can ask for more than its capacity. A Pool is safe for concurrent use.
 type Pool struct {
 	mu       sync.Mutex
 	capacity int64
 	used     int64
 	waiters  list.List // of *waiter, first come first
-	// waiting, when set (tests), is called when a waiter queues.
+	// waiting, when set (tests), is called when a waiter queues, with mu held.
 	waiting func()
 }
 
@@ -88,21 +103,36 @@ func (p *Pool) Used() int64 {
 	return p.used
 }
 
-// acquire takes n bytes, waiting for them in turn until ctx ends (a *WaitError). Room available at
-// once is taken even when ctx has ended.
-func (p *Pool) acquire(ctx context.Context, n int64) error {
+// Free is the room left now.
+func (p *Pool) Free() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.capacity - p.used
+}
+
+// errOverCapacity is why a request for more than the whole pool is refused at once.
+var errOverCapacity = errors.New("more than the capacity")
+
+// acquire takes n bytes. With wait (only for a Budget that holds nothing), it waits for them in turn
+// until ctx ends (a *WaitError); room available at once is taken even when ctx has ended. Without, it
+// takes room free at once, even ahead of waiters, or is refused (ErrNoWaitWhileHolding).
+func (p *Pool) acquire(ctx context.Context, n int64, wait bool) error {
 	if n <= 0 {
 		return nil
 	}
 	p.mu.Lock()
 	if n > p.capacity {
 		p.mu.Unlock()
-		return &WaitError{Need: n, Capacity: p.capacity, Err: errors.New("more than the capacity")}
+		return &WaitError{Need: n, Capacity: p.capacity, Err: errOverCapacity}
 	}
-	if p.waiters.Len() == 0 && p.capacity-p.used >= n {
+	if (!wait || p.waiters.Len() == 0) && p.capacity-p.used >= n {
 		p.used += n
 		p.mu.Unlock()
 		return nil
+	}
+	if !wait {
+		p.mu.Unlock()
+		return &WaitError{Need: n, Capacity: p.capacity, Err: ErrNoWaitWhileHolding}
 	}
 	w := &waiter{n: n, ready: make(chan struct{})}
 	elem := p.waiters.PushBack(w)

@@ -54,7 +54,7 @@ func testPool(capacity int64) (*Pool, chan struct{}) {
 // acquireAsync acquires n in a goroutine, after which the result comes on the returned channel.
 func acquireAsync(ctx context.Context, p *Pool, n int64) chan error {
 	done := make(chan error, 1)
-	go func() { done <- p.acquire(ctx, n) }()
+	go func() { done <- p.acquire(ctx, n, true) }()
 	return done
 }
 
@@ -63,7 +63,7 @@ func acquireAsync(ctx context.Context, p *Pool, n int64) chan error {
 func TestPoolFirstComeFirstServed(t *testing.T) {
 	ctx := context.Background()
 	p, queued := testPool(100)
-	if err := p.acquire(ctx, 60); err != nil {
+	if err := p.acquire(ctx, 60, true); err != nil {
 		t.Fatal(err)
 	}
 	big := acquireAsync(ctx, p, 60)
@@ -94,7 +94,7 @@ func TestPoolFirstComeFirstServed(t *testing.T) {
 // behind it have the room it was holding up.
 func TestPoolWaitEnds(t *testing.T) {
 	p, queued := testPool(100)
-	if err := p.acquire(context.Background(), 80); err != nil {
+	if err := p.acquire(context.Background(), 80, true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -109,7 +109,7 @@ func TestPoolWaitEnds(t *testing.T) {
 		!errors.Is(err, ErrBusy) || !errors.Is(err, context.Canceled) || errors.Is(err, ErrTooLarge) {
 		t.Fatalf("error %#v, want a WaitError of 50 that is ErrBusy and context.Canceled", err)
 	}
-	if want := "waited for 50 bytes of the 100 bytes of resolved content this process holds at once: context canceled"; err.Error() != want {
+	if want := "no room in the 100 bytes of resolved content this process holds at once: context canceled"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
 	if err := <-behind; err != nil {
@@ -118,7 +118,7 @@ func TestPoolWaitEnds(t *testing.T) {
 	if used := p.Used(); used != 90 {
 		t.Errorf("Used = %d, want 90", used)
 	}
-	if err := p.acquire(context.Background(), 101); !errors.Is(err, ErrBusy) {
+	if err := p.acquire(context.Background(), 101, true); !errors.Is(err, ErrBusy) {
 		t.Errorf("acquiring more than the capacity: %v, want ErrBusy at once", err)
 	}
 }

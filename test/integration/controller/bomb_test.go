@@ -193,7 +193,7 @@ func TestContainerBombRefsAreBlocked(t *testing.T) {
 			budgetWarning = w
 		}
 	}
-	if !strings.Contains(budgetWarning, `phase "p" object 0: the resolved content exceeds the limit of 67108864 bytes: 0 bytes used, the next value needs`) {
+	if !strings.Contains(budgetWarning, `phase "p" object 0: the resolved content exceeds the limit of 67108864 bytes (the limit is --max-resolved-bytes)`) {
 		t.Errorf("no warning about the budget at phase p object 0; warnings: %q", seen.List())
 	}
 
