@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
 )
@@ -85,7 +87,7 @@ type served struct {
 }
 
 // startServer runs a Server with a handler at /echo that reads the body and reports what it saw.
-func startServer(t *testing.T, p *testPKI, o ServerOptions) (string, chan served) {
+func startServer(t *testing.T, p *testPKI, o ServerOptions, register ...func(*Server)) (string, chan served) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,6 +110,9 @@ func startServer(t *testing.T, p *testPKI, o ServerOptions) (string, chan served
 		}
 		_, _ = io.WriteString(w, "ok")
 	}))
+	for _, r := range register {
+		r(s)
+	}
 	if err := s.StartedChecker()(nil); err == nil {
 		t.Fatal("StartedChecker: healthy before Start")
 	}
@@ -131,7 +136,9 @@ func startServer(t *testing.T, p *testPKI, o ServerOptions) (string, chan served
 func (p *testPKI) client(cert *tls.Certificate) *http.Client {
 	cfg := &tls.Config{RootCAs: p.servingCA, MinVersion: tls.VersionTLS12}
 	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
+		// Sent whatever CAs the server asks for (Certificates would be withheld from a server that
+		// does not name their issuer), as a forger would.
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	}
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 }
@@ -421,4 +428,48 @@ func FuzzParseClientCABundle(f *testing.F) {
 			t.Fatalf("pool %v, error %v: want exactly one", pool, err)
 		}
 	})
+}
+
+// TestCallerAuthenticatedReachesAdmissionHandlers: an admission handler, behind finishing (which
+// detaches the request's context from the manager's), sees whether its caller was authenticated.
+func TestCallerAuthenticatedReachesAdmissionHandlers(t *testing.T) {
+	p := newTestPKI(t)
+	tests := map[string]struct {
+		clientCA bool
+		want     bool
+	}{
+		"client CA, the CA's certificate": {clientCA: true, want: true},
+		"no client CA":                    {},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var o ServerOptions
+			if tc.clientCA {
+				ca, err := NewClientCA(p.caAFile, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.ClientCA = ca
+			}
+			seen := make(chan bool, 1)
+			register := func(s *Server) {
+				s.Register("/admit", &ctrlwebhook.Admission{Handler: finishing{admission.HandlerFunc(func(ctx context.Context, _ admission.Request) admission.Response {
+					seen <- CallerAuthenticated(ctx)
+					return admission.Allowed("")
+				})}})
+			}
+			addr, _ := startServer(t, p, o, register)
+			c := p.client(&p.clientA)
+			defer c.CloseIdleConnections()
+			review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE","object":{}}}`
+			resp, err := c.Post("https://"+addr+"/admit", "application/json", strings.NewReader(review))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if got := <-seen; got != tc.want {
+				t.Errorf("CallerAuthenticated = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

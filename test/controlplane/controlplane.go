@@ -70,6 +70,11 @@ type ControlPlane struct {
 	Config *rest.Config
 	// External is true when the cluster was not started here.
 	External bool
+	// WebhookClientCA is the PEM file of the CA that signed the client certificate kube-apiserver
+	// presents to admission webhooks (WebhookClientCert, WebhookClientKey): a manager started with
+	// --webhook-client-ca=WebhookClientCA serves only the API server. Empty for an external cluster.
+	WebhookClientCA                     string
+	WebhookClientCert, WebhookClientKey string
 
 	ownsDir bool
 	procs   []*process
@@ -111,6 +116,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	p, err := newPKI(filepath.Join(cp.Dir, "pki"))
 	if err != nil {
 		return nil, fmt.Errorf("creating the PKI: %w", err)
+	}
+	cp.WebhookClientCA, cp.WebhookClientCert, cp.WebhookClientKey = p.WebhookClientCA, p.WebhookClientCert, p.WebhookClientKey
+	admissionConfig, err := writeWebhookAdmission(filepath.Join(cp.Dir, "pki"), p)
+	if err != nil {
+		return nil, fmt.Errorf("writing the admission configuration: %w", err)
 	}
 	ports, err := FreePorts(6)
 	if err != nil {
@@ -154,6 +164,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			"--secure-port=" + strconv.Itoa(apiPort),
 			"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey,
 			"--client-ca-file=" + p.CACert,
+			"--admission-control-config-file=" + admissionConfig,
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + p.SAPub,
 			"--service-account-signing-key-file=" + p.SAKey,

@@ -13,13 +13,22 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/certs"
 )
 
+// WebhookClientName is the common name of the client certificate kube-apiserver presents to admission
+// webhooks.
+const WebhookClientName = "kube-apiserver-webhook-client"
+
 // pki is the set of files the control plane authenticates with, written below dir.
 type pki struct {
 	CACert, CAKey           string // cluster CA: signs the serving and client certificates
 	ServingCert, ServingKey string // kube-apiserver serving certificate for 127.0.0.1
 	AdminCert, AdminKey     string // client certificate in system:masters
 	SAKey, SAPub            string // service-account token signing key pair
-	caPEM                   []byte
+	// WebhookClientCA signs WebhookClientCert: the certificate kube-apiserver presents to admission
+	// webhooks (AdmissionConfiguration kubeConfigFile), which a manager verifies with
+	// --webhook-client-ca.
+	WebhookClientCA, WebhookClientCAKey string
+	WebhookClientCert, WebhookClientKey string
+	caPEM                               []byte
 }
 
 // newPKI creates a fresh CA, an API server serving certificate for the loopback address, a
@@ -34,6 +43,8 @@ func newPKI(dir string) (*pki, error) {
 		ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
 		AdminCert: filepath.Join(dir, "admin.crt"), AdminKey: filepath.Join(dir, "admin.key"),
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
+		WebhookClientCA: filepath.Join(dir, "webhook-client-ca.crt"), WebhookClientCAKey: filepath.Join(dir, "webhook-client-ca.key"),
+		WebhookClientCert: filepath.Join(dir, "webhook-client.crt"), WebhookClientKey: filepath.Join(dir, "webhook-client.key"),
 	}
 	now := time.Now()
 	ca, err := certs.NewCA("cos-externalizer-local-ca", 10*365*24*time.Hour, now)
@@ -67,6 +78,27 @@ func newPKI(dir string) (*pki, error) {
 		if err := writeFiles(map[string][]byte{leaf.cert: cert, leaf.key: key}); err != nil {
 			return nil, err
 		}
+	}
+
+	// A CA of its own for the webhook client certificate: a manager that trusts it trusts only the API
+	// server's admission calls, not every client of the cluster CA.
+	webhookCA, err := certs.NewCA("cos-externalizer-local-webhook-client-ca", 10*365*24*time.Hour, now)
+	if err != nil {
+		return nil, err
+	}
+	webhookCAKey, err := certs.EncodeKey(webhookCA.Key)
+	if err != nil {
+		return nil, err
+	}
+	clientCert, clientKey, err := webhookCA.Issue(certs.Leaf{CommonName: WebhookClientName, Usage: x509.ExtKeyUsageClientAuth, ValidFor: 365 * 24 * time.Hour, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("webhook client certificate: %w", err)
+	}
+	if err := writeFiles(map[string][]byte{
+		p.WebhookClientCA: webhookCA.PEM, p.WebhookClientCAKey: webhookCAKey,
+		p.WebhookClientCert: clientCert, p.WebhookClientKey: clientKey,
+	}); err != nil {
+		return nil, err
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)

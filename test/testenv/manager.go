@@ -1,13 +1,16 @@
 package testenv
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -29,6 +32,11 @@ const SystemNamespace = olmv1.DefaultSystemNamespace
 type Manager struct {
 	WebhookURL string
 	MetricsURL string
+	// ServingCA is the PEM CA of the webhook server's certificate.
+	ServingCA []byte
+	// ClientCert is the API server's webhook client certificate when the manager authenticates its
+	// callers (--webhook-client-ca, the local control plane's default), else nil.
+	ClientCert *tls.Certificate
 	cancel     context.CancelFunc
 	done       chan error
 	stopped    bool
@@ -80,6 +88,12 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 	if err != nil {
 		return nil, err
 	}
+	// On the local control plane the API server presents a client certificate to webhooks: the
+	// manager accepts no other caller. A test's own --webhook-client-ca (e.g. empty) wins.
+	var clientAuth []string
+	if e.WebhookClientCA != "" {
+		clientAuth = []string{"--webhook-client-ca=" + e.WebhookClientCA}
+	}
 	var o app.Options
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	o.Bind(fs)
@@ -90,7 +104,7 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 		// Tests stop managers often and no API server keeps connections to them: stop at once.
 		"--shutdown-drain-period=0",
 		"--system-namespace=" + SystemNamespace,
-	}, args...)
+	}, append(clientAuth, args...)...)
 	if err := fs.Parse(all); err != nil {
 		return nil, err
 	}
@@ -104,16 +118,23 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 	m := &Manager{
 		WebhookURL: "https://127.0.0.1:" + strconv.Itoa(ports[0]),
 		MetricsURL: "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/metrics",
+		ServingCA:  bundle.CA,
 		cancel:     cancel,
 		done:       make(chan error, 1),
+	}
+	if e.WebhookClientCA != "" && webhookClientCAFlag(fs) == e.WebhookClientCA {
+		cert, err := tls.LoadX509KeyPair(e.WebhookClientCert, e.WebhookClientKey)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		m.ClientCert = &cert
 	}
 	running = true
 	go func() {
 		defer func() { _ = os.RemoveAll(dir) }()
 		m.done <- app.Run(runCtx, e.Config, &o)
 	}()
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(bundle.CA)
 	var dialErr error // the last dial's: the server may not listen yet
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -122,10 +143,20 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 			return false, fmt.Errorf("manager exited: %w", err)
 		default:
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(ports[0]), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
-		if dialErr = err; err == nil {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+strconv.Itoa(ports[0]), m.TLSConfig(true))
+		if err == nil {
+			// A request: the server's verdict on a client certificate comes after the client's
+			// handshake; any answer (404) means it serves.
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: webhook\r\nConnection: close\r\n\r\n"); err == nil {
+				var resp *http.Response
+				if resp, err = http.ReadResponse(bufio.NewReader(conn), nil); err == nil {
+					_ = resp.Body.Close()
+				}
+			}
 			_ = conn.Close()
 		}
+		dialErr = err
 		return dialErr == nil, nil
 	})
 	if err != nil {
@@ -142,6 +173,26 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 		return nil, err
 	}
 	return m, nil
+}
+
+// TLSConfig is a client configuration for the manager's webhook server: trusting its certificate and,
+// with clientCert, presenting the API server's webhook client certificate (when it has one).
+func (m *Manager) TLSConfig(clientCert bool) *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(m.ServingCA)
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if clientCert && m.ClientCert != nil {
+		cfg.Certificates = []tls.Certificate{*m.ClientCert}
+	}
+	return cfg
+}
+
+// webhookClientCAFlag is the parsed --webhook-client-ca.
+func webhookClientCAFlag(fs *flag.FlagSet) string {
+	if f := fs.Lookup("webhook-client-ca"); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
 
 // Stop stops the manager (its webhook configurations stay: requests then fail closed) and waits for

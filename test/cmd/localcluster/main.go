@@ -247,7 +247,7 @@ func run(args []string, webhooks bool, webhookPort int) (int, error) {
 
 // setupWebhooks writes a serving certificate for 127.0.0.1 under local, creates the system
 // namespace, installs the webhook configurations pointing at the port, and returns the manager flags
-// that serve them.
+// that serve them, authenticating the API server by its webhook client certificate.
 func setupWebhooks(ctx context.Context, cp *controlplane.ControlPlane, local string, port int) ([]string, error) {
 	dir := filepath.Join(local, "webhook-certs")
 	bundle, err := certs.Generate([]string{"127.0.0.1", "localhost"}, 365*24*time.Hour, time.Now())
@@ -269,7 +269,12 @@ func setupWebhooks(ctx context.Context, cp *controlplane.ControlPlane, local str
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "localcluster: webhooks installed, pointing at %s\n", url)
-	return []string{"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(port), "--webhook-cert-dir=" + dir}, nil
+	flags := []string{"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(port), "--webhook-cert-dir=" + dir}
+	if cp.WebhookClientCA != "" {
+		// The API server presents its webhook client certificate; the manager serves no other caller.
+		flags = append(flags, "--webhook-client-ca="+cp.WebhookClientCA)
+	}
+	return flags, nil
 }
 
 func installCRDs(ctx context.Context, cp *controlplane.ControlPlane) error {
