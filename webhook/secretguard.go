@@ -14,13 +14,12 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
@@ -77,10 +76,14 @@ type SecretGuard struct {
 	// Cache lists the ClusterObjectSets that reference a Secret, to find candidates: the manager's
 	// cache, which has objectdata.RefIndex.
 	Cache client.Reader
-	// APIReader reads ClusterObjectSets uncached, to confirm a refusal.
+	// APIReader reads ClusterObjectSets uncached, to confirm a refusal, and before a DELETE is
+	// admitted, that no live ClusterObjectSet references the Secret.
 	APIReader client.Reader
 	Options   Options
 	Metrics   *Metrics
+
+	// confirm coalesces the uncached Lists of ClusterObjectSets of concurrent requests.
+	confirm coalescedList
 }
 
 // guardedSecret is what the guard reads of a Secret; data is never decoded.
@@ -123,7 +126,7 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 			return admission.Allowed("")
 		}
 	}
-	users, err := g.liveUsers(ctx, old)
+	users, err := g.liveUsers(ctx, old, req.Operation == admissionv1.Delete)
 	if err != nil {
 		return admission.Errored(http.StatusServiceUnavailable, err)
 	}
@@ -146,30 +149,24 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 // liveUsers returns the users of the Secret (internal/secretuse): the live ClusterObjectSets that
 // reference it, as the API server has them now. Candidates are the ClusterObjectSets the cache says
 // reference it, the one its revision-name label names, and those its ownerReferences name; each is
-// read live before it counts, so a stale cache never refuses anything.
-func (g *SecretGuard) liveUsers(ctx context.Context, sec *guardedSecret) ([]secretuse.Use, error) {
-	var candidates []string
-	add := func(name string) {
-		if name != "" && !slices.Contains(candidates, name) {
-			candidates = append(candidates, name)
-		}
-	}
+// read live before it counts, so a stale cache never refuses anything. The reads are bounded whatever
+// the request carries: at most maxCandidateGets uncached GETs; more candidates are answered by one
+// uncached List of ClusterObjectSets instead. On a DELETE (confirm), "no users" is confirmed by that
+// List too before it is believed, so that a ClusterObjectSet the cache has not seen yet (a GitOps
+// wave that prunes x-1 and creates x-2 with x-1's refs at once) still protects its Secrets.
+func (g *SecretGuard) liveUsers(ctx context.Context, sec *guardedSecret, confirm bool) ([]secretuse.Use, error) {
 	key := client.ObjectKey{Namespace: sec.Namespace, Name: sec.Name}
 	referrers, err := objectdata.Referrers(ctx, g.Cache, key)
 	if err != nil {
 		return nil, err
 	}
+	names := make([]string, len(referrers))
 	for i := range referrers {
-		add(referrers[i].Name)
+		names[i] = referrers[i].Name
 	}
-	// The label holds the ClusterObjectSet's name unless the name is too long for a label value.
-	if v := sec.Labels[olmv1.LabelRevisionName]; content.RevisionLabelValue(v) == v {
-		add(v)
-	}
-	for _, ref := range sec.OwnerReferences {
-		if collision.IsClusterObjectSetRef(ref) {
-			add(ref.Name)
-		}
+	candidates, many := guardCandidates(names, sec.Labels[olmv1.LabelRevisionName], sec.OwnerReferences, maxCandidateGets)
+	if many {
+		return g.listUsers(ctx, key)
 	}
 	var live []olmv1.ClusterObjectSet
 	for _, name := range candidates {
@@ -182,5 +179,21 @@ func (g *SecretGuard) liveUsers(ctx context.Context, sec *guardedSecret) ([]secr
 		}
 		live = append(live, cos)
 	}
-	return secretuse.Users(live, key, g.Options.SystemNamespace), nil
+	users := secretuse.Users(live, key, g.Options.SystemNamespace)
+	if len(users) > 0 || !confirm {
+		return users, nil
+	}
+	return g.listUsers(ctx, key)
+}
+
+// listUsers returns the users of the Secret key from an uncached List of every ClusterObjectSet,
+// shared with the concurrent requests that wait for one (coalescedList).
+func (g *SecretGuard) listUsers(ctx context.Context, key types.NamespacedName) ([]secretuse.Use, error) {
+	byKey, err := g.confirm.Do(ctx, key, func(ctx context.Context, keys map[types.NamespacedName]bool) (map[types.NamespacedName][]secretuse.Use, error) {
+		return listUsersOf(ctx, g.APIReader, keys, g.Options.SystemNamespace)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return byKey[key], nil
 }
