@@ -380,6 +380,15 @@ bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs
 bench-scale: control-plane testdata ## Scale benchmark, 1,000 ClusterObjectSets: writes after a restart and a failover, settling, memory, steady-state requests, admission under 20 clients (~15 min).
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/scale/
 
+# The cache memory benchmark (test/bench/cachememory; figures in docs/benchmarks.md, "Object-data
+# Secrets and the cache"): the manager's memory with 1 GiB of object-data Secrets stored. Not part of
+# test or bench: about 2 minutes a binary. COS_CACHEMEM_SECRETS, COS_CACHEMEM_SIZE make it smaller;
+# COS_CACHEMEM_MANAGER=path measures another manager binary, COS_CACHEMEM_BASELINE=[name=]path,...
+# more binaries first on the same fixture.
+.PHONY: bench-cache-memory
+bench-cache-memory: control-plane ## Manager memory (RSS, peak, heap) and Secret reads per reconcile with 1 GiB of object-data Secrets stored (~2 min a binary).
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/cachememory/
+
 .PHONY: testdata
 testdata: $(TESTDATA_STAMP) ## Fetch the real test bundles (prometheus-operator CRDs, Argo CD install) into bin/testdata/.
 
