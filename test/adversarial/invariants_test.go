@@ -46,27 +46,56 @@ func (r *runner) runSets(ctx context.Context) ([]olmv1.ClusterObjectSet, error) 
 //   - the heap stays under heapBound.
 func (r *runner) checkAlways() error {
 	ctx := r.ctx()
-	sets, err := r.runSets(ctx)
+	sets, err := r.checkLiveSets(ctx)
 	if err != nil {
 		return err
 	}
 	for i := range sets {
 		cos := &sets[i]
-		e := r.m.entries[cos.Name]
+		e := r.entry(cos.Name)
 		if !secretuse.Live(cos) || e == nil {
 			continue
 		}
-		if err := r.checkContent(ctx, cos, e); err != nil {
+		r.mu.Lock()
+		err := r.checkArchived(cos, e, sets)
+		r.mu.Unlock()
+		if err != nil {
 			return err
 		}
-		if err := r.checkArchived(cos, e, sets); err != nil {
-			return err
-		}
+	}
+	if err := r.checkNoPlantLeak(); err != nil {
+		return err
 	}
 	if peak := r.env.heapPeak(); peak > heapBound {
 		return violated("heap", "heap in use peaked at %d bytes, over the bound of %d", peak, heapBound)
 	}
 	return nil
+}
+
+// checkLive: every Secret a live ClusterObjectSet references exists, holds its key and resolves to
+// what was submitted; and no managed object was replaced under a live controller (checkUIDs). The
+// observer runs it over and over while a round runs.
+func (r *runner) checkLive(ctx context.Context) error {
+	_, err := r.checkLiveSets(ctx)
+	return err
+}
+
+func (r *runner) checkLiveSets(ctx context.Context) ([]olmv1.ClusterObjectSet, error) {
+	sets, err := r.runSets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range sets {
+		cos := &sets[i]
+		e := r.entry(cos.Name)
+		if !secretuse.Live(cos) || e == nil || e.lost || r.goneInModel(e) {
+			continue // unknown, lost, or being deleted and made again by an op (restore, recreate)
+		}
+		if err := r.checkContent(ctx, cos, e); err != nil {
+			return nil, err
+		}
+	}
+	return sets, r.checkUIDs(ctx, sets)
 }
 
 // sampleHeap records the peak heap in use every 20 ms until stop is closed: a decoding that
@@ -215,7 +244,7 @@ func (r *runner) waitSettled() error {
 		newest := map[string]*olmv1.ClusterObjectSet{}
 		for i := range sets {
 			s := &sets[i]
-			if e := r.m.entries[s.Name]; e != nil && e.bad {
+			if e := r.entry(s.Name); e != nil && e.bad {
 				if !secretuse.Live(s) || s.Spec.LifecycleState != olmv1.LifecycleStateActive {
 					continue // archived: nothing to resolve
 				}
@@ -231,8 +260,8 @@ func (r *runner) waitSettled() error {
 			}
 		}
 		for _, s := range newest {
-			e := r.m.entries[s.Name]
-			if e == nil || e.empty || e.bad || !secretuse.Live(s) || s.Spec.LifecycleState != olmv1.LifecycleStateActive {
+			e := r.entry(s.Name)
+			if e == nil || e.empty || e.bad || e.lost || !secretuse.Live(s) || s.Spec.LifecycleState != olmv1.LifecycleStateActive {
 				continue
 			}
 			if !apimeta.IsStatusConditionTrue(s.Status.Conditions, olmv1.ConditionSucceeded) {
@@ -368,6 +397,9 @@ func (r *runner) checkNoLeak() error {
 		if strings.Contains(ev.Note, secretMark) {
 			return violated("content-leaked", "Event %s/%s holds submitted content", ev.Namespace, ev.Name)
 		}
+	}
+	if err := r.checkPlantInStatus(ctx); err != nil {
+		return err
 	}
 	if line := r.env.leakedLine(); line != "" {
 		return violated("content-leaked", "a log line holds submitted content (shown up to the mark): %s", line)

@@ -9,6 +9,11 @@
 //	COS_ADV_DURATION=D   run for D instead (a soak)
 //	COS_ADV_REPLAY=JSON  replay a printed sequence instead of generating one
 //	COS_ADV_SHRINK=D     how long a failure may spend finding a shorter sequence (default 4m; 0: none)
+//	COS_ADV_WORKERS=N    concurrent workers: N > 1 runs rounds of N ops at once with the new ops
+//	                     (default defaultWorkers; the fixed seed's steps are then rounds)
+//	COS_ADV_NEMESIS=0|1  with workers, the nemesis beside the rounds (default 1)
+//	COS_ADV_BURST=N      how many large creates a burst sends at once (default 2)
+//	COS_ADV_PENDING=...  open gates: invariants and ops of issue 27's unlanded fixes (gates; "all")
 package adversarial_test
 
 import (
@@ -29,13 +34,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
 // defaultSeed is the seed of the fixed run in `make test`.
 const defaultSeed = 20261124
+
+// defaultWorkers is how many workers the fixed run of `make test` has.
+const defaultWorkers = 1
 
 func TestMain(m *testing.M) {
 	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
@@ -56,8 +63,15 @@ type harness struct {
 	sweepEvery time.Duration
 	mu         sync.Mutex
 	leak       string
+	plantLeak  string
 	peak       uint64
 	untap      func()
+	// workers > 1: the concurrent mode; nemesis: the manager talks through proxy, and the nemesis
+	// ops are drawn; skew shifts the reconciler's clock of the replicas started from then on.
+	workers int
+	nemesis bool
+	proxy   *proxy
+	skew    time.Duration
 }
 
 var current *harness
@@ -67,7 +81,9 @@ func newHarness(t *testing.T) *harness {
 		current.t = t
 		return current
 	}
-	h := &harness{t: t, grace: 5 * time.Second, sweepEvery: time.Second}
+	h := &harness{t: t, grace: 5 * time.Second, sweepEvery: time.Second,
+		workers: int(envUint("COS_ADV_WORKERS", defaultWorkers))}
+	h.nemesis = h.workers > 1 && os.Getenv("COS_ADV_NEMESIS") != "0"
 	h.untap = testenv.TapLogs(func(line []byte) {
 		if i := bytes.Index(line, []byte(secretMark)); i >= 0 {
 			h.mu.Lock()
@@ -75,6 +91,15 @@ func newHarness(t *testing.T) *harness {
 				h.leak = string(line[:i]) // up to the mark: the content itself is never printed
 			}
 			h.mu.Unlock()
+		}
+		for _, mark := range []string{plantMark, plantKey} {
+			if i := bytes.Index(line, []byte(mark)); i >= 0 {
+				h.mu.Lock()
+				if h.plantLeak == "" {
+					h.plantLeak = string(line[:i])
+				}
+				h.mu.Unlock()
+			}
 		}
 	})
 	go h.sampleHeap(make(chan struct{})) // for the life of the test process
@@ -86,6 +111,12 @@ func (h *harness) leakedLine() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.leak
+}
+
+func (h *harness) plantLeakLine() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.plantLeak
 }
 
 func (h *harness) start() error {
@@ -102,7 +133,14 @@ func (h *harness) start() error {
 
 // startReplica starts a manager that takes part in leader election; the webhooks point at it.
 func (h *harness) startReplica() (*testenv.Manager, error) {
-	mgr, err := testenv.Env.StartManagerWith(context.Background(), func(o *app.Options) { o.SkipControllerNameValidation = true },
+	env := testenv.Env
+	if h.nemesis {
+		var err error
+		if env, err = h.proxiedEnv(); err != nil {
+			return nil, err
+		}
+	}
+	mgr, err := env.StartManagerWith(context.Background(), h.adjust,
 		"--leader-elect", "--orphan-grace-period="+h.grace.String(), "--orphan-sweep-interval="+h.sweepEvery.String(), "--keep-archived-revisions=1",
 		// OLM's operator-controller exempt, as config/webhook-only makes it (op olm-owners); in the
 		// handler only: the generated matchCondition still sends its requests to the guard.
@@ -179,7 +217,11 @@ func (h *harness) newRunner() (*runner, error) {
 	if err := testenv.Env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
-	return &runner{env: h, m: m, admin: testenv.Env.Client, alice: alice, olm: olm, logf: h.t.Logf}, nil
+	plant, err := plantSecrets(context.Background(), m)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{env: h, m: m, admin: testenv.Env.Client, alice: alice, olm: olm, logf: h.t.Logf, plant: plant}, nil
 }
 
 // clearRuns deletes every ClusterObjectSet and waits until they are gone.

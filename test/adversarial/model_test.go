@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -24,6 +25,9 @@ type Op struct {
 	From    int64  `json:"from,omitempty"`
 	Variant string `json:"variant,omitempty"`
 	Seed    uint64 `json:"seed,omitempty"`
+	// Round groups ops that run at the same time: consecutive ops with the same non-zero Round run
+	// concurrently, one worker each (COS_ADV_WORKERS); 0 runs alone.
+	Round int `json:"round,omitempty"`
 }
 
 func (o Op) String() string {
@@ -51,6 +55,20 @@ const (
 	opDown       = "webhook-down"
 	opOLMOwners  = "olm-owners"              // OLM's operator-controller (exempt) sets a Secret's owners to one ClusterObjectSet
 	opNSDelete   = "delete-system-namespace" // the last op of a run
+
+	// The ops of the concurrent mode (concurrent_test.go, ops2_test.go, nemesis_test.go).
+	opOrphanRecreate = "orphan-recreate" // delete with orphan propagation, then create again from the stored form (refs) at once: Variant same, other (a new revision)
+	opCopyGone       = "copy-gone"       // a new revision with the stored refs of revision From, which is gone
+	opWave           = "wave"            // a GitOps wave: delete revision From and create Rev with its refs, at the same time
+	opForged         = "forged"          // an AdmissionReview straight to the webhook port, no client certificate: Variant write, probe, old
+	opSlowClient     = "slow-client"     // a TLS connection to the webhook port that trickles its body
+	opBurst          = "burst"           // Seed%... concurrent large inline creates, owners burstOwner+i
+	opForeign        = "foreign-refs"    // a restricted user creates refs into another namespace and to a non-object-data Secret
+	opOLMSecret      = "olm-secret"      // a Secret written as OLM writes it (a hand-written key), and a revision referencing it
+	opUnusedDelete   = "unused-delete"   // an admin deletes an object-data Secret nobody uses: the guard must admit it
+	opProxy          = "proxy"           // nemesis: the proxy between manager and API server delays, black-holes or cuts (Variant)
+	opPause          = "pause"           // nemesis: etcd or kube-apiserver stopped (SIGSTOP) for a moment (Variant)
+	opSkew           = "skew"            // nemesis: the manager restarts with the reconciler's clock shifted (Variant: a duration)
 )
 
 // badOwner is the owner of the bad-refs revisions, apart from the others so they never take over
@@ -73,6 +91,11 @@ type entry struct {
 	// refs are the Secrets its stored form referenced when last seen.
 	refs []types.NamespacedName
 	gone bool
+	// phases is its stored form (refs) when last seen: what a user copies after it is gone.
+	phases []olmv1.ClusterObjectSetPhase
+	// lost: created with refs to content that was already gone when the create completed (a copy of
+	// a revision deleted meanwhile): nothing to check, nothing to settle.
+	lost bool
 }
 
 // model is a run's view of the world: what was submitted, by name.
@@ -154,11 +177,13 @@ func (m *model) objects(owner int, rev int64, seed uint64, large bool) [][]*unst
 // line may ever hold.
 const secretMark = "SECRETMARK-"
 
-// weighted is the generator's mix, weighted toward what breaks things.
-var weighted = []struct {
+type weight struct {
 	kind   string
 	weight int
-}{
+}
+
+// weighted is the generator's mix, weighted toward what breaks things.
+var weighted = []weight{
 	{opApply, 16}, {opCopy, 12}, {opEmpty, 5}, {opFill, 4}, {opArchive, 3}, {opDelete, 12}, {opRecreate, 5},
 	{opRestore, 5}, {opSecretDel, 6}, {opSecretColl, 4}, {opSecretEdit, 4}, {opDrift, 4}, {opBad, 2},
 	{opRestart, 2}, {opFailover, 2}, {opDown, 2}, {opOLMOwners, 3},
@@ -169,14 +194,17 @@ const owners = 3
 
 // generate returns the next op for the model, or false when the drawn kind has no target now (the
 // caller draws again).
-func generate(r *rand.Rand, m *model) (Op, bool) {
+func generate(r *rand.Rand, m *model) (Op, bool) { return generateFrom(r, m, weighted) }
+
+// generateFrom is generate with a mix of its own (the concurrent mode's adds the new ops).
+func generateFrom(r *rand.Rand, m *model, mix []weight) (Op, bool) {
 	total := 0
-	for _, w := range weighted {
+	for _, w := range mix {
 		total += w.weight
 	}
 	pick := r.IntN(total)
 	kind := ""
-	for _, w := range weighted {
+	for _, w := range mix {
 		if pick < w.weight {
 			kind = w.kind
 			break
@@ -266,6 +294,8 @@ func generate(r *rand.Rand, m *model) (Op, bool) {
 	case opBad:
 		next(badOwner)
 		op.Variant = []string{"bomb", "corrupt"}[r.IntN(2)]
+	default:
+		return generateNew(r, m, op, pickLive, pickShared, next)
 	}
 	return op, true
 }

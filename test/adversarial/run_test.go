@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +58,26 @@ type runner struct {
 	olm   client.Client // OLM's operator-controller, exempt from the Secret guard as config/webhook-only makes it
 	done  []Op
 	logf  func(format string, args ...any)
+
+	// mu guards the model (m) and what the checks remember (uids): ops of a round run at once.
+	mu sync.Mutex
+	// uids: per managed object, the UID it had and the live ClusterObjectSet that controlled it
+	// when last seen (the invariant "a managed object's UID never changes under a live controller").
+	uids map[string]controlled
+	// hist records every op of the run with its invoke and complete times and its answer.
+	hist history
+	// faulty is set while a round runs beside a nemesis or a burst: answers that say the service
+	// was unavailable (timeouts, failed webhook calls) are indeterminate then, not violations.
+	faulty atomic.Bool
+	// plant: the Secrets planted where the caller may not read (plant_test.go).
+	plant *planted
+}
+
+// entry returns the model's entry of name (nil if none).
+func (r *runner) entry(name string) *entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.entries[name]
 }
 
 func (r *runner) ctx() context.Context { return context.Background() }
@@ -62,7 +85,7 @@ func (r *runner) ctx() context.Context { return context.Background() }
 // step runs op and then the invariants that must hold after every step.
 func (r *runner) step(op Op) error {
 	r.done = append(r.done, op)
-	if err := r.exec(op); err != nil {
+	if err := r.execRecorded(0, op); err != nil {
 		return fmt.Errorf("step %d %s: %w", len(r.done), op, err)
 	}
 	if op.Kind == opNSDelete {
@@ -109,7 +132,7 @@ func (r *runner) exec(op Op) error {
 	case opNSDelete:
 		return r.deleteSystemNamespace()
 	}
-	return fmt.Errorf("unknown op %q", op.Kind)
+	return r.execNew(op)
 }
 
 // expect returns a violation unless err is nil or one of the allowed answers.
@@ -147,12 +170,31 @@ func (r *runner) inlineCOS(op Op, objs [][]*unstructured.Unstructured) *olmv1.Cl
 	return r.revision(op, opts...)
 }
 
-func (r *runner) remember(name string, e *entry) error {
+func (r *runner) remember(name string, e *entry) error { return r.rememberAs(name, e, false) }
+
+// rememberAs is remember; with copied, content already gone when the create completed (a copy of a
+// revision deleted meanwhile) was never the copy's: the entry is then lost (nothing to check).
+func (r *runner) rememberAs(name string, e *entry, copied bool) error {
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
 		return violated("unexpected-answer", "reading %s right after it was admitted: %v", name, err)
 	}
+	lost := false
+	if copied {
+		for _, key := range cos.ReferencedSecrets(testenv.SystemNamespace) {
+			if err := r.admin.Get(r.ctx(), key, &corev1.Secret{}); apierrors.IsNotFound(err) {
+				r.logf("%s was created with refs to Secret %s, gone by then: its content is not checked", name, key)
+				lost = true
+				break
+			}
+		}
+	}
+	r.mu.Lock()
+	e.lost = lost
+	defer r.mu.Unlock()
 	e.refs = cos.ReferencedSecrets(testenv.SystemNamespace)
+	e.phases = cos.Spec.Phases
+	e.gone = false
 	r.m.entries[name] = e
 	return nil
 }
@@ -198,6 +240,8 @@ func (r *runner) apply(op Op) error {
 	case "always":
 		cos.Annotations = map[string]string{"cos-externalizer.io/externalize": "always"}
 		err = r.admin.Create(r.ctx(), cos)
+	case "kubectl-cos":
+		err = r.kubectlCOS(cos, op.Seed)
 	case "kubectl":
 		raw, jerr := json.Marshal(cos)
 		if jerr != nil {
@@ -217,7 +261,7 @@ func (r *runner) apply(op Op) error {
 }
 
 func (r *runner) copyRefs(op Op) error {
-	src := r.m.entries[r.m.name(op.Owner, op.From)]
+	src := r.entry(r.m.name(op.Owner, op.From))
 	stored := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: r.m.name(op.Owner, op.From)}, stored); err != nil {
 		return client.IgnoreNotFound(err) // the source is gone: nothing to copy
@@ -230,7 +274,7 @@ func (r *runner) copyRefs(op Op) error {
 	if err := expect("creating "+name+" with copied refs", r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}
-	return r.remember(name, &entry{owner: op.Owner, rev: op.Rev, objs: src.objs})
+	return r.rememberCopy(name, &entry{owner: op.Owner, rev: op.Rev, objs: src.objs})
 }
 
 func (r *runner) empty(op Op) error {
@@ -244,7 +288,7 @@ func (r *runner) empty(op Op) error {
 
 func (r *runner) fill(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.m.entries[name]
+	e := r.entry(name)
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
 		return client.IgnoreNotFound(err)
@@ -265,9 +309,11 @@ func (r *runner) archive(op Op) error {
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"lifecycleState":"Archived"}}`))
 	err := r.admin.Patch(r.ctx(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch)
 	if err == nil {
+		r.mu.Lock()
 		if e := r.m.entries[name]; e != nil {
 			e.archivedByUs = true
 		}
+		r.mu.Unlock()
 	}
 	return expect("archiving "+name, err, apierrors.IsNotFound)
 }
@@ -292,6 +338,8 @@ func (r *runner) deleteAndWait(name string, propagation metav1.DeletionPropagati
 	}); err != nil {
 		return violated("delete-wedged", "the %s delete of %s did not finish within %s (wedged): %s", propagation, name, deleteBound, last)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if e := r.m.entries[name]; e != nil {
 		e.gone = true
 		r.m.deletedRevs[e.owner] = append(r.m.deletedRevs[e.owner], e.rev)
@@ -305,7 +353,7 @@ func (r *runner) delete(op Op) error {
 
 func (r *runner) recreate(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.m.entries[name]
+	e := r.entry(name)
 	if e == nil || e.gone || !e.inline {
 		return nil
 	}
@@ -316,7 +364,6 @@ func (r *runner) recreate(op Op) error {
 	if err := expect("re-creating "+name, r.serverSideApply(cos)); err != nil {
 		return err
 	}
-	e.gone = false
 	return r.remember(name, e)
 }
 
@@ -324,7 +371,7 @@ func (r *runner) recreate(op Op) error {
 // without uid, resourceVersion or owners), deletes it, and restores both in the order Variant says.
 func (r *runner) restore(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.m.entries[name]
+	e := r.entry(name)
 	stored := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
 		return client.IgnoreNotFound(err)
@@ -385,7 +432,6 @@ func (r *runner) restore(op Op) error {
 			return err
 		}
 	}
-	e.gone = false
 	return r.remember(name, e)
 }
 
@@ -393,7 +439,7 @@ func (r *runner) restore(op Op) error {
 // by label, or edit one's label or owners. What a live ClusterObjectSet uses must be refused.
 func (r *runner) secretOp(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.m.entries[name]
+	e := r.entry(name)
 	if e == nil || len(e.refs) == 0 {
 		return nil
 	}
@@ -429,7 +475,15 @@ func (r *runner) secretOp(op Op) error {
 		err = r.alice.Update(r.ctx(), changed)
 	}
 	if err == nil && refuse {
-		return violated("guard-bypassed", "%s of Secret %s was admitted while %s uses it", op.Kind, key, users[0].Name)
+		// Used before the request and still used after the answer (the same live ClusterObjectSet,
+		// so used throughout): the guard let it through. A user gone meanwhile (a concurrent delete)
+		// may have made it unused when the guard read.
+		if still, serr := r.stillLive(r.ctx(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: users[0].Name, UID: users[0].UID}}); serr != nil || still {
+			return violated("guard-bypassed", "%s of Secret %s was admitted while %s uses it", op.Kind, key, users[0].Name)
+		}
+	}
+	if apierrors.IsForbidden(err) && !refuse {
+		return r.guardRefusedUnused(op, key, err)
 	}
 	// A conflict: someone (the collector, ownership) changed it meanwhile.
 	return expect(op.Kind+" of Secret "+key.String(), err, apierrors.IsForbidden, apierrors.IsNotFound, apierrors.IsConflict)
@@ -442,7 +496,7 @@ func (r *runner) secretOp(op Op) error {
 // until then (the invariants after the step).
 func (r *runner) olmOwners(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.m.entries[name]
+	e := r.entry(name)
 	if e == nil || len(e.refs) == 0 {
 		return nil
 	}
@@ -463,7 +517,7 @@ func (r *runner) olmOwners(op Op) error {
 }
 
 func (r *runner) drift(op Op) error {
-	e := r.m.entries[r.m.name(op.Owner, op.Rev)]
+	e := r.entry(r.m.name(op.Owner, op.Rev))
 	if e == nil || len(e.objs) == 0 {
 		return nil
 	}
@@ -533,8 +587,11 @@ func (r *runner) webhookDown(op Op) error {
 		_ = r.admin.Delete(r.ctx(), cos)
 		return violated("fail-open", "an inline ClusterObjectSet with no webhook to answer: want a fail-closed refusal, got %v", err)
 	}
-	if names := r.m.live(func(e *entry) bool { return len(e.refs) > 0 }); len(names) > 0 {
-		e := r.m.entries[names[int(op.Seed%uint64(len(names)))]]
+	r.mu.Lock()
+	names := r.m.live(func(e *entry) bool { return len(e.refs) > 0 })
+	r.mu.Unlock()
+	if len(names) > 0 {
+		e := r.entry(names[int(op.Seed%uint64(len(names)))])
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.refs[0].Namespace, Name: e.refs[0].Name}}
 		if err := r.alice.Delete(r.ctx(), s); err == nil {
 			return violated("fail-open", "deleting Secret %s with no guard to answer was admitted", e.refs[0])
@@ -574,17 +631,32 @@ func (r *runner) deleteSystemNamespace() error {
 // quiesceEvery steps and at the end, and ends with the deletion of the system namespace.
 func (r *runner) runGenerated(seed uint64, steps int, deadline time.Time) error {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	for i := 0; deadline.IsZero() && i < steps || !deadline.IsZero() && time.Now().Before(deadline); {
-		op, ok := generate(rng, r.m)
-		if !ok {
-			continue
+	workers := r.env.workers
+	// i counts ops (in the concurrent mode, the ops of the rounds, nemesis aside), so STEPS means the
+	// same in both modes; quiescence is checked every quiesceEvery ops.
+	for i, rounds, unquiesced := 0, 0, 0; deadline.IsZero() && i < steps || !deadline.IsZero() && time.Now().Before(deadline); {
+		if workers > 1 {
+			rounds++
+			ops := generateRound(rng, r.m, workers, rounds, r.env.nemesis)
+			n := len(slices.DeleteFunc(slices.Clone(ops), func(o Op) bool { return isNemesis(o.Kind) }))
+			i, unquiesced = i+n, unquiesced+n
+			r.logf("round %d (ops %d-%d): %s", rounds, i-n+1, i, mustJSON(ops))
+			if err := r.replay(ops); err != nil {
+				return err
+			}
+		} else {
+			op, ok := generate(rng, r.m)
+			if !ok {
+				continue
+			}
+			i, unquiesced = i+1, unquiesced+1
+			r.logf("step %d: %s", len(r.done)+1, op)
+			if err := r.step(op); err != nil {
+				return err
+			}
 		}
-		i++
-		r.logf("step %d: %s", len(r.done)+1, op)
-		if err := r.step(op); err != nil {
-			return err
-		}
-		if i%quiesceEvery == 0 {
+		if unquiesced >= quiesceEvery {
+			unquiesced = 0
 			r.done = append(r.done, Op{Kind: opQuiesce})
 			if err := r.quiesce(); err != nil {
 				return fmt.Errorf("at quiescence after step %d: %w", len(r.done), err)
@@ -605,7 +677,19 @@ func (r *runner) finish() error {
 
 // replay runs ops as given (a printed failure, or a candidate of shrinking).
 func (r *runner) replay(ops []Op) error {
-	for _, op := range ops {
+	for i := 0; i < len(ops); i++ {
+		op := ops[i]
+		if op.Round != 0 {
+			j := i
+			for j < len(ops) && ops[j].Round == op.Round {
+				j++
+			}
+			if err := r.round(ops[i:j]); err != nil {
+				return err
+			}
+			i = j - 1
+			continue
+		}
 		if op.Kind == opQuiesce {
 			r.done = append(r.done, op)
 			if err := r.quiesce(); err != nil {
