@@ -264,16 +264,24 @@ test: control-plane testdata certmanager certmanager-crds helm verify lint image
 # The adversarial sequence test (test/adversarial, docs/adversarial.md): `make test` runs its fixed seed;
 # soak runs any seed for STEPS steps or for DURATION (e.g. 30m), or replays a printed sequence
 # (REPLAY='[...]'). A failure prints its seed and the shortest failing sequence it found within SHRINK.
+# WORKERS=N (N > 1) runs rounds of N ops at once with the new ops and the nemesis (NEMESIS=0: none);
+# BURST=N large creates per burst; PENDING=gate,... (or all) holds the invariants of unlanded fixes.
 SEED ?=
 STEPS ?=
 DURATION ?=
 REPLAY ?=
 SHRINK ?=
+WORKERS ?=
+NEMESIS ?=
+BURST ?=
+PENDING ?=
 
 .PHONY: soak
-soak: control-plane testdata ## Run the adversarial sequence test long: SEED=N, STEPS=N or DURATION=30m, REPLAY='[...]', SHRINK=10m.
+soak: control-plane testdata ## Run the adversarial sequence test long: SEED=N, STEPS=N or DURATION=30m, REPLAY='[...]', SHRINK=10m, WORKERS=N, NEMESIS=0, BURST=N, PENDING=all.
 	$(if $(SEED),COS_ADV_SEED=$(SEED)) $(if $(STEPS),COS_ADV_STEPS=$(STEPS)) $(if $(DURATION),COS_ADV_DURATION=$(DURATION)) \
 	$(if $(SHRINK),COS_ADV_SHRINK=$(SHRINK)) $(if $(REPLAY),COS_ADV_REPLAY='$(REPLAY)') \
+	$(if $(WORKERS),COS_ADV_WORKERS=$(WORKERS)) $(if $(NEMESIS),COS_ADV_NEMESIS=$(NEMESIS)) \
+	$(if $(BURST),COS_ADV_BURST=$(BURST)) $(if $(PENDING),COS_ADV_PENDING=$(PENDING)) \
 		$(GO) test -count=1 -timeout 0 -run TestAdversarial -v ./test/adversarial/
 
 .PHONY: test-unit
