@@ -5,15 +5,18 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -154,6 +157,8 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadHeaderTimeout: min(readHeaderTimeout, s.opts.ReadTimeout),
 		ReadTimeout:       s.opts.ReadTimeout,
 		IdleTimeout:       idleTimeout,
+		// Refused handshakes (no client certificate, a slow client cut off) are logged, structured.
+		ErrorLog: stdlog.New(logWriter{log}, "", 0),
 	}
 	log.Info("serving webhooks", "host", s.opts.Host, "port", s.opts.Port, "clientAuthentication", s.opts.ClientCA != nil,
 		"readTimeout", s.opts.ReadTimeout.String(), "maxRequestBytes", s.opts.MaxRequestBytes)
@@ -216,4 +221,12 @@ func limitBody(h http.Handler, max int64) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// logWriter turns the HTTP server's error lines into log entries.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info("http server error", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
