@@ -90,8 +90,8 @@ type ClusterObjectSetReconciler struct {
 	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet
 	// (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
 	MaxResolvedBytes int64
-	// ResolvePool bounds the resolved content held at once by reconciles and admission requests
-	// (--max-concurrent-resolved-bytes); nil: none.
+	// ResolvePool bounds the resolved content held at once by reconciles (--max-concurrent-resolved-bytes;
+	// admission requests draw from a pool of their own); nil: none.
 	ResolvePool *content.Pool
 
 	// SkipNameValidation lets a process start the controller more than once (tests restart the

@@ -34,8 +34,9 @@ func (r *ClusterObjectSetReconciler) reconcileTeardown(ctx context.Context, cos 
 		resolved, unres, release := r.resolve(ctx, cos)
 		defer release()
 		if unres.busy {
-			// Other reconciles and admission requests hold the resolve pool: its objects are not
-			// unresolvable, only not resolved yet. Tearing down without them would leave them behind.
+			// Other reconciles hold the reconciler's resolve pool (admission requests never do: they
+			// have their own): its objects are not unresolvable, only not resolved yet. Tearing down
+			// without them would leave them behind; what this one holds goes back before the requeue.
 			log.Info("waiting for room to resolve the objects to tear down", "missing", unres.retryable)
 			return reconcile.Result{RequeueAfter: teardownPoll}, nil
 		}

@@ -31,9 +31,11 @@ type unresolvedRefs struct {
 // every referenced Secret must be immutable before anything is resolved: the mutable ones are listed
 // together. The refs of one ClusterObjectSet share a budget of MaxResolvedBytes of resolved content
 // (content.Budget): every ref is charged its object's cost, but each Secret key is read and decoded
-// once, and refs to it share the decoded object. The budget draws from ResolvePool, waiting up to
-// poolWait for room that admission requests hold (then the refs are retryable); the caller calls
-// release once it is done with the objects. Callers must not change resolved objects in place
+// once, and refs to it share the decoded object. The budget draws from ResolvePool, the reconciler's
+// own (admission requests draw from another): holding nothing, it waits up to poolWait for room that
+// other reconciles hold; holding some, it never waits (content.Pool). Either way, no room makes the
+// refs retryable and unres.busy, and the reconcile is requeued without holding a worker. The caller
+// calls release once it is done with the objects. Callers must not change resolved objects in place
 // (applyObject copies first).
 func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (resolved [][]*unstructured.Unstructured, unres unresolvedRefs, release func()) {
 	secrets := map[client.ObjectKey]*corev1.Secret{}
@@ -62,13 +64,13 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 			out[i][j] = obj
 		}
 	}
-	unres.busy = waitCtx.Err() != nil
+	unres.busy = budget.Busy() || waitCtx.Err() != nil
 	return out, unres, budget.Release
 }
 
-// poolWait bounds how long a reconcile waits for room in ResolvePool: the admission requests holding
-// it end within their webhook's timeout (15s at most).
-const poolWait = 30 * time.Second
+// poolWait bounds how long a reconcile that holds nothing waits for room in ResolvePool, which only
+// other reconciles hold; past it the reconcile is requeued rather than keep a worker.
+const poolWait = time.Second
 
 // checkImmutable reads every referenced Secret's metadata (into secrets) and returns upstream's
 // Blocked message listing those that are not immutable, deduplicated and in spec order; Secrets that

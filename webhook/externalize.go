@@ -68,6 +68,28 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(""), ""
 	}
+	// Charged before it is decoded; the stored refs an update resolves draw from the same Budget.
+	var oldRaw []byte
+	if req.Operation == admissionv1.Update {
+		oldRaw = req.OldObject.Raw
+	}
+	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, req.Object.Raw, oldRaw)
+	if refused != nil {
+		return refused.resp, refused.reason
+	}
+	defer budget.Release()
+	resp, reason := e.decide(ctx, req, dryRun)
+	if budget.Busy() {
+		// An update compared with its stored refs without room to resolve them all: its answer
+		// would rest on a comparison not made. Nothing was written for it (Secrets are written
+		// after the comparison, and only for content the comparison found the same).
+		return busy(e.Options.Admission.Pool, "no room to resolve the stored refs this update is compared with"), RefusalBusy
+	}
+	return resp, reason
+}
+
+// decide answers a request once it is charged.
+func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
 	obj, specSize, err := externalize.DecodeCOS(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest

@@ -2,14 +2,20 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/validation"
 )
 
@@ -122,3 +128,113 @@ func (s *ServedLimits) read(ctx context.Context) (validation.Limits, string, err
 	}
 	return limits, crd.ResourceVersion, nil
 }
+
+// DefaultMaxConcurrentAdmissionBytes is the default total of memory the admission requests served at
+// once may hold (--max-concurrent-admission-bytes): with the reconciler's 256 MiB
+// (--max-concurrent-resolved-bytes) and what the manager holds besides (its cache and the content of
+// resolved Secrets, about 150 MiB at 1,000 ClusterObjectSets), 664 MiB of live heap under the Go
+// runtime's soft limit of 0.9 GiB for a container limit of 1 GiB (docs/webhook.md, Concurrent
+// admissions).
+const DefaultMaxConcurrentAdmissionBytes = 256 << 20
+
+// DefaultAdmissionWait is how long an admission request waits for room before it is refused
+// (--admission-wait).
+const DefaultAdmissionWait = 2 * time.Second
+
+// MaxAdmissionWait bounds --admission-wait: below the validating webhook's timeout (10 s), so that a
+// request without room is always refused by us, quickly and retryably, never timed out by the API
+// server.
+const MaxAdmissionWait = 10 * time.Second
+
+// AdmissionLimits bound the memory of the admission requests served at once: each request is charged
+// what decoding it keeps, estimated from its bytes before they are decoded (content.EstimateHeap),
+// taken whole from Pool in one wait of at most Wait while it holds nothing; the stored refs an update
+// resolves draw from the same request's Budget. No room: a quick, retryable refusal (429).
+type AdmissionLimits struct {
+	// Pool is shared by the mutating and the validating webhook; nil: unbounded.
+	Pool *content.Pool
+	// Wait is how long a request waits for room; 0: it takes room free at once or is refused.
+	Wait time.Duration
+}
+
+// admissionCost is what a request is charged before it is decoded: for each of the object and the
+// old object, its bytes (the request keeps them) and the heap its decoded form keeps; plus once more
+// the object's bytes for what is made from them (the canonical JSON and gzip of a plan, the patch).
+// A document that is not JSON is the caller's error, told.
+func admissionCost(object, oldObject []byte) (int64, error) {
+	var cost int64
+	for i, raw := range [][]byte{object, oldObject} {
+		if len(raw) == 0 {
+			continue
+		}
+		est, err := content.EstimateHeap(raw)
+		if err != nil {
+			what := "the ClusterObjectSet"
+			if i == 1 {
+				what = "the stored ClusterObjectSet"
+			}
+			return 0, fmt.Errorf("decoding %s: %w", what, err)
+		}
+		cost += int64(len(raw)) + est
+	}
+	return cost + int64(len(object)), nil
+}
+
+// refusedAdmission is why a request was not admitted to the pool: the response and its metric reason.
+type refusedAdmission struct {
+	resp   admission.Response
+	reason string
+}
+
+// admit charges a request before it is decoded. It returns the request's Budget, carried by the
+// returned context (content.WithBudget) so that the stored refs it resolves draw from it; the caller
+// releases it when the request ends. A refusal needs no release.
+func (l AdmissionLimits) admit(ctx context.Context, maxResolvedBytes int64, object, oldObject []byte) (context.Context, *content.Budget, *refusedAdmission) {
+	cost, err := admissionCost(object, oldObject)
+	if err != nil {
+		return ctx, nil, &refusedAdmission{admission.Errored(http.StatusBadRequest, err), RefusalBadRequest}
+	}
+	b := l.Pool.NewBudget(maxResolvedBytes)
+	if l.Pool == nil {
+		return content.WithBudget(ctx, b), b, nil
+	}
+	if cost > l.Pool.Capacity() {
+		return ctx, nil, &refusedAdmission{admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf(
+			"decoding this ClusterObjectSet takes an estimated %d MiB, more than the %d MiB the webhook admits at once (--max-concurrent-admission-bytes)",
+			mib(cost), mib(l.Pool.Capacity()))), RefusalTooLarge}
+	}
+	wctx, cancel := context.WithTimeout(ctx, l.Wait)
+	defer cancel()
+	if err := b.Reserve(wctx, cost); err != nil {
+		return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
+	}
+	if err := b.Hold(cost); err != nil {
+		// Cannot happen: Hold draws from what Reserve took.
+		b.Release()
+		return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
+	}
+	return content.WithBudget(ctx, b), b, nil
+}
+
+// busyRetryAfter is the Retry-After the refusal for no room asks for: the API server sets the header
+// from it, and client-go's clients (kubectl, controllers) then retry by themselves.
+const busyRetryAfter = 1
+
+// busy is the quick, retryable refusal of a request that found no room: 429 TooManyRequests. why
+// says for what.
+func busy(pool *content.Pool, why string) admission.Response {
+	msg := fmt.Sprintf("the webhook is admitting %d MiB of ClusterObjectSets at once (limit %d MiB, --max-concurrent-admission-bytes): %s; retry, nothing was written",
+		mib(pool.Used()), mib(pool.Capacity()), why)
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests, Message: msg,
+		Details: &metav1.StatusDetails{RetryAfterSeconds: busyRetryAfter},
+	}}}
+}
+
+// needs says what a request needs that it did not get.
+func needs(cost int64) string {
+	return fmt.Sprintf("no room for the %d MiB this one needs", mib(cost))
+}
+
+// mib is n bytes in MiB, rounded up.
+func mib(n int64) int64 { return (n + 1<<20 - 1) >> 20 }

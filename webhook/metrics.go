@@ -11,6 +11,7 @@ const (
 	RefusalSecretInUse    = "secret_in_use"   // deleting a Secret a live ClusterObjectSet references
 	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded
 	RefusalNameRequired   = "name_required"   // generateName without a name cannot be externalized
+	RefusalBusy           = "busy"            // the requests admitted at once left no room (429, retryable)
 )
 
 // Metrics are the webhook's Prometheus metrics.

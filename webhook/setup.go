@@ -56,6 +56,7 @@ type Options struct {
 	// ResolvePool bounds the resolved content held at once by concurrent requests and the reconciler
 	// (--max-concurrent-resolved-bytes): a request waits for room until it ends; nil: none.
 	ResolvePool *content.Pool
+	Admission   AdmissionLimits // the memory of the requests served at once (limits.go)
 	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
 	// never.
 	Drain *Drain
@@ -90,7 +91,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts, Metrics: metrics, Limits: limits,
 	}}}))
 	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
-	validate.Handler = finishing{validate.Handler}
+	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
 	server.Register(ValidatePath, opts.Drain.Wrap(validate))
 	server.Register(SecretGuardPath, opts.Drain.Wrap(&webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -87,4 +90,28 @@ func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
 	ferr.Detail = fmt.Sprintf("the ClusterObjectSet would be stored as %d bytes, over the %d bytes the API server's storage (etcd) accepts; its %d inline objects were not externalized: %s; set the annotation %s=always to store them in Secrets",
 		len(b), v.Options.MaxStoredBytes, externalize.CountInline(obj.Spec.Phases), decision.Reason, externalize.Annotation)
 	return ferr
+}
+
+// charging charges each request that h decodes (the validating webhook's decoder decodes the object
+// and the old object whole) before h sees it, as the mutating webhook does, and releases it after:
+// no room is the same quick 429 (AdmissionLimits).
+func (l AdmissionLimits) charging(maxResolvedBytes int64, metrics *Metrics, h admission.Handler) admission.Handler {
+	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
+		if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+			return h.Handle(ctx, req)
+		}
+		var oldRaw []byte
+		if req.Operation == admissionv1.Update {
+			oldRaw = req.OldObject.Raw
+		}
+		ctx, budget, refused := l.admit(ctx, maxResolvedBytes, req.Object.Raw, oldRaw)
+		if refused != nil {
+			metrics.Refusals.WithLabelValues(refused.reason).Inc()
+			ctrl.LoggerFrom(ctx).Info("refused", "clusterObjectSet", klog.KRef("", req.Name), "operation", req.Operation,
+				"reason", refused.reason, "message", responseMessage(refused.resp))
+			return refused.resp
+		}
+		defer budget.Release()
+		return h.Handle(ctx, req)
+	})
 }

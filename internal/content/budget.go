@@ -69,6 +69,37 @@ type Budget struct {
 	busy bool
 }
 
+// EstimateHeap is the heap that decoding raw, a JSON document, keeps: an upper bound, from one scan
+// of the bytes before any is parsed (the estimate Budget charges resolved values). It is for bytes
+// the caller submitted: its errors say where and why raw is not JSON, or nested deeper than the API
+// server decodes.
+func EstimateHeap(raw []byte) (int64, error) {
+	n, err := heapEstimate(raw)
+	switch {
+	case errors.Is(err, errDepth):
+		return 0, fmt.Errorf("JSON nested deeper than %d", maxDepth)
+	case err != nil:
+		return 0, errors.New("not valid JSON")
+	}
+	return n, nil
+}
+
+// budgetKey is the context key of a request's Budget.
+type budgetKey struct{}
+
+// WithBudget returns ctx carrying b, the Budget of the request ctx serves: the resolvers of that
+// request draw from it (externalize.SecretResolver) instead of a Budget of their own, so that
+// everything the request holds is charged in one place and released once, by its owner.
+func WithBudget(ctx context.Context, b *Budget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// BudgetFrom returns the Budget WithBudget put in ctx, or nil.
+func BudgetFrom(ctx context.Context) *Budget {
+	b, _ := ctx.Value(budgetKey{}).(*Budget)
+	return b
+}
+
 // resolved is what one identity resolved to: an object and its cost, or why not.
 type resolved struct {
 	obj  map[string]any

@@ -23,13 +23,17 @@ type GetSecretFunc func(ctx context.Context, key types.NamespacedName) (*corev1.
 // it share a budget of maxResolvedBytes drawn from pool (content.Pool.NewBudget; nil pool: a budget of
 // its own, 0 bytes: content.DefaultMaxResolvedBytes): each Secret is read once and each key decoded
 // once, and every ref to it gets the same object, which callers must not change. With a pool the
-// budget goes back when ctx ends, so ctx must be the request's. Errors name Secrets and keys, never
-// content.
+// budget goes back when ctx ends, so ctx must be the request's. When ctx carries the request's own
+// Budget (content.WithBudget, the webhook's), the refs draw from it instead, and pool and
+// maxResolvedBytes are not used: its owner releases it. Errors name Secrets and keys, never content.
 func SecretResolver(ctx context.Context, pool *content.Pool, get GetSecretFunc, systemNamespace string, maxResolvedBytes int64) ResolveFunc {
 	cache := map[types.NamespacedName]*corev1.Secret{}
-	budget := pool.NewBudget(maxResolvedBytes)
-	if pool != nil {
-		context.AfterFunc(ctx, budget.Release)
+	budget, limit := content.BudgetFrom(ctx), "--max-concurrent-admission-bytes"
+	if budget == nil {
+		budget, limit = pool.NewBudget(maxResolvedBytes), "--max-concurrent-resolved-bytes"
+		if pool != nil {
+			context.AfterFunc(ctx, budget.Release)
+		}
 	}
 	return func(ref olmv1.ObjectSourceRef) (map[string]any, error) {
 		key := types.NamespacedName{Namespace: ref.NamespaceOr(systemNamespace), Name: ref.Name}
@@ -50,7 +54,7 @@ func SecretResolver(ctx context.Context, pool *content.Pool, get GetSecretFunc, 
 		case errors.Is(err, content.ErrBudgetExceeded):
 			return nil, fmt.Errorf("%w (the limit is --max-resolved-bytes)", err)
 		case errors.Is(err, content.ErrBusy):
-			return nil, fmt.Errorf("secret %s key %q: %w (the limit is --max-concurrent-resolved-bytes)", key, ref.Key, err)
+			return nil, fmt.Errorf("secret %s key %q: %w (the limit is %s)", key, ref.Key, err, limit)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("secret %s key %q: %w", key, ref.Key, err)

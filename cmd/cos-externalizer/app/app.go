@@ -71,9 +71,10 @@ type Options struct {
 	maxResolvedBytes           int64
 	maxConcurrentResolvedBytes int64
 
-	tls    tlsOptions           // tls.go
-	memory memoryOptions        // memlimit.go
-	server webhookServerOptions // clientauth.go
+	tls       tlsOptions           // tls.go
+	memory    memoryOptions        // memlimit.go
+	server    webhookServerOptions // clientauth.go
+	admission admissionOptions     // admission.go
 
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
@@ -122,9 +123,10 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.externalRefs, "external-ref-check-interval", controllers.DefaultExternalRefCheckInterval, "How often a rolled-out or Blocked ClusterObjectSet with refs to Secrets outside --system-namespace (which are not watched) re-reads them and verifies its phase digests (±10%); 0 turns it off.")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
 	fs.Int64Var(&o.maxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "Largest total of resolved content of the refs of one ClusterObjectSet, every ref counted at its decompressed size or the estimated memory of its parsed object, whichever is larger, that the reconciler rolls out and the webhook compares; past it the ClusterObjectSet is Blocked.")
-	fs.Int64Var(&o.maxConcurrentResolvedBytes, "max-concurrent-resolved-bytes", content.DefaultMaxConcurrentResolvedBytes, "Largest total of resolved content (as --max-resolved-bytes counts it) held at once by all reconciles and admission requests; past it they wait for room. At least --max-resolved-bytes.")
+	fs.Int64Var(&o.maxConcurrentResolvedBytes, "max-concurrent-resolved-bytes", content.DefaultMaxConcurrentResolvedBytes, "Largest total of resolved content (as --max-resolved-bytes counts it) held at once by all reconciles (admission requests have --max-concurrent-admission-bytes); past it a reconcile is retried. At least --max-resolved-bytes.")
 	o.tls.bind(fs)
 	o.memory.bind(fs)
+	o.admission.bind(fs)
 	o.server.bind(fs)
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
 }
@@ -179,6 +181,9 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.server.validate())
 	if err := o.memory.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.admission.validate(o.maxResolvedBytes); err != nil {
 		errs = append(errs, err)
 	}
 	if o.maxResolvedBytes <= 0 {
@@ -333,7 +338,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := objectdata.IndexRefs(ctx, mgr.GetFieldIndexer(), o.systemNamespace); err != nil {
 		return err
 	}
-	// One bound on resolved content for the webhook's requests and the reconciler together.
+	// The reconciler's bound on resolved content; the webhooks have their own (o.admission).
 	resolvePool := content.NewPool(o.maxConcurrentResolvedBytes)
 	if o.enableWebhooks {
 		mode, _ := externalize.ParseMode(o.externalize)
@@ -353,7 +358,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			WebhookConfiguration: o.webhookConfig,
 
 			MaxResolvedBytes: o.maxResolvedBytes,
-			ResolvePool:      resolvePool,
+			Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
 			Drain:            drain,
 		}, webhook.DefaultMetrics); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
