@@ -134,6 +134,7 @@ func (e *Externalizer) pipeline() *cosadmission.Pipeline {
 	if store == nil {
 		store = &objectdata.Writer{Client: e.Client, Reader: e.Reader, Namespace: e.Options.SystemNamespace, Concurrency: max(e.Options.WriteConcurrency, 1)}
 	}
+	store = e.Options.Unreferenced.Wrap(store, e.Options.SystemNamespace) // pending.go
 	return &cosadmission.Pipeline{
 		Store:            store,
 		SystemNamespace:  e.Options.SystemNamespace,

@@ -60,6 +60,9 @@ type Options struct {
 	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
 	// never.
 	Drain *Drain
+	// Unreferenced bounds the Secrets the mutating webhook wrote that nothing references yet
+	// (pending.go); nil: none.
+	Unreferenced *Unreferenced
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
@@ -85,6 +88,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	opts.ExemptUsers = append(opts.ExemptUsers, self)
 	ctrl.LoggerFrom(ctx).Info("secret guard exempts", "users", opts.ExemptUsers)
 
+	if opts.Unreferenced != nil {
+		if err := opts.Unreferenced.Watch(ctx, mgr.GetCache(), mgr.GetClient(), opts.SystemNamespace); err != nil {
+			return err
+		}
+	}
 	server := mgr.GetWebhookServer()
 	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
 	server.Register(MutatePath, opts.Drain.Wrap(&webhook.Admission{Handler: finishing{&Externalizer{

@@ -96,7 +96,13 @@ const (
 	ReasonSecretConflict Reason = "secret_conflict" // a Secret under our name holds other content
 	ReasonWriteFailed    Reason = "write_failed"    // reading or writing a Secret or the stored COS failed
 	ReasonInternal       Reason = "bad_request"     // planning failed for another reason
+	ReasonRetryLater     Reason = "retry_later"     // the Store refused to write now (ErrRetryLater): nothing was written
 )
+
+// ErrRetryLater, wrapped by an error of Store.Write, says that the Store wrote nothing and refuses
+// for now (a bound on what it holds): the request is refused with 429 Too Many Requests, to be
+// retried.
+var ErrRetryLater = errors.New("retry later")
 
 // Refusal is why a request must not be admitted.
 type Refusal struct {
@@ -457,6 +463,9 @@ func writeRefusal(err error) *Refusal {
 	var conflict *externalize.ConflictError
 	if errors.As(err, &conflict) {
 		return &Refusal{Reason: ReasonSecretConflict, Code: http.StatusConflict, Err: err}
+	}
+	if errors.Is(err, ErrRetryLater) {
+		return &Refusal{Reason: ReasonRetryLater, Code: http.StatusTooManyRequests, Err: err}
 	}
 	return &Refusal{Reason: ReasonWriteFailed, Code: http.StatusInternalServerError, Err: err}
 }

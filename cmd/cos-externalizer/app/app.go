@@ -73,6 +73,7 @@ type Options struct {
 
 	tls       tlsOptions           // tls.go
 	memory    memoryOptions        // memlimit.go
+	unrefd    unreferencedOptions  // pending.go
 	server    webhookServerOptions // clientauth.go
 	admission admissionOptions     // admission.go
 
@@ -126,6 +127,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.Int64Var(&o.maxConcurrentResolvedBytes, "max-concurrent-resolved-bytes", content.DefaultMaxConcurrentResolvedBytes, "Largest total of resolved content (as --max-resolved-bytes counts it) held at once by all reconciles (admission requests have --max-concurrent-admission-bytes); past it a reconcile is retried. At least --max-resolved-bytes.")
 	o.tls.bind(fs)
 	o.memory.bind(fs)
+	o.unrefd.bind(fs)
 	o.admission.bind(fs)
 	o.server.bind(fs)
 	fs.StringVar(&o.exemptUsers, "secret-guard-exempt-users", webhook.NamespaceControllerUser, "Comma-separated users that may delete, or change the label and ownerReferences of, object-data Secrets that a live ClusterObjectSet references (the manager itself is always exempt; the default lets the namespace controller empty a namespace being deleted).")
@@ -183,6 +185,7 @@ func (o *Options) Validate() error {
 	if err := o.memory.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.unrefd.validate()) // pending.go
 	if err := o.admission.validate(o.maxResolvedBytes); err != nil {
 		errs = append(errs, err)
 	}
@@ -360,6 +363,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			MaxResolvedBytes: o.maxResolvedBytes,
 			Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
 			Drain:            drain,
+			Unreferenced:     o.unrefd.ledger(), // pending.go
 		}, webhook.DefaultMetrics); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
 		}

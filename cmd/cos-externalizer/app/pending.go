@@ -1,0 +1,37 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/cos-externalizer/cos-externalizer/webhook"
+)
+
+// unreferencedOptions are the flags of the bound on the object-data Secrets the webhook wrote that no
+// ClusterObjectSet references yet (webhook.Unreferenced).
+type unreferencedOptions struct {
+	maxBytes   int64
+	maxSecrets int
+}
+
+func (o *unreferencedOptions) bind(fs *flag.FlagSet) {
+	fs.Int64Var(&o.maxBytes, "max-unreferenced-bytes", webhook.DefaultMaxUnreferencedBytes, "Largest total of bytes of the object-data Secrets that this replica's webhook created and that no ClusterObjectSet references yet; past it, admissions that would create more are refused at once with 429 (retryable) and write nothing.")
+	fs.IntVar(&o.maxSecrets, "max-unreferenced-secrets", webhook.DefaultMaxUnreferencedSecrets, "Largest number of object-data Secrets that this replica's webhook created and that no ClusterObjectSet references yet; past it, admissions that would create more are refused at once with 429 (retryable) and write nothing.")
+}
+
+func (o *unreferencedOptions) validate() error {
+	var errs []error
+	if o.maxBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-unreferenced-bytes: must be positive, got %d", o.maxBytes))
+	}
+	if o.maxSecrets <= 0 {
+		errs = append(errs, fmt.Errorf("--max-unreferenced-secrets: must be positive, got %d", o.maxSecrets))
+	}
+	return errors.Join(errs...)
+}
+
+// ledger is the bound the webhooks apply: one per manager.
+func (o *unreferencedOptions) ledger() *webhook.Unreferenced {
+	return &webhook.Unreferenced{MaxBytes: o.maxBytes, MaxSecrets: o.maxSecrets}
+}
