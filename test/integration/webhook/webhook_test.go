@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -253,30 +254,49 @@ func bigger(c *olmv1.ClusterObjectSet) *olmv1.ClusterObjectSet {
 	return c
 }
 
+// TestConcurrentApplies: ten clients apply one 2.8 MB bundle at once, server-side, as ten GitOps
+// syncs of one application would. An apply the webhook has no room for is refused at once with 429
+// TooManyRequests (kubectl itself retries it after the Retry-After the API server sets); an apply
+// that still fails with 429, or with the API server's own Timeout on a loaded machine, is retried as
+// a GitOps tool retries a failed sync: with a bounded backoff, a bounded number of times. Every
+// client must end admitted, and the stored state must be one externalized ClusterObjectSet whose
+// Secrets are exactly those it references.
 func TestConcurrentApplies(t *testing.T) {
 	want, err := builders.Bundle("concurrent", "prometheus-operator-crds", "monitoring")
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := writeJSON(t, want)
+	const clients, attempts = 10, 6
 	var wg sync.WaitGroup
-	errs := make([]error, 10)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", file)
-			if err != nil {
-				errs[i] = fmt.Errorf("%v: %s %s", err, out, stderr)
+	errs := make([]error, clients)
+	retried := make([][]string, clients)
+	for i := range clients {
+		wg.Go(func() {
+			backoff := time.Second
+			for attempt := 1; ; attempt++ {
+				out, stderr, err := kubectl(t, nil, "apply", "--server-side", "-f", file)
+				if err == nil {
+					return
+				}
+				why := retryable(stderr)
+				if why == "" || attempt == attempts {
+					errs[i] = fmt.Errorf("attempt %d: %v: %s %s", attempt, err, out, stderr)
+					return
+				}
+				retried[i] = append(retried[i], why)
+				time.Sleep(backoff) // a client's backoff, not a wait for a condition
+				backoff = min(2*backoff, 8*time.Second)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Errorf("client %d: %v", i, err)
+			t.Errorf("client %d, after retrying %v: %v", i, retried[i], err)
 		}
 	}
+	t.Logf("retries per client: %v", retried)
 	testenv.Env.CheckExternalized(t, want, getCOS(t, want.Name))
 	secrets := testenv.Env.ObjectDataSecrets(t, want.Name)
 	referenced := map[string]bool{}
@@ -288,6 +308,18 @@ func TestConcurrentApplies(t *testing.T) {
 	if len(secrets) != len(referenced) {
 		t.Errorf("%d Secrets for %d referenced", len(secrets), len(referenced))
 	}
+}
+
+// retryable says why a failed apply is one a GitOps tool retries: the webhook's (or the API server's)
+// 429, or the API server's Timeout of a request it could not finish in time; "" for any other failure.
+func retryable(stderr string) string {
+	switch {
+	case strings.Contains(stderr, "(TooManyRequests)"):
+		return "429"
+	case strings.Contains(stderr, "(Timeout)"):
+		return "timeout"
+	}
+	return ""
 }
 
 func TestStoredFormTooLargeIsRefusedWithWhy(t *testing.T) {
