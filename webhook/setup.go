@@ -95,15 +95,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	}
 	server := mgr.GetWebhookServer()
 	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
-	server.Register(MutatePath, opts.Drain.Wrap(&webhook.Admission{Handler: finishing{&Externalizer{
+	// ctx ends when the manager stops: a request's context that ends before it is a caller gone.
+	server.Register(MutatePath, opts.Drain.Wrap(callerGone(ctx, &webhook.Admission{Handler: finishing{&Externalizer{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts, Metrics: metrics, Limits: limits,
-	}}}))
+	}}})))
 	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
 	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
-	server.Register(ValidatePath, opts.Drain.Wrap(validate))
-	server.Register(SecretGuardPath, opts.Drain.Wrap(&webhook.Admission{Handler: finishing{&SecretGuard{
+	server.Register(ValidatePath, opts.Drain.Wrap(callerGone(ctx, validate)))
+	server.Register(SecretGuardPath, opts.Drain.Wrap(callerGone(ctx, &webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
-	}}}))
+	}}})))
 	return nil
 }
 
@@ -114,12 +115,21 @@ const inFlightTimeout = 30 * time.Second
 // finishing runs a handler on a context that the manager's stop does not cancel. controller-runtime
 // gives every request the manager's context, so a replica stopping (a rolling update, a drain) used to
 // fail the requests it was serving ("writing object-data Secret ...: context canceled") although its
-// server waits for them; now they finish, within inFlightTimeout.
+// server waits for them; now they finish, within inFlightTimeout. A request whose HTTP caller has gone
+// (callerGone) is canceled, so that it stops before it writes and gives back what it holds.
 type finishing struct{ admission.Handler }
 
 func (f finishing) Handle(ctx context.Context, req admission.Request) admission.Response {
+	gone := callerGoneContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inFlightTimeout)
 	defer cancel()
+	if gone != nil {
+		// A caller that has gone cancels the work (and its writes), the manager's stop does not.
+		var cancelCause context.CancelCauseFunc
+		ctx, cancelCause = context.WithCancelCause(ctx)
+		defer cancelCause(nil)
+		defer context.AfterFunc(gone, func() { cancelCause(context.Cause(gone)) })()
+	}
 	return f.Handler.Handle(ctx, req)
 }
 
