@@ -317,6 +317,7 @@ func deadGuard(t *testing.T, ns string) {
 
 func TestWarningsForMissingUserRefs(t *testing.T) {
 	cos := builders.COS("user-refs", builders.WithPhase("configuration", builders.Ref("does-not-exist", "", "k")))
+	testenv.Env.RemoveAfter(t, cos.Name)
 	_, stderr := mustKubectl(t, nil, "create", "-f", writeJSON(t, cos))
 	if !strings.Contains(stderr, "spec.phases[0].objects[0].ref: Secret "+testenv.SystemNamespace+"/does-not-exist does not exist") {
 		t.Errorf("no warning about the missing Secret; stderr: %s", stderr)
