@@ -22,7 +22,7 @@ var refusalReasons = map[cosadmission.Reason]string{
 	cosadmission.ReasonSecretConflict: RefusalSecretConflict,
 	cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
 	cosadmission.ReasonInternal:       RefusalBadRequest,
-	cosadmission.ReasonRetryLater:     RefusalUnreferenced, // pending.go
+	cosadmission.ReasonUnreferenced:     RefusalUnreferenced, // pending.go
 }
 
 // refusal is the response of the pipeline's refusal: the API server's Invalid status for field
@@ -31,7 +31,7 @@ func refusal(name string, r *cosadmission.Refusal) admission.Response {
 	if len(r.Errs) > 0 {
 		return invalid(name, r.Errs)
 	}
-	if r.Reason == cosadmission.ReasonRetryLater {
+	if r.Reason == cosadmission.ReasonUnreferenced {
 		return tooManyRequests(r.Err) // pending.go
 	}
 	return admission.Errored(r.Code, r.Err)

@@ -150,7 +150,7 @@ func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
 			t.Errorf("reason %q has the label %q", reason, label)
 		}
 	}
-	if len(refusalReasons) != 6 {
+	if len(refusalReasons) != 7 {
 		t.Errorf("%d reasons mapped", len(refusalReasons))
 	}
 }

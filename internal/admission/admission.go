@@ -90,13 +90,13 @@ type Reason string
 
 // Refusal reasons.
 const (
-	ReasonInvalid        Reason = "invalid"         // the object breaks an invariant of the API
-	ReasonTooLarge       Reason = "too_large"       // an object is over the size of a Secret
-	ReasonNameRequired   Reason = "name_required"   // generateName without a name cannot be externalized
-	ReasonSecretConflict Reason = "secret_conflict" // a Secret under our name holds other content
-	ReasonWriteFailed    Reason = "write_failed"    // reading or writing a Secret or the stored COS failed
-	ReasonInternal       Reason = "bad_request"     // planning failed for another reason
-	ReasonRetryLater     Reason = "retry_later"     // the Store refused to write now (ErrRetryLater): nothing was written
+	ReasonInvalid        Reason = "invalid"            // the object breaks an invariant of the API
+	ReasonTooLarge       Reason = "too_large"          // an object is over the size of a Secret
+	ReasonNameRequired   Reason = "name_required"      // generateName without a name cannot be externalized
+	ReasonSecretConflict Reason = "secret_conflict"    // a Secret under our name holds other content
+	ReasonWriteFailed    Reason = "write_failed"       // reading or writing a Secret or the stored COS failed
+	ReasonInternal       Reason = "bad_request"        // planning failed for another reason
+	ReasonUnreferenced   Reason = "unreferenced_limit" // the Store refused to write now (ErrRetryLater: the unreferenced bound): nothing was written
 )
 
 // ErrRetryLater, wrapped by an error of Store.Write, says that the Store wrote nothing and refuses
@@ -465,7 +465,7 @@ func writeRefusal(err error) *Refusal {
 		return &Refusal{Reason: ReasonSecretConflict, Code: http.StatusConflict, Err: err}
 	}
 	if errors.Is(err, ErrRetryLater) {
-		return &Refusal{Reason: ReasonRetryLater, Code: http.StatusTooManyRequests, Err: err}
+		return &Refusal{Reason: ReasonUnreferenced, Code: http.StatusTooManyRequests, Err: err}
 	}
 	return &Refusal{Reason: ReasonWriteFailed, Code: http.StatusInternalServerError, Err: err}
 }
