@@ -296,13 +296,11 @@ var nemesisMix = []weight{{opProxy, 4}, {opPause, 2}, {opSkew, 1}}
 // progress beside this test). Each is off unless COS_ADV_PENDING names it (or is "all"), so the fixed
 // seed in make test stays green; open one to see the bug, and remove it from here once its fix lands.
 var gates = map[string]string{
-	"wave":            "issue 27 section 2: the guard's 'no users' misses a revision created with the refs in the same instant as the prune (the guard's cache delay)",
-	"orphan-recreate": "issue 27 section 2: grace counts from creation, so the sweep takes the content of a COS re-created from its stored form after an orphan delete",
-	"race":            "issue 27 section 2: a copy of a revision deleted in the same round races the collector and the guard's cache",
-	"forged":          "issue 27 section 1: a forged admission causes writes while the webhook server accepts any TLS client",
-	"leak":            "issue 27 section 1: answers to a refs-only create or update carry existence, keys and lengths of Secrets the caller cannot read",
-	"slow-client":     "issue 27 section 1: the webhook server has no read timeout",
-	"burst-timeout":   "issue 27 section 3: concurrent large admissions time out instead of being refused quickly",
+	"race":          "issue 27 section 2: a copy of a revision deleted in the same round races the collector and the guard's cache",
+	"forged":        "issue 27 section 1: a forged admission causes writes while the webhook server accepts any TLS client",
+	"leak":          "issue 27 section 1: answers to a refs-only create or update carry existence, keys and lengths of Secrets the caller cannot read",
+	"slow-client":   "issue 27 section 1: the webhook server has no read timeout",
+	"burst-timeout": "issue 27 section 3: concurrent large admissions time out instead of being refused quickly",
 }
 
 // gatedOp reports whether op kind is gated (not drawn).

@@ -42,7 +42,7 @@ import (
 const defaultSeed = 20261124
 
 // defaultWorkers is how many workers the fixed run of `make test` has.
-const defaultWorkers = 1
+const defaultWorkers = 2
 
 func TestMain(m *testing.M) {
 	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {

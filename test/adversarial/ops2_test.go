@@ -139,8 +139,9 @@ func storedForm(stored *olmv1.ClusterObjectSet) *olmv1.ClusterObjectSet {
 	return &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: stored.Name, Labels: stored.Labels, Annotations: stored.Annotations}, Spec: *stored.Spec.DeepCopy()}
 }
 
-// orphanRecreate deletes a revision with orphan propagation (keep the workloads) and, at once,
-// creates it again from its stored form (refs): under the same name, or as the next revision.
+// orphanRecreate deletes a revision with orphan propagation (keep the workloads) and, 0-3 s later
+// (the user's gap between two commands, seeded), creates it again from its stored form (refs): under
+// the same name, or as the next revision.
 func (r *runner) orphanRecreate(op Op) error {
 	rev := op.Rev
 	if op.Variant == "other" {
@@ -159,6 +160,8 @@ func (r *runner) orphanRecreate(op Op) error {
 	if err := r.deleteAndWait(name, metav1.DeletePropagationOrphan); err != nil {
 		return err
 	}
+	// The user's own gap between the two commands, 0-3 s (seeded): a sweep tick or more passes.
+	time.Sleep(time.Duration(op.Seed%3000) * time.Millisecond)
 	target := e
 	if op.Variant == "other" {
 		again = r.revision(op, builders.WithPhases(stored.Spec.Phases...))
@@ -310,10 +313,13 @@ func (r *runner) forged(op Op) error {
 			return refused(err)
 		}
 		return r.judgeProbe("a forged refs-only CREATE", planted, absent)
-	default: // old
-		c := r.revision(Op{Owner: 0, Rev: 1}, builders.WithPhase("configuration", builders.Ref(r.plant.foreign.Name, r.plant.foreign.Namespace, plantKey)))
+	default: // old: new inline phases, so the handler compares them with the old refs' content
+		old := r.revision(Op{Owner: 0, Rev: 1}, builders.WithPhase("configuration",
+			builders.Ref(r.plant.foreign.Name, r.plant.foreign.Namespace, plantKey), builders.Ref(r.plant.opaque.Name, "", plantKey)))
+		old.Name = name
+		c := r.inlineCOS(Op{Owner: 0, Rev: 1}, r.m.objects(0, 1, op.Seed, false))
 		c.Name = name
-		answer, err := r.forge(admissionv1.Update, c, c.DeepCopy())
+		answer, err := r.forge(admissionv1.Update, c, old)
 		if err != nil {
 			return refused(err)
 		}
