@@ -378,6 +378,7 @@ bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs
 	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/plugin/
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/admission/
 	$(GO) test -run '^$$' -bench . -benchtime=3x -timeout 30m ./test/e2e/local/
 
 # The scale benchmark (test/bench/scale; figures in docs/benchmarks.md, "Scale"): 1,000 ClusterObjectSets
