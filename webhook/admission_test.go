@@ -201,4 +201,3 @@ func TestValidatorCharged(t *testing.T) {
 		})
 	}
 }
-
