@@ -79,6 +79,12 @@ type Options struct {
 
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
+	// SweepClock is the orphan sweep's clock, on which it measures every grace period (tests skew it
+	// apart from the reconciler's); nil is the real clock. Not a flag.
+	SweepClock clock.PassiveClock
+	// SweepBeforeDelete, when set (tests), is called by the orphan sweep with the Secrets it is about
+	// to delete, after its live confirmation (controllers.OrphanSweeper.BeforeDelete). Not a flag.
+	SweepBeforeDelete func(ctx context.Context, secrets []corev1.Secret)
 	// SkipControllerNameValidation lets a process start the manager more than once (tests). Not a flag.
 	SkipControllerNameValidation bool
 
@@ -406,6 +412,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	}
 	if err := mgr.Add(&controllers.OrphanSweeper{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SystemNamespace: o.systemNamespace, Interval: o.sweepEvery, GracePeriod: o.sweepGrace,
+		Clock: o.SweepClock, BeforeDelete: o.SweepBeforeDelete,
 	}); err != nil {
 		return err
 	}
