@@ -4,7 +4,7 @@
 // limit of 1 GiB (MEMORY_LIMIT). It reports, per N: how many were admitted at the first try and
 // with retries (a 429 is retried after its Retry-After, as client-go does), the p50 and p99 of the
 // time until admitted, and the manager's peak RSS during the round. make bench runs it once; the
-// figures go to docs/benchmarks.md.
+// figures go to docs/benchmarks.md. COS_BENCH_MANAGER=path measures another manager binary.
 package admission_test
 
 import (
@@ -204,9 +204,12 @@ func startManager(b *testing.B, env *testenv.Environment) *controlplane.Process 
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
-	bin, err := local.BuildManager(dir)
-	if err != nil {
-		b.Fatal(err)
+	bin := os.Getenv("COS_BENCH_MANAGER") // another build to compare, e.g. the release before
+	if bin == "" {
+		var err error
+		if bin, err = local.BuildManager(dir); err != nil {
+			b.Fatal(err)
+		}
 	}
 	env.EnsureNamespace(b, testenv.SystemNamespace)
 	bundle, err := certs.Generate([]string{"127.0.0.1"}, 24*time.Hour, time.Now())
