@@ -22,7 +22,7 @@ var refusalReasons = map[cosadmission.Reason]string{
 	cosadmission.ReasonSecretConflict: RefusalSecretConflict,
 	cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
 	cosadmission.ReasonInternal:       RefusalBadRequest,
-	cosadmission.ReasonUnreferenced:     RefusalUnreferenced, // pending.go
+	cosadmission.ReasonUnreferenced:   RefusalUnreferenced, // pending.go
 }
 
 // refusal is the response of the pipeline's refusal: the API server's Invalid status for field

@@ -62,7 +62,7 @@ func TestCoalescedList(t *testing.T) {
 	var mu sync.Mutex
 	var calls []map[types.NamespacedName]bool
 	release := make(chan struct{})
-	users := func(ctx context.Context, keys map[types.NamespacedName]bool) (map[types.NamespacedName][]secretuse.Use, error) {
+	users := func(_ context.Context, keys map[types.NamespacedName]bool) (map[types.NamespacedName][]secretuse.Use, error) { //nolint:unparam // the signature of coalescedList.Do's list
 		mu.Lock()
 		calls = append(calls, keys)
 		n := len(calls)

@@ -208,16 +208,16 @@ func (s *Server) StartedChecker() healthz.Checker {
 	}
 }
 
-// limitBody refuses a body declared larger than max, and stops reading one that grows past it.
-func limitBody(h http.Handler, max int64) http.Handler {
+// limitBody refuses a body declared larger than limit, and stops reading one that grows past it.
+func limitBody(h http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > max {
+		if r.ContentLength > limit {
 			w.Header().Set("Connection", "close")
-			http.Error(w, "request body too large: limit is "+strconv.FormatInt(max, 10)+" bytes", http.StatusRequestEntityTooLarge)
+			http.Error(w, "request body too large: limit is "+strconv.FormatInt(limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, max)
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		h.ServeHTTP(w, r)
 	})

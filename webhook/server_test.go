@@ -332,20 +332,20 @@ func TestServerCutsOffSlowClients(t *testing.T) {
 // TestServerBoundsTheBody: a body over the bound is refused, declared or not.
 func TestServerBoundsTheBody(t *testing.T) {
 	p := newTestPKI(t)
-	const max = 1024
+	const limit = 1024
 	tests := map[string]struct {
 		size    int
 		chunked bool
 		want    int
 		handler bool
 	}{
-		"at the bound":            {size: max, want: http.StatusOK, handler: true},
-		"declared over the bound": {size: max + 1, want: http.StatusRequestEntityTooLarge},
-		"chunked over the bound":  {size: 4 * max, chunked: true, want: http.StatusBadRequest, handler: true},
+		"at the bound":            {size: limit, want: http.StatusOK, handler: true},
+		"declared over the bound": {size: limit + 1, want: http.StatusRequestEntityTooLarge},
+		"chunked over the bound":  {size: 4 * limit, chunked: true, want: http.StatusBadRequest, handler: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			addr, seen := startServer(t, p, ServerOptions{MaxRequestBytes: max})
+			addr, seen := startServer(t, p, ServerOptions{MaxRequestBytes: limit})
 			c := p.client(nil)
 			defer c.CloseIdleConnections()
 			var body io.Reader = strings.NewReader(strings.Repeat("x", tc.size))
@@ -365,8 +365,8 @@ func TestServerBoundsTheBody(t *testing.T) {
 				if !tc.handler {
 					t.Errorf("a handler ran: %+v", s)
 				}
-				if s.bodyLen > max {
-					t.Errorf("the handler read %d bytes, over %d", s.bodyLen, max)
+				if s.bodyLen > limit {
+					t.Errorf("the handler read %d bytes, over %d", s.bodyLen, limit)
 				}
 			default:
 				if tc.handler {

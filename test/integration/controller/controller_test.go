@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -481,7 +481,7 @@ func TestOrphanSweep(t *testing.T) {
 
 	// A sweeper whose clock is an hour ahead of the API server's deletes nothing on its first look:
 	// a grace period starts when the sweep first sees a Secret unused, on its own clock.
-	clk := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))
+	clk := testingclock.NewFakePassiveClock(time.Now().Add(time.Hour))
 	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
 		GracePeriod: 5 * time.Minute, Clock: clk}
 	waitSeenUnused(t, sweeper, old, young)
@@ -552,7 +552,7 @@ func touch(t *testing.T, s *corev1.Secret) {
 // sweepTwice runs the sweep on a clock of its own, then again a grace period later.
 func sweepTwice(t *testing.T, sweeper *controllers.OrphanSweeper) {
 	t.Helper()
-	clk := clocktesting.NewFakePassiveClock(time.Now())
+	clk := testingclock.NewFakePassiveClock(time.Now())
 	sweeper.Clock = clk
 	for range 2 {
 		if _, err := sweeper.Sweep(ctx); err != nil {
@@ -566,7 +566,7 @@ func sweepTwice(t *testing.T, sweeper *controllers.OrphanSweeper) {
 // has seen the Secrets unused, then a grace period later until none of them is left.
 func sweepAfterGrace(t *testing.T, sweeper *controllers.OrphanSweeper, secrets ...*corev1.Secret) {
 	t.Helper()
-	clk := clocktesting.NewFakePassiveClock(time.Now())
+	clk := testingclock.NewFakePassiveClock(time.Now())
 	sweeper.Clock = clk
 	waitSeenUnused(t, sweeper, secrets...)
 	clk.SetTime(clk.Now().Add(sweeper.GracePeriod))

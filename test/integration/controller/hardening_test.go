@@ -13,7 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -196,7 +196,7 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 		}
 		names = append(names, s.Name)
 	}
-	clk := clocktesting.NewFakePassiveClock(time.Now())
+	clk := testingclock.NewFakePassiveClock(time.Now())
 	sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
 		GracePeriod: 5 * time.Minute, Clock: clk}
 	var secrets []*corev1.Secret

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -60,7 +60,7 @@ func TestSweepLosesToARefsOnlyCreate(t *testing.T) {
 		return true, ""
 	})
 
-	clk := clocktesting.NewFakePassiveClock(time.Now())
+	clk := testingclock.NewFakePassiveClock(time.Now())
 	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
 		GracePeriod: 5 * time.Minute, Clock: clk}
 	waitSeenUnused(t, sweeper, secrets...)

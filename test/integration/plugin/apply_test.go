@@ -16,7 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -365,7 +365,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 		_, secrets := stopped(t, name)
 		// The manager's own sweep with its default grace period (5 minutes): it sees them unused, and
 		// deletes them once they stayed so, unchanged, for the grace period.
-		clk := clocktesting.NewFakePassiveClock(time.Now())
+		clk := testingclock.NewFakePassiveClock(time.Now())
 		sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
 			GracePeriod: 5 * time.Minute, Clock: clk}
 		framework.Eventually(ctx, t, "the sweep to see the Secrets unused", func(ctx context.Context) (bool, string) {
