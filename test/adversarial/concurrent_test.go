@@ -169,15 +169,10 @@ func (r *runner) withHistory(err error) error {
 // all its content (checkLive): a window that closes before the round ends is still seen.
 func (r *runner) observe(ctx context.Context) error {
 	for ctx.Err() == nil {
-		if err := r.checkLive(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil // a read cut short at the end of the round
-			}
-			var v *violation
-			if errors.As(err, &v) {
-				return fmt.Errorf("observed during the round: %w", err)
-			}
-			// A read that failed (a nemesis): look again.
+		// A read that failed (a nemesis, or cut short at the end of the round) is not a violation:
+		// look again, or stop.
+		if err := r.checkLive(ctx); isViolation(err) {
+			return fmt.Errorf("observed during the round: %w", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -251,10 +246,8 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 			}
 			continue
 		}
-		if op.Kind == opBurst && !slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == opBurst }) {
-			// One burst per round at most: it is heavy enough.
-		} else if op.Kind == opBurst {
-			continue
+		if op.Kind == opBurst && slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == opBurst }) {
+			continue // one burst per round at most: it is heavy enough
 		}
 		target := m.name(op.Owner, op.Rev)
 		if op.Kind == opCopy || op.Kind == opWave {
@@ -370,6 +363,12 @@ func (r *runner) goneInModel(e *entry) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return e.gone
+}
+
+// isViolation reports whether err is (or wraps) an invariant's violation.
+func isViolation(err error) bool {
+	var v *violation
+	return errors.As(err, &v)
 }
 
 func isNemesis(kind string) bool { return kind == opProxy || kind == opPause || kind == opSkew }

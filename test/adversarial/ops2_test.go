@@ -49,7 +49,7 @@ import (
 const burstOwner = 10
 
 // generateNew draws the targets of the new kinds (see generateFrom).
-func generateNew(r *rand.Rand, m *model, op Op, pickLive func(func(*entry) bool) (*entry, bool), pickShared func() bool, next func(int)) (Op, bool) {
+func generateNew(r *rand.Rand, m *model, op Op, pickLive func(func(*entry) bool) (*entry, bool), next func(int)) (Op, bool) {
 	usable := func(e *entry) bool { return !e.bad && !e.empty && !e.lost && e.owner < owners }
 	switch op.Kind {
 	case opOrphanRecreate:
