@@ -335,7 +335,14 @@ func runPoolModel(t *testing.T, seed []byte) {
 				mu.Lock()
 				budgets[i], drawing[i] = b, true
 				mu.Unlock()
-				err := b.Reserve(ctx, pl.reserve)
+				reserve := pl.reserve
+				if attempt > 0 {
+					// A retry reserves what it holds, waiting in turn holding nothing, rather than spin
+					// on Hold, which never waits.
+					reserve = max(reserve, pl.hold)
+					runtime.Gosched()
+				}
+				err := b.Reserve(ctx, reserve)
 				if err == nil {
 					err = b.Hold(pl.hold)
 				}
