@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -191,7 +192,13 @@ type secretView struct {
 func viewOf(secrets []corev1.Secret) []secretView {
 	var out []secretView
 	for _, s := range secrets {
-		v := secretView{Name: s.Name, Namespace: s.Namespace, Labels: s.Labels, Annotations: s.Annotations, Type: s.Type,
+		// The last-used time says when a Secret was last reused (every reuse writes it), not what it is.
+		annotations := maps.Clone(s.Annotations)
+		delete(annotations, content.LastUsedAnnotation)
+		if len(annotations) == 0 {
+			annotations = nil
+		}
+		v := secretView{Name: s.Name, Namespace: s.Namespace, Labels: s.Labels, Annotations: annotations, Type: s.Type,
 			Immutable: ptr.Deref(s.Immutable, false), Data: s.Data}
 		for _, o := range s.OwnerReferences {
 			v.Owners = append(v.Owners, fmt.Sprintf("%s %s %s controller=%v block=%v", o.APIVersion, o.Kind, o.Name, ptr.Deref(o.Controller, false), ptr.Deref(o.BlockOwnerDeletion, false)))

@@ -101,7 +101,8 @@ func TestFrontEndsAgree(t *testing.T) {
 
 	cases := map[string]func(name string) frontEndCase{
 		"externalized, with a given ref": func(name string) frontEndCase {
-			return frontEndCase{submitted: inline(name, always, builders.WithPhase("given", builders.Ref("given", ns, "k"))), hasSecrets: true}
+			// The given ref is outside the system namespace: not read, and said so.
+			return frontEndCase{submitted: inline(name, always, builders.WithPhase("given", builders.Ref("given", ns, "k"))), hasSecrets: true, warnings: 1}
 		},
 		"small, stays inline": func(name string) frontEndCase { return frontEndCase{submitted: inline(name)} },
 		"refs only, to missing Secrets and keys": func(name string) frontEndCase {
