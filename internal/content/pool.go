@@ -103,13 +103,6 @@ func (p *Pool) Used() int64 {
 	return p.used
 }
 
-// Free is the room left now.
-func (p *Pool) Free() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.capacity - p.used
-}
-
 // errOverCapacity is why a request for more than the whole pool is refused at once.
 var errOverCapacity = errors.New("more than the capacity")
 
