@@ -44,19 +44,17 @@ func TestResolveErrorsTellNoSize(t *testing.T) {
 	otherKey := Key([]byte(`{"other":true}`))
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			key := func(v []byte) string {
-				if tc.plainKeys {
-					return "password"
-				}
-				return otherKey
+			key := otherKey
+			if tc.plainKeys {
+				key = "password"
 			}
 			var msgs []string
 			for _, v := range [][]byte{tc.short, tc.long} {
-				_, err := NewBudget(0).Resolve(context.Background(), "default/topsecret/password", v, key(v))
+				_, err := NewBudget(0).Resolve(context.Background(), "default/topsecret/password", v, key)
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("Budget.Resolve: %v, want %v", err, tc.want)
 				}
-				_, err2 := Resolve(v, key(v), MaxDecompressedSize)
+				_, err2 := Resolve(v, key, MaxDecompressedSize)
 				if !errors.Is(err2, tc.want) {
 					t.Fatalf("Resolve: %v, want %v", err2, tc.want)
 				}

@@ -19,7 +19,7 @@ import (
 func TestSecretResolverRequestBudget(t *testing.T) {
 	value := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}`)
 	key := content.Key(value)
-	get := func(_ context.Context, k types.NamespacedName) (*corev1.Secret, error) {
+	get := func(context.Context, types.NamespacedName) (*corev1.Secret, error) { //nolint:unparam // externalize.GetSecretFunc
 		return &corev1.Secret{Data: map[string][]byte{key: value}}, nil
 	}
 	ref := olmv1.ObjectSourceRef{Name: "s", Key: key}
