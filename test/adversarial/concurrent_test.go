@@ -106,7 +106,7 @@ func (r *runner) indeterminate(err error) bool {
 
 // exclusive ops stop or restart the manager: they run in a round of their own.
 func exclusive(kind string) bool {
-	return kind == opRestart || kind == opFailover || kind == opDown || kind == opSkew || kind == opNSDelete
+	return kind == opRestart || kind == opFailover || kind == opDown || kind == opSkew || kind == opSweepSkew || kind == opNSDelete
 }
 
 // faulty ops make other ops of their round fail for want of service, as they should.
@@ -116,7 +116,7 @@ func faulty(kind string) bool {
 
 // destructive ops take a revision (and maybe its Secrets) away.
 func destructive(kind string) bool {
-	return kind == opDelete || kind == opRecreate || kind == opRestore || kind == opOrphanRecreate || kind == opWave
+	return kind == opDelete || kind == opRecreate || kind == opRestore || kind == opOrphanRecreate || kind == opWave || kind == opSweepRace
 }
 
 // round runs ops at the same time, one worker each, with the observer checking the live content
@@ -250,7 +250,7 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 			continue // one burst per round at most: it is heavy enough
 		}
 		target := m.name(op.Owner, op.Rev)
-		if op.Kind == opCopy || op.Kind == opWave {
+		if op.Kind == opCopy || op.Kind == opWave || op.Kind == opSweepRace {
 			target = m.name(op.Owner, op.From)
 		}
 		if targets[target] && (destructive(op.Kind) || op.Kind == opCopy) && !gateOpen("race") {
@@ -279,11 +279,11 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 // concurrentMix is the sequential mix plus the new ops.
 var concurrentMix = append(slices.Clone(weighted), []weight{
 	{opOrphanRecreate, 4}, {opCopyGone, 3}, {opWave, 5}, {opForged, 3}, {opSlowClient, 1}, {opBurst, 2},
-	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3},
+	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3},
 }...)
 
 // nemesisMix is what the nemesis does beside a round.
-var nemesisMix = []weight{{opProxy, 4}, {opPause, 2}, {opSkew, 1}}
+var nemesisMix = []weight{{opProxy, 4}, {opPause, 2}, {opSkew, 1}, {opSweepSkew, 1}}
 
 // gates: invariants and ops that find a bug of issue 27 whose fix has not landed (sections 1-3, in
 // progress beside this test). Each is off unless COS_ADV_PENDING names it (or is "all"), so the fixed
@@ -371,4 +371,6 @@ func isViolation(err error) bool {
 	return errors.As(err, &v)
 }
 
-func isNemesis(kind string) bool { return kind == opProxy || kind == opPause || kind == opSkew }
+func isNemesis(kind string) bool {
+	return kind == opProxy || kind == opPause || kind == opSkew || kind == opSweepSkew
+}

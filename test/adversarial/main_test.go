@@ -72,6 +72,10 @@ type harness struct {
 	nemesis bool
 	proxy   *proxy
 	skew    time.Duration
+	// sweepSkew shifts the orphan sweep's clock (app.Options.SweepClock) apart from the
+	// reconciler's; traps are the sweep-race ops' armed hooks (app.Options.SweepBeforeDelete).
+	sweepSkew time.Duration
+	traps     map[*sweepTrap]bool
 }
 
 var current *harness
@@ -194,6 +198,13 @@ func (h *harness) newRunner() (*runner, error) {
 		// The ClusterObjectSets of earlier runs go first: a replay's failures (its heap above all)
 		// are its own.
 		if err := clearRuns(); err != nil {
+			return nil, err
+		}
+	}
+	if h.skew != 0 || h.sweepSkew != 0 {
+		// A run (a replay while shrinking above all) starts with the clocks a run starts with.
+		h.skew, h.sweepSkew = 0, 0
+		if err := h.restart(); err != nil {
 			return nil, err
 		}
 	}

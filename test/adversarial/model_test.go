@@ -295,7 +295,7 @@ func generateFrom(r *rand.Rand, m *model, mix []weight) (Op, bool) {
 		next(badOwner)
 		op.Variant = []string{"bomb", "corrupt"}[r.IntN(2)]
 	default:
-		return generateNew(r, m, op, pickLive, next)
+		return op, generateNew(r, m, &op, pickLive, next)
 	}
 	return op, true
 }

@@ -152,12 +152,17 @@ func (h *harness) proxiedEnv() (*testenv.Environment, error) {
 	return &env, nil
 }
 
-// adjust is the options hook of every replica: the reconciler's clock, shifted by h.skew.
+// adjust is the options hook of every replica: the reconciler's clock, shifted by h.skew; the
+// sweep's, shifted by h.sweepSkew; the sweep's hook before its deletes, where sweep-race ops land.
 func (h *harness) adjust(o *app.Options) {
 	o.SkipControllerNameValidation = true
 	if h.skew != 0 {
 		o.Clock = shiftedClock{d: h.skew}
 	}
+	if h.sweepSkew != 0 {
+		o.SweepClock = shiftedClock{d: h.sweepSkew}
+	}
+	o.SweepBeforeDelete = h.beforeSweepDelete
 }
 
 // shiftedClock is the real clock shifted by d.

@@ -48,14 +48,15 @@ import (
 // from the others.
 const burstOwner = 10
 
-// generateNew draws the targets of the new kinds (see generateFrom).
-func generateNew(r *rand.Rand, m *model, op Op, pickLive func(func(*entry) bool) (*entry, bool), next func(int)) (Op, bool) {
+// generateNew draws the targets of the new kinds into op (see generateFrom), which pickLive and next
+// set too: op must be generateFrom's own, not a copy.
+func generateNew(r *rand.Rand, m *model, op *Op, pickLive func(func(*entry) bool) (*entry, bool), next func(int)) bool {
 	usable := func(e *entry) bool { return !e.bad && !e.empty && !e.lost && e.owner < owners }
 	switch op.Kind {
 	case opOrphanRecreate:
 		e, ok := pickLive(usable)
 		if !ok {
-			return op, false
+			return false
 		}
 		op.Variant = []string{"same", "other"}[r.IntN(2)]
 		if op.Variant == "other" {
@@ -72,14 +73,14 @@ func generateNew(r *rand.Rand, m *model, op Op, pickLive func(func(*entry) bool)
 				}
 			}
 			if len(gone) == 0 {
-				return op, false
+				return false
 			}
 			slices.Sort(gone)
 			src = m.entries[gone[r.IntN(len(gone))]]
 		} else {
 			var ok bool
 			if src, ok = pickLive(usable); !ok {
-				return op, false
+				return false
 			}
 		}
 		op.From = src.rev
@@ -91,21 +92,36 @@ func generateNew(r *rand.Rand, m *model, op Op, pickLive func(func(*entry) bool)
 	case opOLMSecret:
 		next(r.IntN(owners))
 	case opBurst:
+		// Revision Rev of every burst owner: each one's next (another op may have made a revision
+		// of one of them: a copy of a burst's revision, an empty one).
+		n := int(envUint("COS_ADV_BURST", 2))
 		op.Owner = burstOwner
-		m.nextRev[burstOwner]++
-		op.Rev = m.nextRev[burstOwner]
-		op.Variant = fmt.Sprint(envUint("COS_ADV_BURST", 2))
+		for i := range n {
+			op.Rev = max(op.Rev, m.nextRev[burstOwner+i]+1)
+		}
+		for i := range n {
+			m.nextRev[burstOwner+i] = op.Rev
+		}
+		op.Variant = fmt.Sprint(n)
 	case opProxy:
 		op.Variant = []string{"delay", "delay", "blackhole", "cut"}[r.IntN(4)]
 	case opPause:
 		op.Variant = []string{"etcd", "kube-apiserver"}[r.IntN(2)]
-	case opSkew:
+	case opSkew, opSweepSkew:
 		op.Variant = []string{"6m", "-6m", "0s"}[r.IntN(3)]
+	case opSweepRace:
+		// Secrets no other revision uses, so that the sweep comes for them.
+		e, ok := pickLive(func(e *entry) bool { return usable(e) && len(e.refs) > 0 && !m.shares(e) })
+		if !ok {
+			return false
+		}
+		op.From = e.rev
+		next(e.owner)
 	case opSlowClient, opUnusedDelete:
 	default:
-		return op, false
+		return false
 	}
-	return op, true
+	return true
 }
 
 func (r *runner) execNew(op Op) error {
@@ -128,6 +144,10 @@ func (r *runner) execNew(op Op) error {
 		return r.olmSecret(op)
 	case opUnusedDelete:
 		return r.unusedDelete(op)
+	case opSweepRace:
+		return r.sweepRace(op)
+	case opSweepSkew:
+		return r.sweepSkew(op)
 	case opProxy, opPause, opSkew:
 		return r.nemesis(op)
 	}

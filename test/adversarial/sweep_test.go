@@ -1,0 +1,270 @@
+package adversarial_test
+
+// The orphan sweep's seams (app.Options.SweepBeforeDelete and SweepClock): sweep-race lands a
+// refs-only create exactly between the sweep's live confirmation and its delete, decided by the
+// Secrets' names, not by timing; sweep-skew restarts the manager with the sweep's clock shifted apart
+// from the reconciler's and checks that a Secret written a moment earlier is not swept.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+const (
+	// opSweepRace: revision From is deleted with orphan propagation; when the sweep is about to
+	// delete its Secrets (its hook), revision Rev is created with From's stored refs before the hook
+	// returns. The create's admission writes the Secrets (the touch), so the sweep's conditional
+	// delete must fail and Rev keep its content.
+	opSweepRace = "sweep-race"
+	// opSweepSkew: nemesis: the manager restarts with the sweep's clock shifted (Variant: a
+	// duration), apart from the reconciler's; a Secret written then must outlive its grace period.
+	opSweepSkew = "sweep-skew"
+)
+
+// sweepTrap is armed by a sweep-race op: the first time the sweep is about to delete one of its
+// Secrets (keys), spring runs in the sweep's goroutine, before the sweep deletes anything.
+type sweepTrap struct {
+	keys    map[types.NamespacedName]bool
+	spring  func(judged []corev1.Secret)
+	started bool
+	fired   chan struct{}
+}
+
+// beforeSweepDelete is every replica's app.Options.SweepBeforeDelete: it springs the armed traps
+// that name one of the Secrets the sweep is about to delete, and returns once they have run.
+func (h *harness) beforeSweepDelete(_ context.Context, secrets []corev1.Secret) {
+	h.mu.Lock()
+	var due []*sweepTrap
+	for t := range h.traps {
+		if slices.ContainsFunc(secrets, func(s corev1.Secret) bool { return t.keys[client.ObjectKeyFromObject(&s)] }) {
+			t.started = true
+			delete(h.traps, t)
+			due = append(due, t)
+		}
+	}
+	h.mu.Unlock()
+	for _, t := range due {
+		t.spring(slices.DeleteFunc(slices.Clone(secrets), func(s corev1.Secret) bool { return !t.keys[client.ObjectKeyFromObject(&s)] }))
+		close(t.fired)
+	}
+}
+
+func (h *harness) arm(t *sweepTrap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.traps == nil {
+		h.traps = map[*sweepTrap]bool{}
+	}
+	h.traps[t] = true
+}
+
+// disarm removes t; if the sweep has sprung it already, it waits until its spring has returned.
+func (h *harness) disarm(t *sweepTrap) {
+	h.mu.Lock()
+	delete(h.traps, t)
+	started := t.started
+	h.mu.Unlock()
+	if started {
+		<-t.fired
+	}
+}
+
+// sweepRace: revision From (live: deleted now with orphan propagation; or gone: its stored form as
+// last seen) leaves its Secrets to the sweep. When the sweep, having seen them unused for its grace
+// period and confirmed so with a live list, is about to delete them, revision Rev is created with
+// From's stored refs, and remembered, before the sweep's hook returns. Then, once the sweep's delete
+// has had its answer (each judged Secret gone or at another version), Rev must have all its content.
+func (r *runner) sweepRace(op Op) error {
+	from := r.m.name(op.Owner, op.From)
+	src := r.entry(from)
+	if src == nil || src.objs == nil || src.lost {
+		return nil
+	}
+	stored := &olmv1.ClusterObjectSet{}
+	var phases []olmv1.ClusterObjectSetPhase
+	live := false
+	switch err := r.admin.Get(r.ctx(), client.ObjectKey{Name: from}, stored); {
+	case err == nil && stored.DeletionTimestamp.IsZero():
+		phases, live = storedForm(stored).Spec.Phases, true
+	case apierrors.IsNotFound(err) && r.goneInModel(src):
+		r.mu.Lock()
+		phases = slices.Clone(src.phases)
+		r.mu.Unlock()
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	default:
+		return nil // being deleted by something else
+	}
+	name := r.m.name(op.Owner, op.Rev)
+	next := r.revision(op, builders.WithPhases(phases...))
+	keys := map[types.NamespacedName]bool{}
+	for _, key := range next.ReferencedSecrets(testenv.SystemNamespace) {
+		if key.Namespace == testenv.SystemNamespace {
+			keys[key] = true
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	target := &entry{owner: op.Owner, rev: op.Rev, objs: src.objs}
+	var judged []corev1.Secret
+	var created error
+	trap := &sweepTrap{keys: keys, fired: make(chan struct{}), spring: func(secrets []corev1.Secret) {
+		judged = secrets
+		created = expect("creating "+name+" with the stored refs of "+from+" while the sweep is about to delete them", r.admin.Create(r.ctx(), next.DeepCopy()))
+		if created == nil {
+			created = r.rememberCopy(name, target)
+		}
+	}}
+	r.env.arm(trap)
+	defer r.env.disarm(trap)
+	if live {
+		if err := r.deleteAndWait(from, metav1.DeletePropagationOrphan); err != nil {
+			return err
+		}
+	}
+	// The sweep first sees them unused (the collector has dropped their owner), waits its grace
+	// period (once this replica holds the lease) and confirms: within this bound, unless another
+	// ClusterObjectSet uses or owns them, or they are gone.
+	bound := time.Now().Add(r.env.grace + 5*r.env.sweepEvery + time.Minute)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for fired := false; !fired; {
+		select {
+		case <-trap.fired:
+			fired = true
+		case <-tick.C:
+			why := r.noSweepFor(keys)
+			if why == "" && time.Now().After(bound) {
+				why = "not within " + (r.env.grace + 5*r.env.sweepEvery + time.Minute).String()
+			}
+			if why == "" {
+				continue
+			}
+			r.env.disarm(trap)
+			select {
+			case <-trap.fired: // sprung while it was being disarmed
+				fired = true
+			default:
+				r.logf("sweep-race: the sweep did not come for the Secrets of %s (%s): no race", from, why)
+				return nil
+			}
+		}
+	}
+	if created != nil {
+		return created
+	}
+	r.logf("sweep-race: the sweep was about to delete %d Secrets of %s; %s was created with their refs first", len(judged), from, name)
+	// The sweep's delete has had its answer once each judged Secret is gone or at another version.
+	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for i := range judged {
+			cur := &corev1.Secret{}
+			err := r.admin.Get(ctx, client.ObjectKeyFromObject(&judged[i]), cur)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return false, nil //nolint:nilerr // a read that failed says nothing yet: look again
+			}
+			if cur.UID == judged[i].UID && cur.ResourceVersion == judged[i].ResourceVersion {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	cos := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !secretuse.Live(cos) || r.goneInModel(target) {
+		return nil
+	}
+	return r.checkContent(r.ctx(), cos, target)
+}
+
+// noSweepFor says why the sweep will not come for any of keys ("" if it may): each is gone, or
+// used or owned by an existing ClusterObjectSet.
+func (r *runner) noSweepFor(keys map[types.NamespacedName]bool) string {
+	list := &olmv1.ClusterObjectSetList{}
+	if err := r.admin.List(r.ctx(), list); err != nil {
+		return ""
+	}
+	exists := map[types.UID]bool{}
+	for _, c := range list.Items {
+		exists[c.UID] = true
+	}
+	users := secretuse.BySecret(list.Items, testenv.SystemNamespace)
+	for key := range keys {
+		sec := &corev1.Secret{}
+		err := r.admin.Get(r.ctx(), key, sec)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return ""
+		}
+		owned := slices.ContainsFunc(sec.OwnerReferences, func(o metav1.OwnerReference) bool { return exists[o.UID] })
+		if !owned && len(users[key]) == 0 {
+			return "" // the sweep's to judge
+		}
+	}
+	return "each is gone, used or owned"
+}
+
+// sweepSkew restarts the manager with the sweep's clock shifted by Variant, apart from the
+// reconciler's, and writes an object-data Secret that nobody uses: the sweep measures its grace period
+// on its own clock from the moment it first sees the Secret unused, so the Secret must still exist
+// a grace period after it was written (then the sweep takes it; quiescence holds that).
+func (r *runner) sweepSkew(op Op) error {
+	skew, err := time.ParseDuration(op.Variant)
+	if err != nil {
+		return fmt.Errorf("sweep-skew %q: %w", op.Variant, err)
+	}
+	r.env.sweepSkew = skew
+	if err := r.env.restart(); err != nil {
+		return err
+	}
+	key := types.NamespacedName{Namespace: testenv.SystemNamespace, Name: fmt.Sprintf("%s-fresh-%d", r.m.run, op.Seed%100000)}
+	data := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fresh"}}`)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+		Labels: map[string]string{olmv1.LabelRevisionName: key.Name}},
+		Immutable: ptr.To(true), Type: olmv1.SecretTypeObjectData, Data: map[string][]byte{content.Key(data): data}}
+	written := time.Now() // before the write: the sweep cannot have seen it unused earlier
+	if err := r.admin.Create(r.ctx(), sec); apierrors.IsAlreadyExists(err) {
+		return nil // a replay of the same run's op: not written now
+	} else if err != nil {
+		return expect("writing an unused Secret with the sweep's clock shifted by "+op.Variant, err)
+	}
+	// An observation window, not a wait for a condition: gone at any time within the grace period
+	// after it was written (the time is taken after the read that found it gone) is too early.
+	for time.Since(written) < r.env.grace {
+		err := r.admin.Get(r.ctx(), key, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			if early := time.Since(written); early < r.env.grace {
+				return violated("swept-early", "Secret %s, unused, was swept %s after it was written (grace %s, the sweep's clock shifted by %s)",
+					key.Name, early.Round(time.Millisecond), r.env.grace, op.Variant)
+			}
+		}
+		select {
+		case <-r.ctx().Done():
+		case <-time.After(pollInterval):
+		}
+	}
+	return nil
+}
