@@ -296,20 +296,41 @@ test-unit: ## Run the tests that need no control plane and no downloaded bundles
 # hack/kind/bin/docker. KIND_IMAGE and KIND_CONFIG choose the node image and the cluster config.
 KIND ?= kind
 KIND_IMAGE ?=
-KIND_CONFIG ?=
+KIND_CONFIG ?= test/e2e/kind/cluster.yaml
+# The kind cluster's API server authenticates to the webhooks (docs/e2e.md, docs/security.md#webhook-callers):
+# hack/kind/webhookauth writes a client CA, kube-apiserver's client certificate and its AdmissionConfiguration
+# into KIND_WEBHOOK_AUTH, which KIND_CONFIG mounts into the node (the path, relative to the repository's root,
+# is the one the cluster configs of test/e2e/kind name); the suite deploys every case with the CA
+# (config/components/webhook-client-ca). KIND_WEBHOOK_CLIENT_AUTH=0 runs without, for a KIND_CONFIG of yours
+# that mounts nothing.
+KIND_WEBHOOK_CLIENT_AUTH ?= 1
+KIND_WEBHOOK_AUTH := .local/kind-webhook-auth
+KIND_AUTH := $(filter 1,$(KIND_WEBHOOK_CLIENT_AUTH))
 CERTMANAGER_MANIFEST ?= https://github.com/cert-manager/cert-manager/releases/download/$(CERTMANAGER_VERSION)/cert-manager.yaml
 
 .PHONY: test-e2e
 test-e2e: image testdata ## End-to-end suite on a kind cluster (needs Docker and kind; not run by `make test`).
 	@command -v $(KIND) >/dev/null || { echo "kind is not installed; e2e on kind needs Docker and kind (the same suite runs locally: make test-e2e-local; without a registry: make test-e2e-sources)"; exit 1; }
+ifneq ($(KIND_AUTH),)
+	@grep -q 'admission-control-config-file: /etc/kubernetes/admission/admission-configuration.yaml' '$(KIND_CONFIG)' && grep -q 'hostPath: $(KIND_WEBHOOK_AUTH)$$' '$(KIND_CONFIG)' || \
+		{ echo "$(KIND_CONFIG): no API server client certificate for the webhooks (the mount of $(KIND_WEBHOOK_AUTH) and the admission-control-config-file patch of test/e2e/kind/cluster.yaml); add them, or KIND_WEBHOOK_CLIENT_AUTH=0"; exit 1; }
+	$(GO) run ./hack/kind/webhookauth -dir $(KIND_WEBHOOK_AUTH)
+endif
 	$(KIND) get clusters | grep -qx '$(KIND_CLUSTER)' || $(KIND) create cluster --name $(KIND_CLUSTER) --wait 5m \
 		$(if $(KIND_IMAGE),--image $(KIND_IMAGE)) $(if $(KIND_CONFIG),--config $(KIND_CONFIG))
 	@mkdir -p $(LOCAL)
 	$(KIND) export kubeconfig --name $(KIND_CLUSTER) --kubeconfig $(LOCAL)/kind-kubeconfig
+ifneq ($(KIND_AUTH),)
+	@# A cluster kept from before (created without the patch) would have every admission refused.
+	@KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl -n kube-system get pods -l component=kube-apiserver -o jsonpath='{.items[*].spec.containers[*].command}' | \
+		grep -q 'admission-control-config-file=/etc/kubernetes/admission/' || \
+		{ echo "kind cluster $(KIND_CLUSTER): its API server presents no client certificate to webhooks (created before, or with another config); recreate it: $(KIND) delete cluster --name $(KIND_CLUSTER)"; exit 1; }
+endif
 	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl apply --server-side -f $(CERTMANAGER_MANIFEST)
 	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl wait --for=condition=Available --timeout=5m -n cert-manager deployment --all
 	$(KIND) load image-archive $(IMAGE_ARCHIVE) --name $(KIND_CLUSTER)
-	IMG=$(IMG) KUBECONFIG=$(LOCAL)/kind-kubeconfig $(GO) test -tags e2e_kind -count=1 -timeout 30m -v ./test/e2e/kind/
+	IMG=$(IMG) KUBECONFIG=$(LOCAL)/kind-kubeconfig $(if $(KIND_AUTH),E2E_WEBHOOK_AUTH_DIR=$(ROOT)/$(KIND_WEBHOOK_AUTH)) \
+		$(GO) test -tags e2e_kind -count=1 -timeout 30m -v ./test/e2e/kind/
 
 # What test-e2e-sources builds: kubelet, kubeadm and kube-proxy (hack/tools/kubenode, the release of
 # hack/tools/kube), kind and CoreDNS (at the version the pinned kubeadm asks for), into bin/kind-tools/.
@@ -440,12 +461,14 @@ IMG ?= cos-externalizer:dev
 # Extra manager flags and a replica count for deploy (empty: the overlay's), e.g. for tests.
 DEPLOY_ARGS ?=
 DEPLOY_REPLICAS ?=
+# kustomize components added over the overlay, as paths below config/ (e.g. components/webhook-client-ca).
+DEPLOY_COMPONENTS ?=
 # kubectl with kustomize; the one of bin/ unless given.
 KUBECTL ?= $(BIN)/kubectl
 KUBECTL_DEP := $(if $(filter $(BIN)/kubectl,$(KUBECTL)),$(KUBE_STAMP))
 
 .PHONY: deploy
-deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG; $IMG must be pinned by digest, built by make image, or IMG_VERIFIED=1. DEPLOY_REPLICAS=N and DEPLOY_ARGS='--flag=v ...' adjust the manager.
+deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG; $IMG must be pinned by digest, built by make image, or IMG_VERIFIED=1. DEPLOY_REPLICAS=N, DEPLOY_ARGS='--flag=v ...' and DEPLOY_COMPONENTS='components/...' adjust the manager.
 	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
 	@# An image no node can pull leaves the fail-closed webhooks refusing every inline ClusterObjectSet:
 	@# deploy only one pinned by digest (a release's), the one `make image` built, or one said pushed.
@@ -469,10 +492,13 @@ deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-sig
 	esac && \
 	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\nimages:\n- name: cos-externalizer\n  newName: %s\n  %s\n' \
 		"../../config/$(OVERLAY)" "$$name" "$$ref" > "$$tmp/kustomization.yaml" && \
+	if [ -n '$(strip $(DEPLOY_COMPONENTS))' ]; then printf 'components:\n' >> "$$tmp/kustomization.yaml" && \
+		for c in $(DEPLOY_COMPONENTS); do test -f "config/$$c/kustomization.yaml" || { echo "no component config/$$c"; exit 1; }; \
+			printf -- '- ../../config/%s\n' "$$c" >> "$$tmp/kustomization.yaml"; done; fi && \
 	ops='' && for a in $(DEPLOY_ARGS); do ops="$$ops    - {op: add, path: /spec/template/spec/containers/0/args/-, value: \"$$a\"}"$$'\n'; done && \
 	if [ -n '$(DEPLOY_REPLICAS)' ]; then ops="$$ops    - {op: replace, path: /spec/replicas, value: $(DEPLOY_REPLICAS)}"$$'\n'; fi && \
 	if [ -n "$$ops" ]; then printf 'patches:\n- target: {group: apps, kind: Deployment, name: cos-externalizer}\n  patch: |-\n%s' "$$ops" >> "$$tmp/kustomization.yaml"; fi && \
-	echo "deploying config/$(OVERLAY) with image $$img$(if $(DEPLOY_REPLICAS), and $(DEPLOY_REPLICAS) replicas)$(if $(DEPLOY_ARGS), and flags $(DEPLOY_ARGS))" && \
+	echo "deploying config/$(OVERLAY)$(if $(DEPLOY_COMPONENTS), + $(DEPLOY_COMPONENTS)) with image $$img$(if $(DEPLOY_REPLICAS), and $(DEPLOY_REPLICAS) replicas)$(if $(DEPLOY_ARGS), and flags $(DEPLOY_ARGS))" && \
 	$(KUBECTL) kustomize "$$tmp" | $(KUBECTL) apply --server-side --field-manager=cos-externalizer-deploy -f -
 
 .PHONY: undeploy

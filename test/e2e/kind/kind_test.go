@@ -3,6 +3,9 @@
 // Package kind runs the e2e suite (package test/e2e) on a kind cluster that `make test-e2e` has set
 // up: cert-manager installed, the image loaded and config/default deployed. Replicas are the
 // manager Deployment's Pods; the webhooks are reached through their Service, as in any cluster.
+// With E2E_WEBHOOK_AUTH_DIR (make test-e2e sets it: hack/kind/webhookauth's folder, which the cluster
+// config mounts into the node for the API server), every case deploys with the folder's client CA
+// (config/components/webhook-client-ca), so the webhooks serve only the API server.
 // Only this file differs from the local run (test/e2e/local), and it needs Docker, so CI does not
 // run it.
 package kind
@@ -11,10 +14,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +30,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -32,6 +39,7 @@ import (
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
@@ -42,10 +50,40 @@ import (
 
 const deployment = "cos-externalizer"
 
+// What config/components/webhook-client-ca mounts: the ConfigMap of the client CA, its key.
+const (
+	clientCAComponent = "components/webhook-client-ca"
+	clientCAConfigMap = "cos-externalizer-webhook-client-ca"
+	clientCAKey       = "ca.crt"
+)
+
 type cluster struct {
 	t      *testing.T
 	cfg    *rest.Config
 	client client.Client
+	// auth is the API server's client CA and certificate (E2E_WEBHOOK_AUTH_DIR), or nil: the
+	// managers then serve any caller.
+	auth *webhookAuth
+}
+
+// webhookAuth is what hack/kind/webhookauth wrote: the CA the managers trust, and the client
+// certificate the cluster's API server presents (the harness presents it too, to read what a
+// replica serves).
+type webhookAuth struct {
+	caPEM  []byte
+	client tls.Certificate
+}
+
+func loadWebhookAuth(dir string) (*webhookAuth, error) {
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key"))
+	if err != nil {
+		return nil, err
+	}
+	return &webhookAuth{caPEM: ca, client: pair}, nil
 }
 
 func TestE2E(t *testing.T) {
@@ -57,9 +95,18 @@ func TestE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var auth *webhookAuth
+	if dir := os.Getenv("E2E_WEBHOOK_AUTH_DIR"); dir != "" {
+		if auth, err = loadWebhookAuth(dir); err != nil {
+			t.Fatalf("E2E_WEBHOOK_AUTH_DIR: %v", err)
+		}
+		t.Logf("the API server authenticates to the webhooks: every case deploys with %s (client CA of %s)", clientCAComponent, dir)
+	} else {
+		t.Log("no E2E_WEBHOOK_AUTH_DIR: the webhooks serve any caller")
+	}
 	for _, name := range e2e.Order {
 		t.Run(name, func(t *testing.T) {
-			e2e.Cases[name](t, &cluster{t: t, cfg: cfg, client: cl})
+			e2e.Cases[name](t, &cluster{t: t, cfg: cfg, client: cl, auth: auth})
 		})
 	}
 }
@@ -85,10 +132,13 @@ func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	if err := e2e.ResetCA(ctx, c.client, c.Namespace(), mode); err != nil {
 		return err
 	}
+	if err := c.writeClientCA(ctx); err != nil {
+		return err
+	}
 	// The replicas and flags go in with the overlay, so no replica ever runs without them (one that
 	// did could make the self-signed CA with the default lifetime).
 	deploy := exec.CommandContext(ctx, "make", "-C", "../../..", "deploy", "OVERLAY="+overlay, "IMG="+os.Getenv("IMG"), "KUBECTL=kubectl",
-		"DEPLOY_REPLICAS="+strconv.Itoa(n), "DEPLOY_ARGS="+strings.Join(extra, " "))
+		"DEPLOY_REPLICAS="+strconv.Itoa(n), "DEPLOY_ARGS="+strings.Join(extra, " "), "DEPLOY_COMPONENTS="+c.components())
 	if out, err := deploy.CombinedOutput(); err != nil {
 		return fmt.Errorf("make deploy: %w\n%s", err, out)
 	}
@@ -96,14 +146,89 @@ func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...strin
 	if out, err := rollout.CombinedOutput(); err != nil {
 		return fmt.Errorf("kubectl rollout status: %w\n%s", err, out)
 	}
-	return c.routed(ctx)
+	if err := c.routed(ctx); err != nil {
+		return err
+	}
+	return c.refusesStrangers(ctx)
+}
+
+// components are the DEPLOY_COMPONENTS of every deploy: the client CA's when the API server
+// authenticates.
+func (c *cluster) components() string {
+	if c.auth == nil {
+		return ""
+	}
+	return clientCAComponent
+}
+
+// writeClientCA puts the client CA into the ConfigMap the component mounts (and the namespace, which
+// the overlay would create only with the Deployment that needs the ConfigMap).
+func (c *cluster) writeClientCA(ctx context.Context) error {
+	if c.auth == nil {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Namespace()}}
+	if err := c.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(), Name: clientCAConfigMap}}
+	_, err := controllerutil.CreateOrUpdate(ctx, c.client, cm, func() error {
+		cm.Data = map[string]string{clientCAKey: string(c.auth.caPEM)}
+		return nil
+	})
+	return err
+}
+
+// refusesStrangers checks, when the API server authenticates, that a replica refuses a caller without
+// the client certificate (no answer: the handshake fails) and answers one with it (any status: the
+// path is none of the webhooks'), straight to its Pod (port-forward), past the Service and any
+// NetworkPolicy.
+func (c *cluster) refusesStrangers(ctx context.Context) error {
+	if c.auth == nil {
+		return nil
+	}
+	p, err := c.pod(ctx, 0)
+	if err != nil {
+		return err
+	}
+	port, stop, err := c.forward(p)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	post := func(certs []tls.Certificate) (int, error) {
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}, //nolint:gosec // the caller is under test, not the server
+		}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("https://127.0.0.1:%d/", port), strings.NewReader("{}"))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	code, err := post(nil)
+	if err == nil {
+		return fmt.Errorf("replica %s answered %d to a caller without a client certificate: the webhooks serve anyone", p.Name, code)
+	}
+	c.Logf("replica %s refused a caller without a client certificate: %v", p.Name, err)
+	if _, err := post([]tls.Certificate{c.auth.client}); err != nil {
+		return fmt.Errorf("replica %s refused the API server's client certificate: %w", p.Name, err)
+	}
+	return nil
 }
 
 // Switch applies mode's overlay over the running Deployment (same replicas): the Deployment controller
 // rolls the Pods as it does for a user's kubectl apply.
 func (c *cluster) Switch(ctx context.Context, mode string) error {
 	deploy := exec.CommandContext(ctx, "make", "-C", "../../..", "deploy", "OVERLAY="+e2e.Overlay(mode), "IMG="+os.Getenv("IMG"), "KUBECTL=kubectl",
-		"DEPLOY_REPLICAS="+strconv.Itoa(c.Replicas()))
+		"DEPLOY_REPLICAS="+strconv.Itoa(c.Replicas()), "DEPLOY_COMPONENTS="+c.components())
 	if out, err := deploy.CombinedOutput(); err != nil {
 		return fmt.Errorf("make deploy: %w\n%s", err, out)
 	}
@@ -163,44 +288,65 @@ func (c *cluster) Replicas() int {
 	return len(pods)
 }
 
-// Served port-forwards to the Pod's webhook port and reads the certificate it serves.
+// Served port-forwards to the Pod's webhook port and reads the certificate it serves (presenting the
+// API server's client certificate, when the managers want one).
 func (c *cluster) Served(ctx context.Context, i int) (*x509.Certificate, error) {
 	p, err := c.pod(ctx, i)
 	if err != nil {
 		return nil, err
 	}
-	transport, upgrader, err := spdy.RoundTripperFor(c.cfg)
+	port, stop, err := c.forward(p)
 	if err != nil {
 		return nil, err
 	}
-	req := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/portforward", strings.TrimRight(c.cfg.Host, "/"), p.Namespace, p.Name)
-	u, err := http.NewRequest(http.MethodPost, req, nil)
-	if err != nil {
-		return nil, err
+	defer stop()
+	cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // reads the served certificate
+	if c.auth != nil {
+		cfg.Certificates = []tls.Certificate{c.auth.client}
 	}
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u.URL)
-	stop, ready := make(chan struct{}), make(chan struct{})
-	defer close(stop)
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:9443"}, stop, ready, nil, os.Stderr)
-	if err != nil {
-		return nil, err
-	}
-	go func() { _ = fw.ForwardPorts() }()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		return nil, fmt.Errorf("port-forward to %s did not become ready", p.Name)
-	}
-	ports, err := fw.GetPorts()
-	if err != nil {
-		return nil, err
-	}
-	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served certificate
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = conn.Close() }()
 	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// forward port-forwards a local port to the Pod's webhook port (9443) until stop.
+func (c *cluster) forward(p corev1.Pod) (port uint16, stop func(), err error) {
+	transport, upgrader, err := spdy.RoundTripperFor(c.cfg)
+	if err != nil {
+		return 0, nil, err
+	}
+	req := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/portforward", strings.TrimRight(c.cfg.Host, "/"), p.Namespace, p.Name)
+	u, err := http.NewRequest(http.MethodPost, req, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u.URL)
+	stopCh, ready := make(chan struct{}), make(chan struct{})
+	stop = func() { close(stopCh) }
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:9443"}, stopCh, ready, nil, os.Stderr)
+	if err != nil {
+		return 0, nil, err
+	}
+	go func() { _ = fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		stop()
+		return 0, nil, fmt.Errorf("port-forward to %s did not become ready", p.Name)
+	}
+	ports, err := fw.GetPorts()
+	if err != nil {
+		stop()
+		return 0, nil, err
+	}
+	if len(ports) == 0 {
+		stop()
+		return 0, nil, errors.New("port-forward: no local port")
+	}
+	return ports[0].Local, stop, nil
 }
 
 // Leader maps the Lease holder (hostname_uuid; the hostname is the Pod's name) to a replica.
