@@ -129,7 +129,14 @@ func (r *runner) sweepRace(op Op) error {
 		judged = secrets
 		created = expect("creating "+name+" with the stored refs of "+from+" while the sweep is about to delete them", r.admin.Create(r.ctx(), next.DeepCopy()))
 		if created == nil {
-			created = r.rememberCopy(name, target)
+			// Remembered at once (the sweep deletes as soon as this returns, and the reconciler's
+			// ownership patch, which also changes the Secrets' version, must not get there first):
+			// its Secrets were there when its create completed, the sweep had just read them.
+			r.mu.Lock()
+			target.refs = next.ReferencedSecrets(testenv.SystemNamespace)
+			target.phases = next.Spec.Phases
+			r.m.entries[name] = target
+			r.mu.Unlock()
 		}
 	}}
 	r.env.arm(trap)
