@@ -156,7 +156,12 @@ func (w *Writer) touch(ctx context.Context, got *corev1.Secret, firstSeen string
 	if got.Annotations == nil {
 		got.Annotations = map[string]string{}
 	}
-	got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(w.now())
+	// A value equal to the one there would make the patch a no-op that changes no resourceVersion.
+	now := w.now()
+	if got.Annotations[content.LastUsedAnnotation] == content.LastUsedValue(now) {
+		now = now.Add(time.Nanosecond)
+	}
+	got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(now)
 	got.OwnerReferences = live
 	err = w.Client.Patch(ctx, got, patch)
 	switch {
