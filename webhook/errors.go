@@ -32,7 +32,7 @@ func refusal(name string, r *cosadmission.Refusal) admission.Response {
 		return invalid(name, r.Errs)
 	}
 	if r.Reason == cosadmission.ReasonUnreferenced {
-		return tooManyRequests(r.Err) // pending.go
+		return tooManyRequests(r.Err.Error()) // limits.go
 	}
 	return admission.Errored(r.Code, r.Err)
 }

@@ -141,6 +141,5 @@ func (e *Externalizer) pipeline() *cosadmission.Pipeline {
 		Mode:             e.Options.Mode,
 		Threshold:        e.Options.Threshold,
 		MaxResolvedBytes: e.Options.MaxResolvedBytes,
-		ResolvePool:      e.Options.ResolvePool,
 	}
 }

@@ -216,7 +216,7 @@ func (l AdmissionLimits) admit(ctx context.Context, maxResolvedBytes int64, obje
 	return content.WithBudget(ctx, b), b, nil
 }
 
-// busyRetryAfter is the Retry-After the refusal for no room asks for: the API server sets the header
+// busyRetryAfter is the Retry-After every refusal to retry later asks for: the API server sets the header
 // from it, and client-go's clients (kubectl, controllers) then retry by themselves.
 const busyRetryAfter = 1
 
@@ -225,6 +225,12 @@ const busyRetryAfter = 1
 func busy(pool *content.Pool, why string) admission.Response {
 	msg := fmt.Sprintf("the webhook is admitting %d MiB of ClusterObjectSets at once (limit %d MiB, --max-concurrent-admission-bytes): %s; retry, nothing was written",
 		mib(pool.Used()), mib(pool.Capacity()), why)
+	return tooManyRequests(msg)
+}
+
+// tooManyRequests is the response of every refusal to retry later (no room in the admission pool,
+// the unreferenced bound): 429 TooManyRequests with a Retry-After.
+func tooManyRequests(msg string) admission.Response {
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests, Message: msg,
 		Details: &metav1.StatusDetails{RetryAfterSeconds: busyRetryAfter},

@@ -3,10 +3,8 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
@@ -272,15 +269,6 @@ func (e *UnreferencedLimitError) Error() string {
 
 // Unwrap makes the pipeline refuse with 429 (cosadmission.ErrRetryLater).
 func (e *UnreferencedLimitError) Unwrap() error { return cosadmission.ErrRetryLater }
-
-// tooManyRequests is the response of a refusal to retry later: 429 TooManyRequests with a
-// Retry-After, so that client-go's clients retry by themselves.
-func tooManyRequests(err error) admission.Response {
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests, Message: err.Error(),
-		Details: &metav1.StatusDetails{RetryAfterSeconds: 1},
-	}}}
-}
 
 // unreferencedStore is a Store whose Write is bounded by u.
 type unreferencedStore struct {

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
 )
@@ -53,10 +52,7 @@ type Options struct {
 	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet that an
 	// update is compared with (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
 	MaxResolvedBytes int64
-	// ResolvePool bounds the resolved content held at once by concurrent requests and the reconciler
-	// (--max-concurrent-resolved-bytes): a request waits for room until it ends; nil: none.
-	ResolvePool *content.Pool
-	Admission   AdmissionLimits // the memory of the requests served at once (limits.go)
+	Admission        AdmissionLimits // the memory of the requests served at once (limits.go)
 	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
 	// never.
 	Drain *Drain
