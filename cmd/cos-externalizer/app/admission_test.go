@@ -1,11 +1,7 @@
 package app_test
 
 import (
-	"flag"
-	"strings"
 	"testing"
-
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 )
 
 // TestAdmissionFlags: Validate refuses an admission pool smaller than one ClusterObjectSet's resolved
@@ -26,16 +22,7 @@ func TestAdmissionFlags(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var o app.Options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.Bind(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Errorf("Validate() = %v, want an error containing %q", err, tc.wantErr)
-			}
+			validateFlags(t, tc.args, tc.wantErr)
 		})
 	}
 }

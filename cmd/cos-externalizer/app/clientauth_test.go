@@ -1,15 +1,12 @@
 package app_test
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 )
 
 // TestWebhookServerFlags: Validate reads --webhook-client-ca at start: a missing, empty or broken
@@ -43,16 +40,7 @@ func TestWebhookServerFlags(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var o app.Options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.Bind(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Errorf("Validate() = %v, want an error containing %q", err, tc.wantErr)
-			}
+			validateFlags(t, tc.args, tc.wantErr)
 		})
 	}
 }

@@ -80,16 +80,7 @@ func TestTLSAndMemoryFlags(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var o app.Options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			o.Bind(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Errorf("Validate() = %v, want an error containing %q", err, tc.wantErr)
-			}
+			validateFlags(t, tc.args, tc.wantErr)
 		})
 	}
 }
@@ -138,4 +129,20 @@ func FuzzParseTLS(f *testing.F) {
 			}
 		}
 	})
+}
+
+// validateFlags binds fresh Options, parses args and checks that Validate fails with an error
+// containing wantErr, or succeeds when wantErr is empty.
+func validateFlags(t *testing.T, args []string, wantErr string) {
+	t.Helper()
+	var o app.Options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Validate()
+	if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+		t.Errorf("Validate() = %v, want an error containing %q", err, wantErr)
+	}
 }
