@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/drift"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
 )
 
 // A reconcile skips the server-side apply of an object that would change nothing: a no-op apply of a

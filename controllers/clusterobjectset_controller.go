@@ -4,8 +4,8 @@
 // enforces collision protection, hands objects over between revisions, archives and tears down), the
 // release of our teardown finalizer where it does not (FinalizerReleaseReconciler), Secret ownership
 // (SecretOwnershipReconciler) and the orphan sweep (OrphanSweeper), both always. Decisions are pure
-// functions of internal/rollout, internal/recheck, internal/conditions, internal/phasedigest,
-// internal/probes, internal/collision, internal/crdcleanup, internal/drift and internal/content;
+// functions of internal/reconciler/rollout, internal/reconciler/recheck, internal/reconciler/conditions, internal/shared/phasedigest,
+// internal/reconciler/probes, internal/shared/collision, internal/reconciler/crdcleanup, internal/reconciler/drift and internal/shared/content;
 // this package reads, calls them and writes.
 //
 // The rollout controller's files go by job: this one sets up and runs one reconcile,
@@ -34,10 +34,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/naming"
-	"github.com/cos-externalizer/cos-externalizer/internal/recheck"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/recheck"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
 // Every write to a ClusterObjectSet is a patch; update on finalizers lets the owner references of

@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
 // OrphanSweeper periodically deletes the object-data Secrets of the system namespace that nobody uses
-// (no live ClusterObjectSet references them, internal/secretuse) and no existing ClusterObjectSet
+// (no live ClusterObjectSet references them, internal/shared/secretuse) and no existing ClusterObjectSet
 // owns, once they have been seen so, unchanged, for GracePeriod (secretuse.Sightings): on the
 // sweeper's own clock, from the moment it first saw the Secret unused at its resourceVersion. These are
 // Secrets whose ClusterObjectSet never appeared (the admission request that wrote them failed later),

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
 func TestGuardCandidates(t *testing.T) {

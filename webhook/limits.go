@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
 
 // The webhooks validate with the bounds of the CRD the cluster serves, read by name only:

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
 // The Secret guard. Its object selector limits it to Secrets carrying the revision-name label, so no
@@ -146,7 +146,7 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 		old.Namespace, old.Name, users[0].Name, users[0].Path, what))
 }
 
-// liveUsers returns the users of the Secret (internal/secretuse): the live ClusterObjectSets that
+// liveUsers returns the users of the Secret (internal/shared/secretuse): the live ClusterObjectSets that
 // reference it, as the API server has them now. Candidates are the ClusterObjectSets the cache says
 // reference it, the one its revision-name label names, and those its ownerReferences name; each is
 // read live before it counts, so a stale cache never refuses anything. The reads are bounded whatever

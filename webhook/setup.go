@@ -1,8 +1,8 @@
 // Package webhook serves the admission webhooks of cos-externalizer: the mutating webhook that moves
 // the inline objects of ClusterObjectSets into immutable, content-addressed Secrets, the validating
 // webhook that checks the final object, and the guard that keeps referenced Secrets from being
-// deleted. The decisions are pure functions of internal/externalize, internal/content and
-// internal/validation; this package reads, calls them and writes.
+// deleted. The decisions are pure functions of internal/externalize, internal/shared/content and
+// internal/admission/validation; this package reads, calls them and writes.
 package webhook
 
 import (
@@ -19,7 +19,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 )
 
 // Paths the webhooks are served on.

@@ -1,7 +1,7 @@
 // Package admission is the one admission pipeline of ClusterObjectSets, shared by the mutating webhook
 // and kubectl cos apply: validation with the served CRD's bounds, a create of an existing name,
 // immutable phases and restoring the stored ones, the externalization policy, planning the Secrets
-// (internal/externalize, internal/content), writing them, and healing the Secrets of stored refs. It
+// (internal/externalize, internal/shared/content), writing them, and healing the Secrets of stored refs. It
 // reads and writes only through Store, and answers with the phases to store, warnings, a refusal and
 // stats; the front ends translate that answer (an admission patch and metrics, or the plugin's
 // requests and output). It never puts Secret or object content in a warning or error.
@@ -22,10 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/naming"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
 // WarningPrefix starts every warning of the pipeline, so that both front ends print the same lines.

@@ -10,8 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
 
 // The pure part of writing a ClusterObjectSet's objects into Secrets, shared by the mutating webhook

@@ -38,7 +38,7 @@ func layerOf(pkg string) int {
 	switch {
 	case pkg == "api/v1":
 		return layerAPI
-	case pkg == "internal/scheme", pkg == "objectdata", pkg == "internal/objectdata":
+	case pkg == "internal/shared/scheme", pkg == "objectdata", pkg == "internal/shared/objectdata":
 		return layerClient
 	case pkg == "certs", strings.HasPrefix(pkg, "internal/"):
 		return layerPure
@@ -48,6 +48,108 @@ func layerOf(pkg string) int {
 		return layerCommand
 	default: // test/..., hack/...
 		return layerTest
+	}
+}
+
+// Wings of internal/, one per audience. A package belongs to the wing its path names; the components
+// and commands that serve one audience belong to its wing too. A wing imports its own packages and the
+// shared ground; the plugin also runs the admission pipeline in-process (kubectl cos apply), so it may
+// import admission's wing. The shared ground imports no wing. Packages of no wing (the API, certs, the
+// manager's composition in cmd/cos-externalizer, tests) are not held to a wing.
+const (
+	wingNone       = ""
+	wingShared     = "shared"
+	wingReconciler = "reconciler"
+	wingAdmission  = "admission"
+	wingPlugin     = "plugin"
+)
+
+// wingOf places a package (path inside the module) in its wing.
+func wingOf(pkg string) string {
+	switch {
+	case pkg == "internal/externalize": // TODO(issue 28): fold into admission and the shared resolver
+		return wingNone
+	case pkg == "internal/shared" || strings.HasPrefix(pkg, "internal/shared/"):
+		return wingShared
+	case pkg == "internal/reconciler" || strings.HasPrefix(pkg, "internal/reconciler/"),
+		pkg == "controllers" || strings.HasPrefix(pkg, "controllers/"):
+		return wingReconciler
+	case pkg == "internal/admission" || strings.HasPrefix(pkg, "internal/admission/"), pkg == "webhook":
+		return wingAdmission
+	case pkg == "internal/plugin" || strings.HasPrefix(pkg, "internal/plugin/"),
+		pkg == "cmd/kubectl-cos" || strings.HasPrefix(pkg, "cmd/kubectl-cos/"):
+		return wingPlugin
+	case strings.HasPrefix(pkg, "internal/"):
+		return "no"
+	}
+	return wingNone
+}
+
+// wingMayImport says which wings each wing may import besides its own.
+var wingMayImport = map[string][]string{
+	wingShared:     nil,
+	wingReconciler: {wingShared},
+	wingAdmission:  {wingShared},
+	wingPlugin:     {wingShared, wingAdmission},
+}
+
+// crossWing lists every import from one wing into a wing it may not reach.
+func crossWing(pkgs map[string]*listedPackage) []string {
+	var out []string
+	for name, p := range pkgs {
+		from := wingOf(name)
+		if from == wingNone {
+			continue
+		}
+		allowed, known := wingMayImport[from]
+		if !known {
+			out = append(out, fmt.Sprintf("%s is under internal/ but in no wing (shared, reconciler, admission, plugin)", name))
+			continue
+		}
+		for _, imp := range internalImports(p) {
+			to := wingOf(imp)
+			if to == wingNone || to == from || slices.Contains(allowed, to) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s (%s wing) imports %s (%s wing)", name, from, imp, to))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestWingsKeepToThemselves(t *testing.T) {
+	for _, v := range crossWing(list(t)) {
+		t.Error(v)
+	}
+}
+
+// TestCrossWing shows the wing check bites: each case adds one import to a small module.
+func TestCrossWing(t *testing.T) {
+	cases := map[string]struct {
+		from, to string
+		want     int
+	}{
+		"reconciler to plugin":    {"internal/reconciler/rollout", "internal/plugin/inspect", 1},
+		"reconciler to admission": {"controllers", "internal/admission/validation", 1},
+		"admission to reconciler": {"webhook", "internal/reconciler/conditions", 1},
+		"admission to plugin":     {"internal/admission", "internal/plugin/bundle", 1},
+		"shared to a wing":        {"internal/shared/objectdata", "internal/admission", 1},
+		"plugin to reconciler":    {"internal/plugin/inspect", "internal/reconciler/conditions", 1},
+		"a package in no wing":    {"internal/helpers", "internal/shared/content", 1},
+		"plugin to admission":     {"cmd/kubectl-cos/cos", "internal/admission", 0},
+		"reconciler to shared":    {"internal/reconciler/rollout", "internal/shared/content", 0},
+		"within a wing":           {"internal/plugin/bundle", "internal/plugin/phasesort", 0},
+		"the composition to all":  {"cmd/cos-externalizer/app", "internal/admission", 0},
+		"tests to anything":       {"test/testenv", "internal/plugin/bundle", 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pkgs := map[string]*listedPackage{tc.from: {Imports: []string{module + "/" + tc.to, "fmt"}}}
+			if got := crossWing(pkgs); len(got) != tc.want {
+				t.Errorf("%s importing %s: %d violations %q, want %d", tc.from, tc.to, len(got), got, tc.want)
+			}
+		})
 	}
 }
 
@@ -146,12 +248,12 @@ func TestUpward(t *testing.T) {
 		from, to string
 		want     int
 	}{
-		"pure core to client":       {"internal/admission", "objectdata", 1},
-		"api to pure core":          {"api/v1", "internal/content", 1},
+		"pure core to client":       {"internal/admission", "internal/shared/objectdata", 1},
+		"api to pure core":          {"api/v1", "internal/shared/content", 1},
 		"component to component":    {"webhook", "controllers", 1},
-		"client to command":         {"objectdata", "cmd/kubectl-cos/cos", 1},
-		"pure core to pure core":    {"internal/admission", "internal/content", 0},
-		"component to client":       {"controllers", "objectdata", 0},
+		"client to command":         {"internal/shared/objectdata", "cmd/kubectl-cos/cos", 1},
+		"pure core to pure core":    {"internal/admission", "internal/shared/content", 0},
+		"component to client":       {"controllers", "internal/shared/objectdata", 0},
 		"command to component":      {"cmd/cos-externalizer/app", "webhook", 0},
 		"test to anything":          {"test/testenv", "cmd/cos-externalizer/app", 0},
 		"servingcert to its parent": {"certs/servingcert", "certs", 0},

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 

@@ -30,10 +30,10 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
@@ -404,7 +404,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return fmt.Errorf("setting up the finalizer release: %w", err)
 	}
 	// Secret ownership runs whether or not this manager rolls out: who owns an object-data Secret
-	// follows who uses it (internal/secretuse).
+	// follows who uses it (internal/shared/secretuse).
 	if err := (&controllers.SecretOwnershipReconciler{
 		Client: mgr.GetClient(), SystemNamespace: o.systemNamespace, SkipNameValidation: o.SkipControllerNameValidation,
 	}).SetupWithManager(mgr); err != nil {

@@ -19,7 +19,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 )
 
 // RolloutAuto is the default of --rollout: roll out unless OLM's operator-controller does.

@@ -12,9 +12,9 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/phasesort"
+	"github.com/cos-externalizer/cos-externalizer/internal/plugin/bundle"
+	"github.com/cos-externalizer/cos-externalizer/internal/plugin/phasesort"
 )
 
 type buildOptions struct {

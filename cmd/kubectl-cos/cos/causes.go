@@ -16,7 +16,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 )
 
 // refusedMarker is what the reconciler's condition says when the API server refused an apply; it

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
 
 // progress is a one-line progress bar of the Secrets being written, by bytes, on a terminal.

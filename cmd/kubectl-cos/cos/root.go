@@ -1,7 +1,7 @@
 // Package cos is the kubectl cos plugin: build, apply, inspect, diff, size and check
 // ClusterObjectSets from the command line. Its commands stay thin: they read (files, the cluster),
-// call the pure core (internal/bundle, internal/content, internal/externalize, internal/validation,
-// internal/sizes, internal/cosdiff, internal/inspect) and write through objectdata, the Secret writer
+// call the pure core (internal/plugin/bundle, internal/shared/content, internal/externalize, internal/admission/validation,
+// internal/plugin/sizes, internal/plugin/cosdiff, internal/plugin/inspect) and write through objectdata, the Secret writer
 // the webhook uses too, so that the plugin stores exactly what the webhook would.
 package cos
 
@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/bundle"
-	"github.com/cos-externalizer/cos-externalizer/internal/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/plugin/bundle"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 )
 
 // Version is the plugin's version, set at build time (make plugin).

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/sizes"
+	"github.com/cos-externalizer/cos-externalizer/internal/plugin/sizes"
 )
 
 type sizeOptions struct {

@@ -12,7 +12,7 @@ import (
 	kpgzip "github.com/klauspost/compress/gzip"
 )
 
-// Benchmarks on the real bundles. `go test -run '^$' -bench . -benchmem ./internal/content/`;
+// Benchmarks on the real bundles. `go test -run '^$' -bench . -benchmem ./internal/shared/content/`;
 // docs/benchmarks-content.md has the figures and what was chosen from them.
 
 func BenchmarkPlanFor(b *testing.B) {

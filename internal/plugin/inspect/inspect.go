@@ -25,9 +25,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/naming"
-	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/phasedigest"
 )
 
 // Event is one Event about the ClusterObjectSet.

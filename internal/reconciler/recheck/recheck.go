@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
 )
 
 // Fallback bounds how long a rollout that is waiting (rolling out, retrying) goes without an event.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
 )
 
 func TestPhase(t *testing.T) {

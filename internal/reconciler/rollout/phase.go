@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
-	"github.com/cos-externalizer/cos-externalizer/internal/probes"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/probes"
 )
 
 // Applied is what applying one object of a phase gave.

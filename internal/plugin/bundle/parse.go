@@ -1,7 +1,7 @@
 // Package bundle turns plain Kubernetes manifests (multi-document YAML or JSON files, or a folder of
 // them) into an inline ClusterObjectSet, as kubectl cos build does: objects sorted into the producer
-// phase order (internal/phasesort), namespaced objects without a namespace given one, phases over the
-// API's limit split, optional progression probes, and the result validated with internal/validation.
+// phase order (internal/plugin/phasesort), namespaced objects without a namespace given one, phases over the
+// API's limit split, optional progression probes, and the result validated with internal/admission/validation.
 //
 // It is pure: callers read the files and pass their bytes. Every error about the input names the
 // file, the line where the document starts, the document's number and the field, and never quotes a
@@ -20,7 +20,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
 // Source is where an object was read.
@@ -263,7 +263,7 @@ func listItems(obj map[string]any) ([]any, bool) {
 }
 
 // checkObject checks what every object needs before it can be sorted into a phase: apiVersion and
-// kind strings, metadata a mapping. The rest is internal/validation's.
+// kind strings, metadata a mapping. The rest is internal/admission/validation's.
 func checkObject(src Source, m map[string]any) (Object, error) {
 	u := &unstructured.Unstructured{Object: m}
 	for _, f := range []string{"apiVersion", "kind"} {

@@ -3,7 +3,7 @@
 // ownership), and the resolution of refs for comparing content. The mutating webhook and kubectl cos
 // apply both write through Writer, so that the same plan (content.PlanFor) gives the same Secrets,
 // created or reused the same way, whoever writes them. The decisions are pure functions of
-// internal/externalize and internal/content; this package reads, calls them and writes.
+// internal/externalize and internal/shared/content; this package reads, calls them and writes.
 package objectdata
 
 import (
@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
 // DefaultConcurrency is how many Secrets a Writer writes at once unless told otherwise.

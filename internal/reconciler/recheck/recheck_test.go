@@ -6,7 +6,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/conditions"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
 )
 
 func TestAfter(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/phasesort"
-	"github.com/cos-externalizer/cos-externalizer/internal/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
+	"github.com/cos-externalizer/cos-externalizer/internal/plugin/phasesort"
 )
 
 // Options say what ClusterObjectSet Build makes.
@@ -41,7 +41,7 @@ type Options struct {
 // Build turns objects into an inline ClusterObjectSet: namespaced objects without a namespace are
 // put into opts.Namespace, the objects are sorted into the producer phase order (keeping input
 // order within a phase), phases over olmv1.MaxObjectsPerPhase objects are split, and the result is
-// validated with internal/validation. Problems with the input are *Error values naming the source of
+// validated with internal/admission/validation. Problems with the input are *Error values naming the source of
 // the object and the field inside it; problems with the options name the flag. All are reported
 // together, as Errors. The objects are copied; the input is not changed.
 //

@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
 
 // Use is a live ClusterObjectSet that references a Secret.
