@@ -26,6 +26,8 @@ ARGOCD_MODULE := github.com/argoproj/argo-cd/v3
 ARGOCD_VERSION := $(shell awk '$$1=="require" && $$2=="$(ARGOCD_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
 GOLANGCI_LINT_MODULE := github.com/golangci/golangci-lint/v2
 GOLANGCI_LINT_VERSION := $(shell awk '$$1=="require" && $$2=="$(GOLANGCI_LINT_MODULE)" {print $$3}' hack/tools/golangci-lint/go.mod)
+ACTIONLINT_MODULE := github.com/rhysd/actionlint
+ACTIONLINT_VERSION := $(shell awk '$$1=="require" && $$2=="$(ACTIONLINT_MODULE)" {print $$3}' hack/tools/actionlint/go.mod)
 CERTMANAGER_MODULE := github.com/cert-manager/cert-manager
 CERTMANAGER_VERSION := $(shell awk '($$1=="require" && $$2=="$(CERTMANAGER_MODULE)") {print $$3} ($$1=="$(CERTMANAGER_MODULE)") {print $$2}' hack/tools/certmanager/go.mod)
 
@@ -34,6 +36,7 @@ ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
 KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
 CERTMANAGER_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)
 GOLANGCI_LINT_STAMP := $(BIN)/.stamp-golangci-lint-$(GOLANGCI_LINT_VERSION)
+ACTIONLINT_STAMP := $(BIN)/.stamp-actionlint-$(ACTIONLINT_VERSION)
 HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
 HELM_STAMP := $(BIN)/.stamp-helm-$(HELM_VERSION)
 # The real third-party bundles the tests read (test/builders.BundleDir; COS_TESTDATA_DIR overrides).
@@ -106,7 +109,7 @@ fmt: ## Format the Go code.
 	$(GO) fmt ./...
 
 .PHONY: lint
-lint: golangci-lint ## gofmt check, go vet and golangci-lint (make test runs it).
+lint: golangci-lint actionlint ## gofmt check, go vet, golangci-lint and actionlint (make test runs it).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
@@ -122,6 +125,16 @@ $(GOLANGCI_LINT_STAMP): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint
 		-ldflags "-s -w -X main.version=$(patsubst v%,%,$(GOLANGCI_LINT_VERSION)) -X main.goVersion=$$($(GO) env GOVERSION)" \
 		-o $(BIN)/golangci-lint $(GOLANGCI_LINT_MODULE)/cmd/golangci-lint
 	@rm -f $(BIN)/.stamp-golangci-lint-* && touch $@
+
+.PHONY: actionlint
+actionlint: $(ACTIONLINT_STAMP) ## Lint .github/workflows (actionlint, pinned in hack/tools/actionlint; with shellcheck on PATH it checks run: scripts too).
+	$(BIN)/actionlint
+
+$(ACTIONLINT_STAMP): hack/tools/actionlint/go.mod hack/tools/actionlint/go.sum
+	@mkdir -p $(BIN)
+	cd hack/tools/actionlint && $(GO) build -trimpath -ldflags "-s -w -X $(ACTIONLINT_MODULE).version=$(ACTIONLINT_VERSION)" \
+		-o $(BIN)/actionlint $(ACTIONLINT_MODULE)/cmd/actionlint
+	@rm -f $(BIN)/.stamp-actionlint-* && touch $@
 
 .PHONY: build
 build: ## Build the manager binary into bin/.
@@ -541,6 +554,9 @@ $(HELM_STAMP): hack/tools/helm/go.mod hack/tools/helm/go.sum
 	@rm -f $(BIN)/.stamp-helm-* && touch $@
 
 ##@ Local control plane
+
+.PHONY: tools
+tools: control-plane certmanager helm testdata $(GOLANGCI_LINT_STAMP) $(ACTIONLINT_STAMP) ## Build every pinned tool into bin/ and fetch the test bundles (CI caches bin/).
 
 .PHONY: control-plane
 control-plane: $(KUBE_STAMP) $(ETCD_STAMP) $(KWOK_STAMP) ## Build etcd, kube-*, kubectl and kwok into bin/ (first time ~8 min on 2 cores).
