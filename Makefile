@@ -127,8 +127,9 @@ $(GOLANGCI_LINT_STAMP): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint
 	@rm -f $(BIN)/.stamp-golangci-lint-* && touch $@
 
 .PHONY: actionlint
-actionlint: $(ACTIONLINT_STAMP) ## Lint .github/workflows (actionlint, pinned in hack/tools/actionlint; with shellcheck on PATH it checks run: scripts too).
+actionlint: $(ACTIONLINT_STAMP) ## Lint .github/workflows (actionlint, pinned in hack/tools/actionlint; with shellcheck on PATH it checks run: scripts too), actions pinned by commit SHA.
 	$(BIN)/actionlint
+	@! grep -nE '^[ -]*uses: ' .github/workflows/*.yml | grep -vE 'uses: (\./[^ ]*|[^ @]+@[0-9a-f]{40})( |$$)' || { echo "pin these actions by full commit SHA (docs/ci.md)"; exit 1; }
 
 $(ACTIONLINT_STAMP): hack/tools/actionlint/go.mod hack/tools/actionlint/go.sum
 	@mkdir -p $(BIN)
