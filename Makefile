@@ -88,8 +88,8 @@ manifests: ## Generate the CRD, webhook configurations and RBAC under config/ (k
 		output:rbac:artifacts:config=config/rbac/rollout
 
 .PHONY: dashboard
-dashboard: ## Generate the Grafana dashboard config/grafana/cos-externalizer.json from its spec (test/monitoring.Dashboard).
-	$(GO) run ./test/cmd/dashboardgen -o config/grafana/cos-externalizer.json
+dashboard: ## Generate the Grafana dashboard config/grafana/cos-externalizer.json from its spec (hack/gen/dashboardgen).
+	$(GO) run ./hack/gen/dashboardgen -o config/grafana/cos-externalizer.json
 
 # Files that generators and `go mod tidy` own. verify fails when regenerating changes any of them,
 # whatever else is uncommitted in the tree.
@@ -530,7 +530,7 @@ undeploy-all: $(KUBECTL_DEP) ## DESTROYS WORKLOADS, needs CONFIRM=yes: deletes e
 
 ##@ Helm
 
-# The chart charts/cos-externalizer is generated from the overlays of config/ by test/cmd/helmgen (kubectl
+# The chart charts/cos-externalizer is generated from the overlays of config/ by hack/gen/helmgen (kubectl
 # kustomize of each mode's overlay, values substituted at known paths); never edit it by hand: make verify
 # regenerates it. CHART_VERSION is the chart's version; its appVersion is the overlays' image tag.
 CHART_VERSION ?= 0.1.0
@@ -540,7 +540,7 @@ HELM_K8S_MINOR := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {pri
 
 .PHONY: chart
 chart: $(KUBE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from the overlays of config/.
-	$(GO) run ./test/cmd/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION)
+	$(GO) run ./hack/gen/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION)
 
 .PHONY: helm
 helm: $(HELM_STAMP) ## Build helm into bin/ (pinned in hack/tools/helm; the chart test runs it).

@@ -1,6 +1,6 @@
 // Package monitoring reads what config/prometheus and config/grafana hold: the metric names their
-// PromQL expressions read, the alerting rules, and the runbook sections the alerts link to. It also
-// holds the Grafana dashboard's spec (Dashboard), which test/cmd/dashboardgen writes as JSON.
+// PromQL expressions read, the alerting rules, the runbook sections the alerts link to, and the
+// queries of the Grafana dashboard (generated from its spec by hack/gen/dashboardgen).
 package monitoring
 
 import (

@@ -1,5 +1,5 @@
 // Package helm_test checks the Helm chart charts/cos-externalizer (generated from config/ by
-// test/cmd/helmgen): with default values each mode renders what its overlay renders, apart from the
+// hack/gen/helmgen): with default values each mode renders what its overlay renders, apart from the
 // labels Helm's charts add; the rendering passes a server-side dry run on a real API server and
 // `helm lint`; values land where they should.
 package helm_test

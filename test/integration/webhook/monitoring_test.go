@@ -50,7 +50,11 @@ func TestMonitoringReadsExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queries := map[string][]string{"the dashboard": monitoring.Queries(monitoring.Dashboard)}
+	panels, err := monitoring.DashboardQueries(filepath.Join(root, "config", "grafana", "cos-externalizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := map[string][]string{"the dashboard": panels}
 	for _, r := range rules.Alerts() {
 		queries["alert "+r.Alert] = []string{r.Expr}
 	}

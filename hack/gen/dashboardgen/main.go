@@ -1,19 +1,17 @@
-// Command dashboardgen writes the Grafana dashboard of config/grafana from its spec
-// (test/monitoring.Dashboard): `make dashboard`, checked by `make verify`.
+// Command dashboardgen writes the Grafana dashboard of config/grafana from its spec (Dashboard, in
+// dashboard.go): `make dashboard`, checked by `make verify`.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
-
-	"github.com/cos-externalizer/cos-externalizer/test/monitoring"
 )
 
 func main() {
 	out := flag.String("o", "config/grafana/cos-externalizer.json", "File to write.")
 	flag.Parse()
-	b, err := monitoring.DashboardJSON(monitoring.Dashboard)
+	b, err := DashboardJSON(Dashboard)
 	if err == nil {
 		err = os.WriteFile(*out, b, 0o644)
 	}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Job is the scrape job of the manager's metrics (the metrics Service's name, as the ServiceMonitor
+// names it): controller-runtime's, the process's and the Go runtime's metrics carry the same names
+// in every operator.
+const Job = `job="cos-externalizer-metrics"`
+
+// Query is one PromQL query of a panel and its legend.
+type Query struct {
+	Expr, Legend string
+}
+
+// Panel is a time series panel: what it shows, in which unit.
+type Panel struct {
+	Title, Description, Unit string
+	Queries                  []Query
+}
+
+// Row is a titled row of panels, two to a line.
+type Row struct {
+	Title  string
+	Panels []Panel
+}
+
+// Dashboard is the Grafana dashboard of config/grafana, which dashboardgen writes.
+var Dashboard = []Row{
+	{Title: "Admission", Panels: []Panel{
+		{Title: "Admission requests", Unit: "reqps", Description: "Requests the webhooks answer, by webhook and operation, summed over the replicas.",
+			Queries: []Query{{`sum by (webhook, operation) (rate(cos_externalizer_admission_duration_seconds_count[$__rate_interval]))`, "{{webhook}} {{operation}}"}}},
+		{Title: "Admission latency", Unit: "s", Description: "p50 and p99 of the time to answer, by webhook. The API server refuses a request after the webhook's timeout (5 to 15 s), and the webhooks fail closed.",
+			Queries: []Query{
+				{`histogram_quantile(0.5, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket[$__rate_interval])))`, "p50 {{webhook}}"},
+				{`histogram_quantile(0.99, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket[$__rate_interval])))`, "p99 {{webhook}}"},
+			}},
+		{Title: "Refusals", Unit: "reqps", Description: "Refused admission requests by reason (docs/runbook.md#cosexternalizeradmissionrefusals).",
+			Queries: []Query{{`sum by (reason) (rate(cos_externalizer_admission_refusals_total[$__rate_interval]))`, "{{reason}}"}}},
+		{Title: "Externalized", Unit: "ops", Description: "Inline objects moved into Secrets, Secrets created (content already stored is not written again), dry runs.",
+			Queries: []Query{
+				{`sum(rate(cos_externalizer_objects_externalized_total[$__rate_interval]))`, "objects"},
+				{`sum(rate(cos_externalizer_secrets_written_total[$__rate_interval]))`, "Secrets written"},
+				{`sum(rate(cos_externalizer_dry_runs_total[$__rate_interval]))`, "dry runs"},
+			}},
+		{Title: "Externalized bytes", Unit: "Bps", Description: "Canonical JSON of the objects externalized, and what their Secrets store after compression and deduplication.",
+			Queries: []Query{
+				{`sum(rate(cos_externalizer_externalized_inline_bytes_total[$__rate_interval]))`, "inline"},
+				{`sum(rate(cos_externalizer_externalized_stored_bytes_total[$__rate_interval]))`, "stored"},
+			}},
+	}},
+	{Title: "ClusterObjectSets", Panels: []Panel{
+		{Title: "ClusterObjectSets by Progressing reason", Unit: "short", Description: "Read from the manager's cache at scrape time; Blocked needs a person (docs/runbook.md#cosexternalizerblocked).",
+			Queries: []Query{{`max by (reason) (cos_externalizer_clusterobjectsets)`, "{{reason}}"}}},
+		{Title: "Object-data Secrets", Unit: "short", Description: "Secrets no ClusterObjectSet references or owns (the sweep deletes them after their grace period), and Secrets swept per hour.",
+			Queries: []Query{
+				{`max(cos_externalizer_orphaned_secrets)`, "orphaned"},
+				{`sum(increase(cos_externalizer_secrets_swept_total[1h]))`, "swept per hour"},
+			}},
+		{Title: "Applies", Unit: "ops", Description: "Server-side applies of managed objects by why, and applies skipped because the live object is unchanged.",
+			Queries: []Query{
+				{`sum by (reason) (rate(cos_externalizer_applies_total[$__rate_interval]))`, "{{reason}}"},
+				{`sum(rate(cos_externalizer_applies_skipped_total[$__rate_interval]))`, "skipped"},
+			}},
+		{Title: "Reconciles", Unit: "ops", Description: "Reconciles and failed reconciles by controller (docs/runbook.md#cosexternalizerreconcileerrors).",
+			Queries: []Query{
+				{`sum by (controller) (rate(controller_runtime_reconcile_total{` + Job + `}[$__rate_interval]))`, "{{controller}}"},
+				{`sum by (controller) (rate(controller_runtime_reconcile_errors_total{` + Job + `}[$__rate_interval]))`, "{{controller}} errors"},
+			}},
+		{Title: "Queue wait", Unit: "s", Description: "p99 of the time an object waits in each controller's queue before it is reconciled.",
+			Queries: []Query{{`histogram_quantile(0.99, sum by (le, name) (rate(workqueue_queue_duration_seconds_bucket{` + Job + `}[$__rate_interval])))`, "{{name}}"}}},
+	}},
+	{Title: "Replicas", Panels: []Panel{
+		{Title: "Webhook certificate expires in", Unit: "s", Description: "Time left on the certificate each replica serves (docs/runbook.md#cosexternalizercertificateexpiring).",
+			Queries: []Query{{`(cos_externalizer_webhook_certificate_expiry_timestamp_seconds > 0) - time()`, "{{pod}}"}}},
+		{Title: "Up", Unit: "short", Description: "Replicas Prometheus scrapes successfully.",
+			Queries: []Query{{`sum(up{` + Job + `})`, "up"}}},
+		{Title: "Memory", Unit: "bytes", Description: "Resident memory and the Go heap of each replica, against the runtime's soft limit (--memory-limit-ratio of the container's limit).",
+			Queries: []Query{
+				{`process_resident_memory_bytes{` + Job + `}`, "RSS {{pod}}"},
+				{`go_memstats_heap_inuse_bytes{` + Job + `}`, "heap {{pod}}"},
+				{`go_gc_gomemlimit_bytes{` + Job + `}`, "limit {{pod}}"},
+			}},
+		{Title: "CPU", Unit: "short", Description: "CPU seconds a second of each replica (no CPU limit: throttling would stall admission).",
+			Queries: []Query{{`rate(process_cpu_seconds_total{` + Job + `}[$__rate_interval])`, "{{pod}}"}}},
+	}},
+}
+
+// DashboardJSON renders d as Grafana's dashboard JSON model (schema 39, Grafana 10 and later), with a
+// data source variable so that it imports into any Grafana with a Prometheus data source.
+func DashboardJSON(d []Row) ([]byte, error) {
+	type obj = map[string]any
+	ds := obj{"type": "prometheus", "uid": "${datasource}"}
+	var panels []any
+	id, y := 1, 0
+	for _, r := range d {
+		panels = append(panels, obj{"id": id, "type": "row", "title": r.Title, "collapsed": false, "panels": []any{},
+			"gridPos": obj{"h": 1, "w": 24, "x": 0, "y": y}})
+		id, y = id+1, y+1
+		for i, p := range r.Panels {
+			var targets []any
+			for j, q := range p.Queries {
+				targets = append(targets, obj{"datasource": ds, "expr": q.Expr, "legendFormat": q.Legend, "refId": string(rune('A' + j))})
+			}
+			panels = append(panels, obj{
+				"id": id, "type": "timeseries", "title": p.Title, "description": p.Description, "datasource": ds,
+				"gridPos":     obj{"h": 8, "w": 12, "x": 12 * (i % 2), "y": y + 8*(i/2)},
+				"fieldConfig": obj{"defaults": obj{"unit": p.Unit}, "overrides": []any{}},
+				"options":     obj{"legend": obj{"displayMode": "list", "placement": "bottom", "showLegend": true}, "tooltip": obj{"mode": "multi", "sort": "desc"}},
+				"targets":     targets,
+			})
+			id++
+		}
+		y += 8 * ((len(r.Panels) + 1) / 2)
+	}
+	dashboard := obj{
+		"uid": "cos-externalizer", "title": "cos-externalizer", "description": "The ClusterObjectSet externalizer: admission, rollout and replicas (generated by hack/gen/dashboardgen).",
+		"tags": []string{"cos-externalizer", "olm"}, "editable": true, "graphTooltip": 1, "schemaVersion": 39, "version": 1,
+		"time": obj{"from": "now-6h", "to": "now"}, "refresh": "1m", "timezone": "",
+		"templating":  obj{"list": []any{obj{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "hide": 0, "current": obj{}}}},
+		"annotations": obj{"list": []any{}},
+		"panels":      panels,
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(dashboard); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
