@@ -15,6 +15,14 @@ LOCAL := $(ROOT)/.local
 GO ?= go
 CONTROLLER_GEN := $(GO) tool controller-gen
 
+# One set of Go build flags for every build here (tests, build, run, the tools of hack/tools, images,
+# releases): the build cache keys compiled packages by their flags, so a build that differs compiles
+# the standard library and every shared module again. -trimpath is what reproducible images and
+# archives need, CGO_ENABLED=0 what the image's static binary needs; nothing here needs cgo. Exported:
+# the go builds that tests run share them too. (`go test` outside make: the same env shares the cache.)
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
+
 # Versions, read from the pinned build recipes so there is one place to change them.
 KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kube/go.mod)
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
@@ -159,7 +167,8 @@ plugin: ## Build the kubectl cos plugin into bin/: kubectl-cos and kubectl_compl
 	$(GO) build -ldflags "$(PLUGIN_LDFLAGS)" -o $(BIN)/kubectl_complete-cos ./cmd/kubectl_complete-cos
 
 # Each archive holds the two binaries and LICENSE; tar and gzip record no owner, time or order of
-# the machine (SOURCE_DATE_EPOCH), so the same commit gives the same archives.
+# the machine (SOURCE_DATE_EPOCH), so the same commit gives the same archives. -trimpath (also in GOFLAGS)
+# keeps the checkout's path out of the binaries.
 .PHONY: plugin-dist
 plugin-dist: ## Build the plugin's release archives for $PLUGIN_PLATFORMS (binaries and LICENSE) and its krew manifest (hack/krew/cos.yaml filled in) into bin/plugin-dist/.
 	@rm -rf $(PLUGIN_DIST) && mkdir -p $(PLUGIN_DIST)
@@ -189,7 +198,10 @@ IMAGE_ARCHIVE := $(IMAGE_DIR)/cos-externalizer.tar
 IMAGE_BUILDER := $(IMAGE_DIR)/image-builder
 # The commit, read once (other commits may land while make runs).
 REVISION ?= $(eval REVISION := $$(shell git rev-parse HEAD 2>/dev/null))$(REVISION)
-# $(call manager-build,GOARCH,OUTPUT): the static manager binary every image holds.
+# $(call manager-build,GOARCH,OUTPUT): the static manager binary every image holds. CGO_ENABLED=0 and
+# -trimpath are the flags of every build here (GOFLAGS above), so on linux/amd64 it reuses what tests and
+# `make build` compiled; spelled out because the image's static binary and reproducible digests need
+# them whatever GOFLAGS says.
 manager-build = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -buildvcs=false -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(2) ./cmd/cos-externalizer
 # The multi-arch image: an OCI image layout of one image per IMAGE_ARCHES, its SBOM beside it.
 IMAGE_ARCHES ?= amd64 arm64

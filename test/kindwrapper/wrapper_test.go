@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -25,8 +24,12 @@ var privileged = []string{
 
 func wrapper(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "hack", "kind", "bin", "docker")
+	// go test runs in the package's folder; runtime.Caller would name no folder under -trimpath (make's GOFLAGS).
+	p, err := filepath.Abs(filepath.Join("..", "..", "hack", "kind", "bin", "docker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestWrapperMapsPrivileged: run and create get the narrow set for --privileged, exec drops it, and
