@@ -3,7 +3,8 @@
 # The local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), kubectl
 # and cert-manager's controller and cainjector are built from the Go module proxy into bin/ at the
 # versions pinned in hack/tools/*/go.mod.
-# Each binary carries its version in a stamp file name, so it is rebuilt only when that version changes.
+# Each tool's stamp in bin/ is named by its version and a hash of the files that pin it, so it is rebuilt
+# when those change, never because a checkout's files are newer than bin/.
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -39,22 +40,34 @@ ACTIONLINT_VERSION := $(shell awk '$$1=="require" && $$2=="$(ACTIONLINT_MODULE)"
 CERTMANAGER_MODULE := github.com/cert-manager/cert-manager
 CERTMANAGER_VERSION := $(shell awk '($$1=="require" && $$2=="$(CERTMANAGER_MODULE)") {print $$3} ($$1=="$(CERTMANAGER_MODULE)") {print $$2}' hack/tools/certmanager/go.mod)
 
-KUBE_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)
-ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
-KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
-CERTMANAGER_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)
-GOLANGCI_LINT_STAMP := $(BIN)/.stamp-golangci-lint-$(GOLANGCI_LINT_VERSION)
-ACTIONLINT_STAMP := $(BIN)/.stamp-actionlint-$(ACTIONLINT_VERSION)
 HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
-HELM_STAMP := $(BIN)/.stamp-helm-$(HELM_VERSION)
+
+# $(call pins,FILES): a hash of the content of the files that pin a tool, for its stamp's name. A stamp
+# has no prerequisites: its name says what it was built from, so a file's time never rebuilds it.
+pins = $(shell cat $(1) | sha256sum | cut -c1-12)
+# $(call adopt,OLD_STAMP,BINARY=GO_MOD ...): a bin/ stamped by version only (before stamps carried the
+# hash) is taken over without a rebuild when OLD_STAMP is there and each binary's Go build info names
+# the module versions its go.mod pins; it keeps OLD_STAMP (hack/adopt-stamp.sh).
+adopt = GO=$(GO) hack/adopt-stamp.sh $@ $(1) $(2)
+# $(call stamp,GLOB,OLD_STAMP): the recipe's last line: replaces the stamps GLOB matches, but OLD_STAMP,
+# with the target.
+stamp = rm -f $(filter-out $@ $(2),$(wildcard $(1))) && touch $@
+
+KUBE_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)-$(call pins,hack/tools/kube/go.mod hack/tools/kube/go.sum)
+ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)-$(call pins,$(addprefix hack/tools/etcd/,go.mod go.sum main.go))
+KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)-$(call pins,hack/tools/kwok/go.mod hack/tools/kwok/go.sum)
+CERTMANAGER_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)-$(call pins,$(addprefix hack/tools/certmanager/,go.mod go.sum controller/main.go cainjector/main.go))
+GOLANGCI_LINT_STAMP := $(BIN)/.stamp-golangci-lint-$(GOLANGCI_LINT_VERSION)-$(call pins,hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum)
+ACTIONLINT_STAMP := $(BIN)/.stamp-actionlint-$(ACTIONLINT_VERSION)-$(call pins,hack/tools/actionlint/go.mod hack/tools/actionlint/go.sum)
+HELM_STAMP := $(BIN)/.stamp-helm-$(HELM_VERSION)-$(call pins,hack/tools/helm/go.mod hack/tools/helm/go.sum)
 # The real third-party bundles the tests read (test/builders.BundleDir; COS_TESTDATA_DIR overrides).
 # Their stamp lives inside the folder, so deleting the folder also makes it fetched again.
 TESTDATA := $(BIN)/testdata/bundles
-TESTDATA_STAMP := $(TESTDATA)/.stamp-prometheus-operator-$(PROMOP_VERSION)-argocd-$(ARGOCD_VERSION)
+TESTDATA_STAMP := $(TESTDATA)/.stamp-prometheus-operator-$(PROMOP_VERSION)-argocd-$(ARGOCD_VERSION)-$(call pins,hack/tools/testdata/go.mod hack/tools/testdata/go.sum)
 # cert-manager's CRDs, which the deploy tests install to dry-run config/default and
 # test/controlplane.StartCertManager installs before starting cert-manager (COS_CERTMANAGER_CRDS_DIR).
 CERTMANAGER_CRDS := $(BIN)/testdata/certmanager-crds
-CERTMANAGER_CRDS_STAMP := $(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)
+CERTMANAGER_CRDS_STAMP := $(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)-$(call pins,hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum)
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -126,24 +139,29 @@ golangci-lint: $(GOLANGCI_LINT_STAMP) ## Run golangci-lint (pinned in hack/tools
 	$(BIN)/golangci-lint run ./...
 	cd hack/tools/image && $(BIN)/golangci-lint run --config $(ROOT)/.golangci.yml ./...
 
-$(GOLANGCI_LINT_STAMP): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum
+GOLANGCI_LINT_OLD_STAMP := $(BIN)/.stamp-golangci-lint-$(GOLANGCI_LINT_VERSION)
+$(GOLANGCI_LINT_STAMP):
 	@mkdir -p $(BIN)
-	@echo "building golangci-lint $(GOLANGCI_LINT_VERSION) (first time: ~4 min)"
-	cd hack/tools/golangci-lint && $(GO) build -trimpath \
+	@$(call adopt,$(GOLANGCI_LINT_OLD_STAMP),$(BIN)/golangci-lint=hack/tools/golangci-lint/go.mod) || { \
+	echo "building golangci-lint $(GOLANGCI_LINT_VERSION) (first time: ~4 min)"; set -x; \
+	cd hack/tools/golangci-lint && $(GO) build \
 		-ldflags "-s -w -X main.version=$(patsubst v%,%,$(GOLANGCI_LINT_VERSION)) -X main.goVersion=$$($(GO) env GOVERSION)" \
-		-o $(BIN)/golangci-lint $(GOLANGCI_LINT_MODULE)/cmd/golangci-lint
-	@rm -f $(BIN)/.stamp-golangci-lint-* && touch $@
+		-o $(BIN)/golangci-lint $(GOLANGCI_LINT_MODULE)/cmd/golangci-lint; }
+	@$(call stamp,$(BIN)/.stamp-golangci-lint-*,$(GOLANGCI_LINT_OLD_STAMP))
 
 .PHONY: actionlint
 actionlint: $(ACTIONLINT_STAMP) ## Lint .github/workflows (actionlint, pinned in hack/tools/actionlint; with shellcheck on PATH it checks run: scripts too), actions pinned by commit SHA.
 	$(BIN)/actionlint
 	@! grep -nE '^[ -]*uses: ' .github/workflows/*.yml | grep -vE 'uses: (\./[^ ]*|[^ @]+@[0-9a-f]{40})( |$$)' || { echo "pin these actions by full commit SHA (docs/ci.md)"; exit 1; }
 
-$(ACTIONLINT_STAMP): hack/tools/actionlint/go.mod hack/tools/actionlint/go.sum
+ACTIONLINT_OLD_STAMP := $(BIN)/.stamp-actionlint-$(ACTIONLINT_VERSION)
+$(ACTIONLINT_STAMP):
 	@mkdir -p $(BIN)
-	cd hack/tools/actionlint && $(GO) build -trimpath -ldflags "-s -w -X $(ACTIONLINT_MODULE).version=$(ACTIONLINT_VERSION)" \
-		-o $(BIN)/actionlint $(ACTIONLINT_MODULE)/cmd/actionlint
-	@rm -f $(BIN)/.stamp-actionlint-* && touch $@
+	@$(call adopt,$(ACTIONLINT_OLD_STAMP),$(BIN)/actionlint=hack/tools/actionlint/go.mod) || { \
+	echo "building actionlint $(ACTIONLINT_VERSION)"; set -x; \
+	cd hack/tools/actionlint && $(GO) build -ldflags "-s -w -X $(ACTIONLINT_MODULE).version=$(ACTIONLINT_VERSION)" \
+		-o $(BIN)/actionlint $(ACTIONLINT_MODULE)/cmd/actionlint; }
+	@$(call stamp,$(BIN)/.stamp-actionlint-*,$(ACTIONLINT_OLD_STAMP))
 
 .PHONY: build
 build: ## Build the manager binary into bin/.
@@ -363,7 +381,8 @@ endif
 KIND_TOOLS := $(BIN)/kind-tools
 KIND_VERSION := $(shell awk '$$1=="require" && $$2=="sigs.k8s.io/kind" {print $$3}' hack/tools/kind/go.mod)
 COREDNS_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/coredns/coredns" {print $$3}' hack/tools/coredns/go.mod)
-KIND_TOOLS_STAMP := $(KIND_TOOLS)/.stamp-$(KUBE_VERSION)-kind-$(KIND_VERSION)-coredns-$(COREDNS_VERSION)
+KIND_TOOLS_OLD_STAMP := $(KIND_TOOLS)/.stamp-$(KUBE_VERSION)-kind-$(KIND_VERSION)-coredns-$(COREDNS_VERSION)
+KIND_TOOLS_STAMP := $(KIND_TOOLS_OLD_STAMP)-$(call pins,$(foreach d,kubenode kind coredns,hack/tools/$(d)/go.mod hack/tools/$(d)/go.sum))
 KIND_NODE_IMAGE := cos-kind-node:$(KUBE_VERSION)
 KIND_WORK := $(BIN)/kind
 KIND_CERTMANAGER_MANIFEST := $(KIND_WORK)/cert-manager.yaml
@@ -372,15 +391,16 @@ KIND_CERTMANAGER_MANIFEST := $(KIND_WORK)/cert-manager.yaml
 ETCD_IMAGE_TAG := $(patsubst v%,%,$(ETCD_VERSION))-0
 PAUSE_TAG = $(shell awk '$$1=="TAG" && $$2=="?=" {print $$3}' $$(cd hack/tools/kubenode && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/Makefile)
 
-$(KIND_TOOLS_STAMP): hack/tools/kubenode/go.mod hack/tools/kubenode/go.sum hack/tools/kind/go.mod hack/tools/kind/go.sum \
-		hack/tools/coredns/go.mod hack/tools/coredns/go.sum
+$(KIND_TOOLS_STAMP):
 	@mkdir -p $(KIND_TOOLS)
-	@echo "building kubelet, kubeadm, kube-proxy $(KUBE_VERSION), kind $(KIND_VERSION) and CoreDNS $(COREDNS_VERSION) (first time: ~10 min)"
-	cd hack/tools/kubenode && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(KIND_TOOLS)/ \
-		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kube-proxy
-	cd hack/tools/kind && $(GO) build -trimpath -ldflags "-s -w" -o $(KIND_TOOLS)/kind sigs.k8s.io/kind
-	cd hack/tools/coredns && $(GO) build -trimpath -ldflags "-s -w" -o $(KIND_TOOLS)/coredns github.com/coredns/coredns
-	@rm -f $(KIND_TOOLS)/.stamp-* && touch $@
+	@$(call adopt,$(KIND_TOOLS_OLD_STAMP),$(foreach b,kubelet kubeadm kube-proxy,$(KIND_TOOLS)/$(b)=hack/tools/kubenode/go.mod) \
+		$(KIND_TOOLS)/kind=hack/tools/kind/go.mod $(KIND_TOOLS)/coredns=hack/tools/coredns/go.mod) || { \
+	echo "building kubelet, kubeadm, kube-proxy $(KUBE_VERSION), kind $(KIND_VERSION) and CoreDNS $(COREDNS_VERSION) (first time: ~10 min)"; set -x; \
+	(cd hack/tools/kubenode && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(KIND_TOOLS)/ \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kube-proxy) && \
+	(cd hack/tools/kind && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/kind sigs.k8s.io/kind) && \
+	(cd hack/tools/coredns && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/coredns github.com/coredns/coredns); }
+	@$(call stamp,$(KIND_TOOLS)/.stamp-*,$(KIND_TOOLS_OLD_STAMP))
 
 .PHONY: kind-host
 kind-host: ## Install Docker and debootstrap from apt if missing, and start dockerd if none answers (for test-e2e-sources).
@@ -450,32 +470,30 @@ testdata: $(TESTDATA_STAMP) ## Fetch the real test bundles (prometheus-operator 
 
 # The bundles are files of Go module zips pinned in hack/tools/testdata/go.mod and checked against its
 # go.sum. They are copied out of the module cache into a fresh folder that replaces the old one whole.
-$(TESTDATA_STAMP): hack/tools/testdata/go.mod hack/tools/testdata/go.sum
-	@echo "fetching test bundles: $(PROMOP_MODULE) $(PROMOP_VERSION), $(ARGOCD_MODULE) $(ARGOCD_VERSION)"
-	cd hack/tools/testdata && $(GO) mod download $(PROMOP_MODULE) $(ARGOCD_MODULE)
-	rm -rf $(TESTDATA).tmp && mkdir -p $(TESTDATA).tmp/prometheus-operator-crds $(TESTDATA).tmp/argocd-install
-	cd hack/tools/testdata && \
-		promop=$$($(GO) list -m -f '{{.Dir}}' $(PROMOP_MODULE)) && argocd=$$($(GO) list -m -f '{{.Dir}}' $(ARGOCD_MODULE)) && \
-		cp "$$promop"/example/prometheus-operator-crd-full/*.yaml $(TESTDATA).tmp/prometheus-operator-crds/ && \
-		cp "$$argocd"/manifests/install.yaml $(TESTDATA).tmp/argocd-install/
-	chmod -R u+w $(TESTDATA).tmp
-	touch $(TESTDATA).tmp/$(notdir $(TESTDATA_STAMP))
-	rm -rf $(TESTDATA) && mv $(TESTDATA).tmp $(TESTDATA)
+$(TESTDATA_STAMP):
+	@$(call adopt,$(TESTDATA)/.stamp-prometheus-operator-$(PROMOP_VERSION)-argocd-$(ARGOCD_VERSION)) || { \
+	echo "fetching test bundles: $(PROMOP_MODULE) $(PROMOP_VERSION), $(ARGOCD_MODULE) $(ARGOCD_VERSION)"; set -x; \
+	cd hack/tools/testdata && $(GO) mod download $(PROMOP_MODULE) $(ARGOCD_MODULE) && \
+	rm -rf $(TESTDATA).tmp && mkdir -p $(TESTDATA).tmp/prometheus-operator-crds $(TESTDATA).tmp/argocd-install && \
+	promop=$$($(GO) list -m -f '{{.Dir}}' $(PROMOP_MODULE)) && argocd=$$($(GO) list -m -f '{{.Dir}}' $(ARGOCD_MODULE)) && \
+	cp "$$promop"/example/prometheus-operator-crd-full/*.yaml $(TESTDATA).tmp/prometheus-operator-crds/ && \
+	cp "$$argocd"/manifests/install.yaml $(TESTDATA).tmp/argocd-install/ && \
+	chmod -R u+w $(TESTDATA).tmp && touch $(TESTDATA).tmp/$(notdir $@) && \
+	rm -rf $(TESTDATA) && mv $(TESTDATA).tmp $(TESTDATA); }
 
 .PHONY: certmanager-crds
 certmanager-crds: $(CERTMANAGER_CRDS_STAMP) ## Fetch cert-manager's CRDs (for the deploy tests) into bin/testdata/certmanager-crds/.
 
 # The CRDs are the deploy/crds/*.yaml of the cert-manager module pinned in
 # hack/tools/certmanager/go.mod (checked against its go.sum), copied out of the module cache.
-$(CERTMANAGER_CRDS_STAMP): hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum
-	@echo "fetching cert-manager's CRDs: $(CERTMANAGER_MODULE) $(CERTMANAGER_VERSION)"
-	cd hack/tools/certmanager && $(GO) mod download $(CERTMANAGER_MODULE)
-	rm -rf $(CERTMANAGER_CRDS).tmp && mkdir -p $(CERTMANAGER_CRDS).tmp
-	cd hack/tools/certmanager && \
-		cp "$$($(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))"/deploy/crds/*.yaml $(CERTMANAGER_CRDS).tmp/
-	chmod -R u+w $(CERTMANAGER_CRDS).tmp
-	touch $(CERTMANAGER_CRDS).tmp/$(notdir $(CERTMANAGER_CRDS_STAMP))
-	rm -rf $(CERTMANAGER_CRDS) && mv $(CERTMANAGER_CRDS).tmp $(CERTMANAGER_CRDS)
+$(CERTMANAGER_CRDS_STAMP):
+	@$(call adopt,$(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)) || { \
+	echo "fetching cert-manager's CRDs: $(CERTMANAGER_MODULE) $(CERTMANAGER_VERSION)"; set -x; \
+	cd hack/tools/certmanager && $(GO) mod download $(CERTMANAGER_MODULE) && \
+	rm -rf $(CERTMANAGER_CRDS).tmp && mkdir -p $(CERTMANAGER_CRDS).tmp && \
+	cp "$$($(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))"/deploy/crds/*.yaml $(CERTMANAGER_CRDS).tmp/ && \
+	chmod -R u+w $(CERTMANAGER_CRDS).tmp && touch $(CERTMANAGER_CRDS).tmp/$(notdir $@) && \
+	rm -rf $(CERTMANAGER_CRDS) && mv $(CERTMANAGER_CRDS).tmp $(CERTMANAGER_CRDS); }
 
 ##@ Deploy
 
@@ -557,14 +575,16 @@ chart: $(KUBE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from t
 .PHONY: helm
 helm: $(HELM_STAMP) ## Build helm into bin/ (pinned in hack/tools/helm; the chart test runs it).
 
-$(HELM_STAMP): hack/tools/helm/go.mod hack/tools/helm/go.sum
+HELM_OLD_STAMP := $(BIN)/.stamp-helm-$(HELM_VERSION)
+$(HELM_STAMP):
 	@mkdir -p $(BIN)
-	@echo "building helm $(HELM_VERSION) (first time: ~1 min after the control plane's build)"
-	cd hack/tools/helm && $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	@$(call adopt,$(HELM_OLD_STAMP),$(BIN)/helm=hack/tools/helm/go.mod) || { \
+	echo "building helm $(HELM_VERSION) (first time: ~1 min after the control plane's build)"; set -x; \
+	cd hack/tools/helm && $(GO) build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR) \
 		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)" \
-		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm
-	@rm -f $(BIN)/.stamp-helm-* && touch $@
+		-o $(BIN)/helm helm.sh/helm/v3/cmd/helm; }
+	@$(call stamp,$(BIN)/.stamp-helm-*,$(HELM_OLD_STAMP))
 
 ##@ Local control plane
 
@@ -574,29 +594,35 @@ tools: control-plane certmanager helm testdata $(GOLANGCI_LINT_STAMP) $(ACTIONLI
 .PHONY: control-plane
 control-plane: $(KUBE_STAMP) $(ETCD_STAMP) $(KWOK_STAMP) ## Build etcd, kube-*, kubectl and kwok into bin/ (first time ~8 min on 2 cores).
 
-$(KUBE_STAMP): hack/tools/kube/go.mod hack/tools/kube/go.sum
+KUBE_OLD_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)
+$(KUBE_STAMP):
 	@mkdir -p $(BIN)
-	@echo "building kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $(KUBE_VERSION) (first time: ~8 min)"
-	cd hack/tools/kube && $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ \
+	@$(call adopt,$(KUBE_OLD_STAMP),$(foreach b,kube-apiserver kube-controller-manager kube-scheduler kubectl,$(BIN)/$(b)=hack/tools/kube/go.mod)) || { \
+	echo "building kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $(KUBE_VERSION) (first time: ~8 min)"; set -x; \
+	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
-	@rm -f $(BIN)/.stamp-kube-* && touch $@
+		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl; }
+	@$(call stamp,$(BIN)/.stamp-kube-*,$(KUBE_OLD_STAMP))
 
-$(ETCD_STAMP): hack/tools/etcd/go.mod hack/tools/etcd/go.sum hack/tools/etcd/main.go
+ETCD_OLD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
+$(ETCD_STAMP):
 	@mkdir -p $(BIN)
-	@echo "building etcd $(ETCD_VERSION) (first time: ~1.5 min)"
-	cd hack/tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/etcd .
-	@rm -f $(BIN)/.stamp-etcd-* && touch $@
+	@$(call adopt,$(ETCD_OLD_STAMP),$(BIN)/etcd=hack/tools/etcd/go.mod) || { \
+	echo "building etcd $(ETCD_VERSION) (first time: ~1.5 min)"; set -x; \
+	cd hack/tools/etcd && $(GO) build -ldflags "-s -w" -o $(BIN)/etcd .; }
+	@$(call stamp,$(BIN)/.stamp-etcd-*,$(ETCD_OLD_STAMP))
 
-$(KWOK_STAMP): hack/tools/kwok/go.mod hack/tools/kwok/go.sum
+KWOK_OLD_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
+$(KWOK_STAMP):
 	@mkdir -p $(BIN)
-	@echo "building kwok $(KWOK_VERSION) (first time: ~3.5 min)"
-	cd hack/tools/kwok && $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
-	cd hack/tools/kwok && stages=$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage && \
+	@test -f $(BIN)/kwok-stages.yaml && $(call adopt,$(KWOK_OLD_STAMP),$(BIN)/kwok=hack/tools/kwok/go.mod) || { \
+	echo "building kwok $(KWOK_VERSION) (first time: ~3.5 min)"; set -x; \
+	cd hack/tools/kwok && $(GO) build -ldflags "-s -w" -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok && \
+	stages=$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage && \
 		for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 			pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do \
-			echo "---"; cat "$$stages/$$f"; done > $(BIN)/kwok-stages.yaml
-	@rm -f $(BIN)/.stamp-kwok-* && touch $@
+			echo "---"; cat "$$stages/$$f"; done > $(BIN)/kwok-stages.yaml; }
+	@$(call stamp,$(BIN)/.stamp-kwok-*,$(KWOK_OLD_STAMP))
 
 .PHONY: certmanager
 certmanager: $(CERTMANAGER_STAMP) $(CERTMANAGER_CRDS_STAMP) ## Build cert-manager's controller and cainjector into bin/ and fetch its CRDs (first time ~5 min on 2 idle cores).
@@ -605,13 +631,14 @@ certmanager: $(CERTMANAGER_STAMP) $(CERTMANAGER_CRDS_STAMP) ## Build cert-manage
 # beside the local control plane (test/controlplane.StartCertManager). Two builds, one after the other:
 # the second reuses the first one's build cache.
 CERTMANAGER_LDFLAGS := -s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$(CERTMANAGER_VERSION)
-$(CERTMANAGER_STAMP): hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum \
-		hack/tools/certmanager/controller/main.go hack/tools/certmanager/cainjector/main.go
+CERTMANAGER_OLD_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)
+$(CERTMANAGER_STAMP):
 	@mkdir -p $(BIN)
-	@echo "building cert-manager controller and cainjector $(CERTMANAGER_VERSION) (first time: ~5 min)"
-	cd hack/tools/certmanager && $(GO) build -trimpath -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-controller ./controller
-	cd hack/tools/certmanager && $(GO) build -trimpath -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-cainjector ./cainjector
-	@rm -f $(BIN)/.stamp-certmanager-* && touch $@
+	@$(call adopt,$(CERTMANAGER_OLD_STAMP),$(foreach b,controller cainjector,$(BIN)/cert-manager-$(b)=hack/tools/certmanager/go.mod)) || { \
+	echo "building cert-manager controller and cainjector $(CERTMANAGER_VERSION) (first time: ~5 min)"; set -x; \
+	cd hack/tools/certmanager && $(GO) build -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-controller ./controller && \
+	$(GO) build -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-cainjector ./cainjector; }
+	@$(call stamp,$(BIN)/.stamp-certmanager-*,$(CERTMANAGER_OLD_STAMP))
 
 .PHONY: cluster-up
 cluster-up: control-plane ## Start the local control plane in the background; prints the KUBECONFIG to export.
