@@ -46,8 +46,8 @@ HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3
 # has no prerequisites: its name says what it was built from, so a file's time never rebuilds it.
 pins = $(shell cat $(1) | sha256sum | cut -c1-12)
 # $(call adopt,OLD_STAMP,BINARY=GO_MOD ...): a bin/ stamped by version only (before stamps carried the
-# hash) is taken over without a rebuild when OLD_STAMP is there and each binary's Go build info names
-# the module versions its go.mod pins; it keeps OLD_STAMP (hack/adopt-stamp.sh).
+# hash) is taken over once without a rebuild when OLD_STAMP is there and each binary's Go build info
+# names the module versions its go.mod pins; it keeps OLD_STAMP (hack/adopt-stamp.sh).
 adopt = GO=$(GO) hack/adopt-stamp.sh $@ $(1) $(2)
 # $(call stamp,GLOB,OLD_STAMP): the recipe's last line: replaces the stamps GLOB matches, but OLD_STAMP,
 # with the target.

@@ -6,15 +6,20 @@
 # go.mod was newer than it, which a fresh checkout's always is. Now the Makefile names a stamp by the
 # version and a hash of the files that pin the tool (bin/.stamp-kube-v1.36.3-<hash>).
 #
-# Touches NEW_STAMP and exits 0 when OLD_STAMP is there and every BINARY's Go build info (go version -m)
-# names only modules at the version its GO_MOD requires or replaces them with; exits 1, touching
-# nothing, otherwise (the Makefile then builds). With no BINARY (fetched test data: files of module
-# zips, whose versions are in OLD_STAMP's name and immutable), OLD_STAMP alone decides.
+# Touches NEW_STAMP and exits 0 when OLD_STAMP is there, no stamp of the new kind for this version is
+# (a bin/ taken over once is not again: a later change of a pin the build info does not show, such as
+# a local main.go, must rebuild), and every BINARY's Go build info (go version -m) names only modules
+# at the version its GO_MOD requires or replaces them with; exits 1, touching nothing, otherwise (the
+# Makefile then builds). With no BINARY (fetched test data: files of module zips, whose versions are
+# in OLD_STAMP's name and immutable), the stamps alone decide.
 set -euo pipefail
 
 new=$1 old=$2
 shift 2
 [ -e "$old" ] || exit 1
+for f in "${new%-*}"-*; do
+	[ -e "$f" ] && exit 1
+done
 for pair in "$@"; do
 	bin=${pair%%=*} gomod=${pair#*=}
 	[ -x "$bin" ] || exit 1
