@@ -22,7 +22,7 @@ CONTROLLER_GEN := $(GO) tool controller-gen
 # archives need, CGO_ENABLED=0 what the image's static binary needs; nothing here needs cgo. Exported:
 # the go builds that tests run share them too. (`go test` outside make: the same env shares the cache.)
 export CGO_ENABLED := 0
-export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
 # Versions, read from the pinned build recipes so there is one place to change them.
 KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kube/go.mod)
