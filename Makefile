@@ -301,11 +301,19 @@ release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...)
 .PHONY: test
 # -vet=off: lint has run go vet ./..., whose analyzers include every one go test runs; go test's own
 # subset would analyze every package and dependency again (its flags key another cache entry).
-test: control-plane testdata certmanager certmanager-crds helm verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
+test: test-tools verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
 	$(GO) test -count=1 -vet=off -timeout 30m $$($(GO) list ./... | grep -v '/test/e2e/local$$')
 	@# The e2e suite runs alone: its two managers, cert-manager and ten load clients would otherwise
 	@# share the two cores with the other packages' control planes.
 	$(GO) test -count=1 -vet=off -timeout 20m ./test/e2e/local/
+
+# The tools and data make test needs, TOOLS_JOBS recipes at a time: on a fresh machine one build's
+# module downloads and its tail (the last packages, the links) leave a core idle that another takes.
+# Once bin/ holds them, nothing runs. -s: every recipe of theirs prints its own commands (set -x).
+TOOLS_JOBS ?= 2
+.PHONY: test-tools
+test-tools:
+	@$(MAKE) -s --no-print-directory -j$(TOOLS_JOBS) control-plane testdata certmanager certmanager-crds helm $(GOLANGCI_LINT_STAMP)
 
 # The adversarial sequence test (test/adversarial, docs/adversarial.md): `make test` runs its fixed seed;
 # soak runs any seed for STEPS steps or for DURATION (e.g. 30m), or replays a printed sequence
