@@ -313,7 +313,7 @@ test: test-tools verify lint image-check ## Run every test (unit, API and integr
 TOOLS_JOBS ?= 2
 .PHONY: test-tools
 test-tools:
-	@$(MAKE) -s --no-print-directory -j$(TOOLS_JOBS) control-plane testdata certmanager certmanager-crds helm $(GOLANGCI_LINT_STAMP)
+	@$(MAKE) -s --no-print-directory -j$(TOOLS_JOBS) tools
 
 # The adversarial sequence test (test/adversarial, docs/adversarial.md): `make test` runs its fixed seed;
 # soak runs any seed for STEPS steps or for DURATION (e.g. 30m), or replays a printed sequence
