@@ -36,9 +36,9 @@ var _ CertificateSource = &SelfSignedSource{}
 
 // newSelfSignedSource returns the source of certificates issued from the CA in the Secret ca, kept
 // by policy and injected into webhookConfiguration.
-func newSelfSignedSource(e *env, clk clock.Clock, ca types.NamespacedName, webhookConfiguration string, policy certs.CAPolicy, leaf certs.LeafPolicy) *SelfSignedSource {
+func newSelfSignedSource(e *env, m *Metrics, clk clock.Clock, ca types.NamespacedName, webhookConfiguration string, policy certs.CAPolicy, leaf certs.LeafPolicy) *SelfSignedSource {
 	return &SelfSignedSource{
-		served: newServed(SourceSelfSigned, e, clk, webhookConfiguration),
+		served: newServed(SourceSelfSigned, e, m, clk, webhookConfiguration),
 		ca:     ca, leaf: leaf,
 		auth: &authority{env: e, clock: clk, secret: ca, policy: policy, webhookConfiguration: webhookConfiguration, poke: make(chan struct{}, 1)},
 	}

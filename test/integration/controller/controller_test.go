@@ -482,7 +482,7 @@ func TestOrphanSweep(t *testing.T) {
 	// A sweeper whose clock is an hour ahead of the API server's deletes nothing on its first look:
 	// a grace period starts when the sweep first sees a Secret unused, on its own clock.
 	clk := testingclock.NewFakePassiveClock(time.Now().Add(time.Hour))
-	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
+	sweeper := &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
 		GracePeriod: 5 * time.Minute, Clock: clk}
 	waitSeenUnused(t, sweeper, old, young)
 	for _, s := range []*corev1.Secret{old, young} {

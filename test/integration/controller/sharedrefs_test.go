@@ -86,7 +86,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			})
 			waitSecretsOwnedBy(t, xb, xa)
 			// A sweep long after the grace period keeps them: xb uses them.
-			sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
+			sweeper := &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
 				GracePeriod: 5 * time.Minute}
 			sweepTwice(t, sweeper)
 			for _, key := range xb.ReferencedSecrets(testenv.SystemNamespace) {
@@ -139,7 +139,7 @@ func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
 		}
 		return true, ""
 	})
-	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
+	sweeper := &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
 		GracePeriod: 5 * time.Minute}
 	var secrets []*corev1.Secret
 	for _, key := range keys {

@@ -61,7 +61,7 @@ func TestSweepLosesToARefsOnlyCreate(t *testing.T) {
 	})
 
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
+	sweeper := &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
 		GracePeriod: 5 * time.Minute, Clock: clk}
 	waitSeenUnused(t, sweeper, secrets...)
 	clk.SetTime(clk.Now().Add(sweeper.GracePeriod))
