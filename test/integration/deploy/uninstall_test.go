@@ -38,27 +38,21 @@ var pruneProtection = map[string]string{
 // TestOverlaysProtectFromPrune: wherever an overlay holds the ClusterObjectSet CRD or the system
 // namespace, they carry the keep and prune-protection annotations.
 func TestOverlaysProtectFromPrune(t *testing.T) {
-	for _, o := range overlays {
-		if !o.install {
-			continue
-		}
-		t.Run(o.name, func(t *testing.T) {
-			objs := parse(t, render(t, o.name))
-			for _, u := range []*unstructured.Unstructured{
-				find(objs, "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io"),
-				find(objs, "Namespace", systemNamespace),
-			} {
-				if u == nil {
-					continue
-				}
-				for k, v := range pruneProtection {
-					if got := u.GetAnnotations()[k]; got != v {
-						t.Errorf("%s %s: annotation %s %q, want %q", u.GetKind(), u.GetName(), k, got, v)
-					}
+	forEachInstall(t, func(t *testing.T, _ overlay, objs []*unstructured.Unstructured) {
+		for _, u := range []*unstructured.Unstructured{
+			find(objs, "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io"),
+			find(objs, "Namespace", systemNamespace),
+		} {
+			if u == nil {
+				continue
+			}
+			for k, v := range pruneProtection {
+				if got := u.GetAnnotations()[k]; got != v {
+					t.Errorf("%s %s: annotation %s %q, want %q", u.GetKind(), u.GetName(), k, got, v)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // olmManager is the field manager of OLM's operator-controller, which adds a finalizer of the same
