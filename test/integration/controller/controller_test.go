@@ -49,10 +49,7 @@ var manager *testenv.Manager
 const externalRefCheck = "--external-ref-check-interval=2s"
 
 func startManager(ctx context.Context, args ...string) (*testenv.Manager, error) {
-	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) {
-		o.Clock = shiftedClock{}
-		o.SkipControllerNameValidation = true
-	}, append([]string{externalRefCheck}, args...)...)
+	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.Clock = shiftedClock{} }, append([]string{externalRefCheck}, args...)...)
 }
 
 func TestMain(m *testing.M) {

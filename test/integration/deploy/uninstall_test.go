@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -84,7 +83,7 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 			kept, deleted, olms := prefix+"-kept", prefix+"-deleted", prefix+"-olm"
 
 			applySystemNamespace(t)
-			m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true },
+			m, err := testenv.Env.StartManager(ctx,
 				"--externalize=always", "--rollout=true")
 			if err != nil {
 				t.Fatal(err)
@@ -394,7 +393,7 @@ func TestUndeployAllTearsDown(t *testing.T) {
 		}
 	})
 	applySystemNamespace(t)
-	m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true },
+	m, err := testenv.Env.StartManager(ctx,
 		"--externalize=always", "--rollout=true")
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -119,7 +118,7 @@ func TestSecretGuardOLMPatch(t *testing.T) {
 		if err := manager.Stop(); err != nil {
 			t.Error(err)
 		}
-		m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, "--rollout=false")
+		m, err := testenv.Env.StartManager(ctx, "--rollout=false")
 		if err != nil {
 			t.Errorf("starting the manager again: %v", err)
 			return
@@ -130,7 +129,7 @@ func TestSecretGuardOLMPatch(t *testing.T) {
 	if err := manager.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, "--rollout=false", flagArg)
+	m, err := testenv.Env.StartManager(ctx, "--rollout=false", flagArg)
 	if err != nil {
 		t.Fatal(err)
 	}

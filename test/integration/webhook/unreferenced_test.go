@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -26,7 +25,7 @@ func withManager(t *testing.T, args ...string) {
 	t.Helper()
 	ctx := context.Background()
 	start := func(extra ...string) {
-		m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, append([]string{"--rollout=false"}, extra...)...)
+		m, err := testenv.Env.StartManager(ctx, append([]string{"--rollout=false"}, extra...)...)
 		if err != nil {
 			t.Fatalf("starting the manager: %v", err)
 		}

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -428,7 +427,7 @@ func TestWebhookDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, "--rollout=false")
+		m, err := testenv.Env.StartManager(ctx, "--rollout=false")
 		if err != nil {
 			t.Errorf("starting the manager again: %v", err)
 			return
