@@ -22,6 +22,46 @@ var kubectl, mustKubectl = testenv.Kubectl, testenv.MustKubectl
 // writeJSON writes obj as a JSON file for kubectl -f (testenv.WriteJSON).
 func writeJSON(t *testing.T, obj any) string { return testenv.WriteJSON(t, obj, "cos.json") }
 
+// stopManager stops the package's manager. The returned restore stops whichever manager runs then
+// and starts the package's again; it runs when the test ends unless called before.
+func stopManager(t *testing.T) (restore func()) {
+	t.Helper()
+	if err := manager.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore = func() {
+		if restored {
+			return
+		}
+		restored = true
+		if err := manager.Stop(); err != nil {
+			t.Error(err)
+		}
+		m, err := testenv.Env.StartManager(context.Background(), "--rollout=false")
+		if err != nil {
+			t.Errorf("starting the manager again: %v", err)
+			return
+		}
+		manager = m
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// withManager runs a manager with the package's flags and args in place of the package's manager,
+// until restore (stopManager).
+func withManager(t *testing.T, args ...string) (restore func()) {
+	t.Helper()
+	restore = stopManager(t)
+	m, err := testenv.Env.StartManager(context.Background(), append([]string{"--rollout=false"}, args...)...)
+	if err != nil {
+		t.Fatalf("starting the manager: %v", err)
+	}
+	manager = m
+	return restore
+}
+
 // systemSecrets lists the Secrets of the system namespace by name, narrowed by opts.
 func systemSecrets(t *testing.T, opts ...client.ListOption) map[string]bool {
 	t.Helper()

@@ -107,33 +107,9 @@ func TestSecretGuardOLMPatch(t *testing.T) {
 
 	t.Log("config/webhook-only: OLM exempt")
 	flagArg, expression := webhookOnlyExemption(t)
-	// The package's manager again (and its generated webhook configuration), before anything is
-	// removed: a Secret's delete waits on the guard.
-	restored := false
-	restore := func() {
-		if restored {
-			return
-		}
-		restored = true
-		if err := manager.Stop(); err != nil {
-			t.Error(err)
-		}
-		m, err := testenv.Env.StartManager(ctx, "--rollout=false")
-		if err != nil {
-			t.Errorf("starting the manager again: %v", err)
-			return
-		}
-		manager = m
-	}
-	t.Cleanup(restore)
-	if err := manager.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := testenv.Env.StartManager(ctx, "--rollout=false", flagArg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manager = m
+	// restore starts the package's manager again (and its generated webhook configuration), before
+	// anything is removed: a Secret's delete waits on the guard.
+	restore := withManager(t, flagArg)
 	wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cos-externalizer"}, wc); err != nil {
 		t.Fatal(err)

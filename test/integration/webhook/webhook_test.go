@@ -423,17 +423,7 @@ func TestWebhookDown(t *testing.T) {
 	if err := testenv.Env.Client.Update(ctx, swapped); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be reordered") {
 		t.Fatalf("reordering the phases of a refs-only ClusterObjectSet: want Invalid from the webhook, got %v", err)
 	}
-	if err := manager.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m, err := testenv.Env.StartManager(ctx, "--rollout=false")
-		if err != nil {
-			t.Errorf("starting the manager again: %v", err)
-			return
-		}
-		manager = m
-	})
+	stopManager(t)
 
 	tests := []struct {
 		name string
