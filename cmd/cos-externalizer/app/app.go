@@ -157,33 +157,20 @@ func (o *Options) Validate() error {
 	if _, err := externalize.ParseMode(o.externalize); err != nil {
 		errs = append(errs, fmt.Errorf("--externalize: %w", err))
 	}
-	if o.threshold < 0 {
-		errs = append(errs, fmt.Errorf("--externalize-threshold: must not be negative, got %d", o.threshold))
-	}
+	errs = append(errs, notNegative("--externalize-threshold", o.threshold))
 	if o.drainPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-drain-period: %s is negative", o.drainPeriod))
 	}
-	if o.sweepEvery <= 0 {
-		errs = append(errs, fmt.Errorf("--orphan-sweep-interval: must be positive, got %s", o.sweepEvery))
-	}
-	if o.sweepGrace < 0 {
-		errs = append(errs, fmt.Errorf("--orphan-grace-period: must not be negative, got %s", o.sweepGrace))
-	}
-	if o.keepArchived < 0 {
-		errs = append(errs, fmt.Errorf("--keep-archived-revisions: must not be negative, got %d", o.keepArchived))
-	}
-	if o.externalRefs < 0 {
-		errs = append(errs, fmt.Errorf("--external-ref-check-interval: must not be negative, got %s", o.externalRefs))
-	}
-	if o.driftCheck < 0 {
-		errs = append(errs, fmt.Errorf("--drift-check-interval: must not be negative, got %s", o.driftCheck))
-	}
+	errs = append(errs,
+		positive("--orphan-sweep-interval", o.sweepEvery),
+		notNegative("--orphan-grace-period", o.sweepGrace),
+		notNegative("--keep-archived-revisions", o.keepArchived),
+		notNegative("--external-ref-check-interval", o.externalRefs),
+		notNegative("--drift-check-interval", o.driftCheck))
 	if o.rollout != RolloutAuto && o.rollout != "true" && o.rollout != "false" {
 		errs = append(errs, fmt.Errorf("--rollout: %q is none of true, false and auto", o.rollout))
 	}
-	if o.maxStoredBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
-	}
+	errs = append(errs, positive("--max-stored-bytes", o.maxStoredBytes))
 	if err := o.servingCert().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -198,13 +185,27 @@ func (o *Options) Validate() error {
 	if err := o.admission.validate(o.maxResolvedBytes); err != nil {
 		errs = append(errs, err)
 	}
-	if o.maxResolvedBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--max-resolved-bytes: must be positive, got %d", o.maxResolvedBytes))
-	}
+	errs = append(errs, positive("--max-resolved-bytes", o.maxResolvedBytes))
 	if o.maxConcurrentResolvedBytes < o.maxResolvedBytes {
 		errs = append(errs, fmt.Errorf("--max-concurrent-resolved-bytes: must be at least --max-resolved-bytes (%d), got %d", o.maxResolvedBytes, o.maxConcurrentResolvedBytes))
 	}
 	return errors.Join(errs...)
+}
+
+// positive is the error of a numeric flag that is not positive; nil when it is.
+func positive[T int | int64 | time.Duration](flag string, v T) error {
+	if v > 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: must be positive, got %v", flag, v)
+}
+
+// notNegative is the error of a numeric flag that is negative; nil when it is not.
+func notNegative[T int | int64 | time.Duration](flag string, v T) error {
+	if v >= 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: must not be negative, got %v", flag, v)
 }
 
 // servingCert is the serving certificate's configuration from the flags.
