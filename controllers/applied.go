@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
@@ -17,25 +16,6 @@ import (
 
 // reasonAbsent: the object does not exist (a label value of cos_externalizer_applies_total).
 const reasonAbsent = "absent"
-
-var (
-	appliesPerformed = exportedAtZero(prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "cos_externalizer_applies_total",
-		Help: "Server-side applies of managed objects, by why the object was applied: absent (it did not exist), digest (the desired object changed, or the object does not carry its digest), managed-fields (no managedFields entry of ours) or field (another manager changed or removed a field of ours).",
-	}, []string{"reason"}), reasonAbsent, drift.ReasonDigest, drift.ReasonManagedFields, drift.ReasonField)
-	appliesSkipped = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "cos_externalizer_applies_skipped_total",
-		Help: "Server-side applies of managed objects skipped because the live object holds what would be applied.",
-	})
-)
-
-// exportedAtZero creates v's series of every label value, so each is exported from the start, at 0.
-func exportedAtZero(v *prometheus.CounterVec, values ...string) *prometheus.CounterVec {
-	for _, value := range values {
-		v.WithLabelValues(value)
-	}
-	return v
-}
 
 // unchanged decides whether applying desired (its fields; digest is drift.Digest of it) to live
 // would change nothing. live nil: the object does not exist.

@@ -26,7 +26,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -93,10 +92,7 @@ type ClusterObjectSetReconciler struct {
 	// ResolvePool bounds the resolved content held at once by reconciles (--max-concurrent-resolved-bytes;
 	// admission requests draw from a pool of their own); nil: none.
 	ResolvePool *content.Pool
-
-	// SkipNameValidation lets a process start the controller more than once (tests restart the
-	// manager).
-	SkipNameValidation bool
+	Metrics     *Metrics
 
 	watches *kindWatches
 	// contents keeps the data of the Secrets read for resolution (DefaultSecretContentBytes): the
@@ -119,7 +115,6 @@ func (r *ClusterObjectSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{}, deletionPredicate()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.cosForSecret)).
-		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
 		Build(r)
 	if err != nil {
 		return err

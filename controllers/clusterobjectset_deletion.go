@@ -125,7 +125,7 @@ func (r *ClusterObjectSetReconciler) retriggerCRDCleanup(ctx context.Context, co
 	if err := r.Client.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("re-triggering the cleanup of %s: %w", describe(live), err)
 	}
-	crdCleanupRetriggers.Inc()
+	r.Metrics.CRDCleanupRetriggers.Inc()
 	ctrl.LoggerFrom(ctx).Info("re-triggered the API server's cleanup of a deleted CustomResourceDefinition", "object", describe(live), "reason", retrigger.Reason,
 		"retrigger", retrigger.N, "maxRetriggers", crdcleanup.MaxRetriggers)
 	r.Recorder.Eventf(cos, live, corev1.EventTypeWarning, EventCRDCleanupRetriggered, "Teardown",

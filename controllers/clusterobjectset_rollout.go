@@ -149,7 +149,7 @@ func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1
 		verdict = unchanged(fields, existing, digest)
 	}
 	if verdict.Unchanged {
-		appliesSkipped.Inc()
+		r.Metrics.AppliesSkipped.Inc()
 		// A restarted manager starts its watches here too: drift after a restart must wake the COS.
 		if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
 			return nil, "", err
@@ -180,7 +180,7 @@ func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return nil, "", sanitize(err)
 	}
-	appliesPerformed.WithLabelValues(verdict.Reason).Inc()
+	r.Metrics.AppliesPerformed.WithLabelValues(verdict.Reason).Inc()
 	if err := r.watches.ensure(ctx, desired.GroupVersionKind()); err != nil {
 		return nil, "", err
 	}

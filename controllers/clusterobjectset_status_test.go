@@ -82,7 +82,7 @@ func TestSetStatus(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
-			r := &ClusterObjectSetReconciler{Recorder: rec, Clock: testingclock.NewFakePassiveClock(now)}
+			r := &ClusterObjectSetReconciler{Metrics: NewMetrics(), Recorder: rec, Clock: testingclock.NewFakePassiveClock(now)}
 			cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 1},
 				Status: olmv1.ClusterObjectSetStatus{ObservedPhases: tc.observed, Conditions: tc.conditions}}
 			r.setStatus(cos, tc.found)

@@ -6,7 +6,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -25,9 +24,6 @@ import (
 // down itself. It writes nothing else: no status, no finalizer added.
 type FinalizerReleaseReconciler struct {
 	Client client.Client
-	// SkipNameValidation lets a process start the controller more than once (tests restart the
-	// manager).
-	SkipNameValidation bool
 }
 
 // SetupWithManager registers the controller for ClusterObjectSets being deleted.
@@ -35,7 +31,6 @@ func (r *FinalizerReleaseReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("finalizer-release").
 		For(&olmv1.ClusterObjectSet{}, builder.WithPredicates(beingDeleted())).
-		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
 }
 

@@ -47,6 +47,7 @@ type OrphanSweeper struct {
 	// BeforeDelete, when set (tests), is called with the Secrets about to be deleted, after the live
 	// confirmation and before the first delete.
 	BeforeDelete func(ctx context.Context, secrets []corev1.Secret)
+	Metrics      *Metrics
 
 	mu        sync.Mutex
 	sightings secretuse.Sightings
@@ -131,7 +132,7 @@ func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 		byVersion[versions[i]] = sec
 	}
 	due := s.sightings.Observe(versions, s.clock().Now(), s.GracePeriod)
-	orphansWaiting.Set(float64(s.sightings.Waiting()))
+	s.Metrics.OrphansWaiting.Set(float64(s.sightings.Waiting()))
 	candidates := make([]corev1.Secret, len(due))
 	for i, v := range due {
 		candidates[i] = byVersion[v]
@@ -182,7 +183,7 @@ func (s *OrphanSweeper) Delete(ctx context.Context, orphans []corev1.Secret) (in
 		}
 		if err == nil {
 			n++
-			secretsSwept.Inc()
+			s.Metrics.SecretsSwept.Inc()
 		}
 	}
 	return n, nil

@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,9 +33,7 @@ type SecretOwnershipReconciler struct {
 	// Client reads through the manager's cache (with objectdata.RefIndex) and writes.
 	Client          client.Client
 	SystemNamespace string
-	// SkipNameValidation lets a process start the controller more than once (tests restart the
-	// manager).
-	SkipNameValidation bool
+	Metrics         *Metrics
 }
 
 // SetupWithManager registers the controller: the labelled Secrets of the system namespace, and the
@@ -51,7 +48,6 @@ func (r *SecretOwnershipReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("secret-ownership").
 		For(&corev1.Secret{}, builder.WithPredicates(inSystem)).
 		Watches(&olmv1.ClusterObjectSet{}, handler.EnqueueRequestsFromMapFunc(r.secretsOf)).
-		WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
 }
 
@@ -105,7 +101,7 @@ func (r *SecretOwnershipReconciler) Reconcile(ctx context.Context, req reconcile
 		return reconcile.Result{}, fmt.Errorf("owning %s: %w", describe(sec), err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("owner references of an object-data Secret set", "secret", klog.KObj(sec), "users", len(users))
-	ownerRefsPatched.Inc()
+	r.Metrics.OwnerRefsPatched.Inc()
 	return reconcile.Result{}, nil
 }
 

@@ -16,32 +16,34 @@ import (
 // them have a series to watch.
 var alertingReasons = []string{olmv1.ReasonBlocked, olmv1.ReasonRetrying, olmv1.ReasonProgressDeadlineExceeded}
 
-var (
-	cosByReasonDesc = prometheus.NewDesc("cos_externalizer_clusterobjectsets",
-		"ClusterObjectSets by the reason of their Progressing condition (\"None\" before any status); Blocked, Retrying and ProgressDeadlineExceeded are always exported.",
-		[]string{"reason"}, nil)
-	orphanedSecretsDesc = prometheus.NewDesc("cos_externalizer_orphaned_secrets",
-		"object-data Secrets of the system namespace that no ClusterObjectSet references or owns: the orphan sweep deletes them once their grace period has passed.",
-		nil, nil)
-)
-
 // StatusCollector exports, at scrape time, gauges read from the manager's cache: ClusterObjectSets
 // by Progressing reason, and object-data Secrets waiting for the orphan sweep. It serves every
 // replica, leader or not, and whoever writes the status (this reconciler or OLM's).
 type StatusCollector struct {
 	reader          client.Reader
 	systemNamespace string
+	byReason        *prometheus.Desc
+	orphaned        *prometheus.Desc
 }
 
 // NewStatusCollector returns a collector over reader (the manager's cache).
 func NewStatusCollector(reader client.Reader, systemNamespace string) *StatusCollector {
-	return &StatusCollector{reader: reader, systemNamespace: systemNamespace}
+	return &StatusCollector{
+		reader:          reader,
+		systemNamespace: systemNamespace,
+		byReason: prometheus.NewDesc("cos_externalizer_clusterobjectsets",
+			"ClusterObjectSets by the reason of their Progressing condition (\"None\" before any status); Blocked, Retrying and ProgressDeadlineExceeded are always exported.",
+			[]string{"reason"}, nil),
+		orphaned: prometheus.NewDesc("cos_externalizer_orphaned_secrets",
+			"object-data Secrets of the system namespace that no ClusterObjectSet references or owns: the orphan sweep deletes them once their grace period has passed.",
+			nil, nil),
+	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *StatusCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- cosByReasonDesc
-	ch <- orphanedSecretsDesc
+	ch <- c.byReason
+	ch <- c.orphaned
 }
 
 // Collect implements prometheus.Collector. A cache that cannot answer within a second (not synced
@@ -66,7 +68,7 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 		counts[reason]++
 	}
 	for reason, n := range counts {
-		ch <- prometheus.MustNewConstMetric(cosByReasonDesc, prometheus.GaugeValue, float64(n), reason)
+		ch <- prometheus.MustNewConstMetric(c.byReason, prometheus.GaugeValue, float64(n), reason)
 	}
 	secrets := &corev1.SecretList{}
 	if err := c.reader.List(ctx, secrets, client.InNamespace(c.systemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
@@ -74,5 +76,5 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	// Grace ignored: every Secret the sweep deletes now or once its grace has passed.
 	pending := unusedSecrets(secrets.Items, sets.Items, c.systemNamespace)
-	ch <- prometheus.MustNewConstMetric(orphanedSecretsDesc, prometheus.GaugeValue, float64(len(pending)))
+	ch <- prometheus.MustNewConstMetric(c.orphaned, prometheus.GaugeValue, float64(len(pending)))
 }

@@ -49,16 +49,8 @@ type charged struct {
 // pool is refused as too large; none leaves anything held.
 func TestAdmissionCharged(t *testing.T) {
 	const ns = "olmv1-system"
-	always := b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
-	inline := b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", "app", 20)...))
-	other := b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", "other", 20)...))
-	plan, err := content.PlanFor(inline.Name, externalize.PlanInput(inline), content.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := inline.DeepCopy()
-	stored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, ns)
-	secret := externalize.ObjectDataSecret(inline.Name, ns, plan.Secrets[0])
+	inline, stored, secret := externalized(t, ns, "app", 20)
+	other, _, _ := externalized(t, ns, "other", 20)
 	createCost, err := admissionCost(rawOf(t, inline, ""), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,11 +92,8 @@ func TestAdmissionCharged(t *testing.T) {
 			// A request that would wait ends at once: the test never waits for room.
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op, Name: tc.obj.Name,
-				Object: runtime.RawExtension{Raw: rawOf(t, tc.obj, "")}}}
-			if tc.old != nil {
-				req.OldObject = runtime.RawExtension{Raw: rawOf(t, tc.old, "")}
-			}
+			req := request(t, tc.op, tc.obj, "", tc.old)
+			req.Name = tc.obj.Name
 			resp := e.Handle(ctx, req)
 			got := charged{Allowed: resp.Allowed, HeldAtWrite: store.seen, HeldAfter: pool.Used(), Refusals: map[string]float64{}}
 			if r := resp.Result; r != nil && !resp.Allowed {

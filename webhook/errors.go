@@ -14,17 +14,6 @@ import (
 // cosGroupKind names ClusterObjectSets in the API server's errors.
 var cosGroupKind = schema.GroupKind{Group: olmv1.GroupVersion.Group, Kind: olmv1.ClusterObjectSetKind}
 
-// refusalReasons are the refusal metric's labels of the pipeline's reasons.
-var refusalReasons = map[cosadmission.Reason]string{
-	cosadmission.ReasonInvalid:        RefusalInvalid,
-	cosadmission.ReasonTooLarge:       RefusalTooLarge,
-	cosadmission.ReasonNameRequired:   RefusalNameRequired,
-	cosadmission.ReasonSecretConflict: RefusalSecretConflict,
-	cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
-	cosadmission.ReasonInternal:       RefusalBadRequest,
-	cosadmission.ReasonUnreferenced:   RefusalUnreferenced, // pending.go
-}
-
 // refusal is the response of the pipeline's refusal: the API server's Invalid status for field
 // errors, otherwise its error with its code.
 func refusal(name string, r *cosadmission.Refusal) admission.Response {

@@ -10,12 +10,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
@@ -33,16 +31,13 @@ import (
 // Externalizer is the mutating webhook: it translates the admission pipeline's answer
 // (internal/admission) into a patch, warnings, a refusal and metrics.
 type Externalizer struct {
-	// Client writes Secrets.
-	Client client.Client
-	// Reader reads Secrets uncached, so a Secret written a moment ago is seen.
-	Reader  client.Reader
+	// Store reads and writes the object-data Secrets: Setup's objectdata.Writer, which reads
+	// uncached (a Secret written a moment ago is seen); tests give their own.
+	Store   cosadmission.Store
 	Options Options
 	Metrics *Metrics
 	// Limits are the served CRD's bounds; nil: the generated CRD's.
 	Limits *ServedLimits
-	// Store, when set, reads and writes in place of Client and Reader (fast tests of the translation).
-	Store cosadmission.Store
 }
 
 // Handle answers one admission request for a ClusterObjectSet.
@@ -102,7 +97,7 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 	}
 	r := e.pipeline().Admit(ctx, in)
 	if r.Refusal != nil {
-		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), refusalReasons[r.Refusal.Reason]
+		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), string(r.Refusal.Reason)
 	}
 	warnings := r.Warnings
 	s := r.Stats
@@ -127,14 +122,9 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 	return e.respond(obj, r.PhasesChanged, warnings), ""
 }
 
-// pipeline is the admission pipeline of one request: reads uncached, Secrets written by
-// objectdata.Writer, at most WriteConcurrency at once.
+// pipeline is the admission pipeline of one request, over Store.
 func (e *Externalizer) pipeline() *cosadmission.Pipeline {
-	store := e.Store
-	if store == nil {
-		store = &objectdata.Writer{Client: e.Client, Reader: e.Reader, Namespace: e.Options.SystemNamespace, Concurrency: max(e.Options.WriteConcurrency, 1)}
-	}
-	store = e.Options.Unreferenced.Wrap(store, e.Options.SystemNamespace) // pending.go
+	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace) // pending.go
 	return &cosadmission.Pipeline{
 		Store:            store,
 		SystemNamespace:  e.Options.SystemNamespace,

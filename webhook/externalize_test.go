@@ -37,15 +37,7 @@ type handled struct {
 // internal/admission's tests): the patch, the warnings, the refusal's status and the metrics.
 func TestHandleTranslates(t *testing.T) {
 	const ns = "olmv1-system"
-	always := b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
-	inline := b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", "app", 2)...))
-	plan, err := content.PlanFor(inline.Name, externalize.PlanInput(inline), content.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := inline.DeepCopy()
-	stored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, ns)
-	secret := externalize.ObjectDataSecret(inline.Name, ns, plan.Secrets[0])
+	inline, stored, secret := externalized(t, ns, "app", 2)
 	notOurs := secret.DeepCopy()
 	notOurs.Data = map[string][]byte{"other": []byte("{}")}
 	lastApplied := inline.DeepCopy()
@@ -99,11 +91,8 @@ func TestHandleTranslates(t *testing.T) {
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m,
 				Options: Options{SystemNamespace: ns, Mode: externalize.ModeOversized, Threshold: 100}}
-			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op, DryRun: &tc.dryRun,
-				Object: runtime.RawExtension{Raw: rawOf(t, tc.obj, tc.raw)}}}
-			if tc.old != nil {
-				req.OldObject = runtime.RawExtension{Raw: rawOf(t, tc.old, "")}
-			}
+			req := request(t, tc.op, tc.obj, tc.raw, tc.old)
+			req.DryRun = &tc.dryRun
 			resp := e.Handle(context.Background(), req)
 			got := handled{Allowed: resp.Allowed, Metrics: map[string]float64{}}
 			if r := resp.Result; r != nil && !resp.Allowed {
@@ -143,15 +132,21 @@ func TestHandleTranslates(t *testing.T) {
 	}
 }
 
-// TestRefusalReasonsAreTheMetricLabels: every reason of the pipeline has its label, of the same value.
+// TestRefusalReasonsAreTheMetricLabels: the pipeline's reasons are the refusal metric's labels, the
+// strings alerts and the dashboard know.
 func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
-	for reason, label := range refusalReasons {
+	for reason, label := range map[cosadmission.Reason]string{
+		cosadmission.ReasonInvalid:        RefusalInvalid,
+		cosadmission.ReasonTooLarge:       RefusalTooLarge,
+		cosadmission.ReasonNameRequired:   RefusalNameRequired,
+		cosadmission.ReasonSecretConflict: RefusalSecretConflict,
+		cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
+		cosadmission.ReasonInternal:       RefusalBadRequest,
+		cosadmission.ReasonUnreferenced:   RefusalUnreferenced,
+	} {
 		if string(reason) != label {
-			t.Errorf("reason %q has the label %q", reason, label)
+			t.Errorf("reason %q, want the label %q", reason, label)
 		}
-	}
-	if len(refusalReasons) != 7 {
-		t.Errorf("%d reasons mapped", len(refusalReasons))
 	}
 }
 
@@ -161,6 +156,34 @@ func counter(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// always is the annotation of ClusterObjectSets the tests externalize whatever their size.
+var always = b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
+
+// externalized returns a ClusterObjectSet named app with n inline ConfigMaps named prefix-i
+// (externalize: always), its stored form of refs to Secrets in ns, and its first Secret.
+func externalized(t *testing.T, ns, prefix string, n int) (inline, stored *olmv1.ClusterObjectSet, secret *corev1.Secret) {
+	t.Helper()
+	inline = b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", prefix, n)...))
+	plan, err := content.PlanFor(inline.Name, externalize.PlanInput(inline), content.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored = inline.DeepCopy()
+	stored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, ns)
+	return inline, stored, externalize.ObjectDataSecret(inline.Name, ns, plan.Secrets[0])
+}
+
+// request is the admission request of op on obj (raw when obj is nil), an update of old when it is
+// set.
+func request(t *testing.T, op admissionv1.Operation, obj *olmv1.ClusterObjectSet, raw string, old *olmv1.ClusterObjectSet) admission.Request {
+	t.Helper()
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Object: runtime.RawExtension{Raw: rawOf(t, obj, raw)}}}
+	if old != nil {
+		req.OldObject = runtime.RawExtension{Raw: rawOf(t, old, "")}
+	}
+	return req
 }
 
 func rawOf(t *testing.T, obj *olmv1.ClusterObjectSet, raw string) []byte {

@@ -23,9 +23,13 @@ type Metrics struct {
 	DryRuns             prometheus.Counter
 	Refusals            *prometheus.CounterVec
 	Latency             *prometheus.HistogramVec
+	// ExemptionMismatch is 1 when the served secret guard's exemption matchCondition differs from
+	// --secret-guard-exempt-users (exemptionCheck).
+	ExemptionMismatch prometheus.Gauge
 }
 
-// NewMetrics creates the metrics, unregistered (tests use their own; the manager's are DefaultMetrics).
+// NewMetrics creates the metrics, unregistered (tests use their own); the manager creates its own once
+// and registers them (Collectors).
 func NewMetrics() *Metrics {
 	return &Metrics{
 		ObjectsExternalized: prometheus.NewCounter(prometheus.CounterOpts{
@@ -57,21 +61,14 @@ func NewMetrics() *Metrics {
 			Help:    "Time to answer an admission request, by webhook and operation.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10},
 		}, []string{"webhook", "operation"}),
+		ExemptionMismatch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cos_externalizer_secret_guard_exemption_mismatch",
+			Help: "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start).",
+		}),
 	}
 }
 
-// DefaultMetrics are the metrics of the manager's webhooks; the manager registers them (Collectors).
-var DefaultMetrics = NewMetrics()
-
-// Collectors are DefaultMetrics, for the manager to register.
-func Collectors() []prometheus.Collector {
-	m := DefaultMetrics
-	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, exemptionMismatch}
+// Collectors are m's metrics, for the manager to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch}
 }
-
-// exemptionMismatch is 1 when the served secret guard's exemption matchCondition differs from
-// --secret-guard-exempt-users (exemptionCheck).
-var exemptionMismatch = prometheus.NewGauge(prometheus.GaugeOpts{
-	Name: "cos_externalizer_secret_guard_exemption_mismatch",
-	Help: "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start).",
-})

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
 // testPKI is a serving certificate for 127.0.0.1 and two client CAs with their client certificates.
@@ -116,15 +117,7 @@ func startServer(t *testing.T, p *testPKI, o ServerOptions, register ...func(*Se
 	if err := s.StartedChecker()(nil); err == nil {
 		t.Fatal("StartedChecker: healthy before Start")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-	})
+	framework.Start(context.Background(), t, "the webhook server", s.Start)
 	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return s.StartedChecker()(nil) == nil, nil
 	}); err != nil {

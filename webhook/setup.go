@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,7 +78,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 		return err
 	}
 	if opts.WebhookConfiguration != "" {
-		if err := mgr.Add(&exemptionCheck{reader: mgr.GetAPIReader(), name: opts.WebhookConfiguration, users: opts.ExemptUsers}); err != nil {
+		if err := mgr.Add(&exemptionCheck{reader: mgr.GetAPIReader(), name: opts.WebhookConfiguration, users: opts.ExemptUsers, mismatch: metrics.ExemptionMismatch}); err != nil {
 			return err
 		}
 	}
@@ -93,7 +94,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
 	// ctx ends when the manager stops: a request's context that ends before it is a caller gone.
 	server.Register(MutatePath, opts.Drain.Wrap(callerGone(ctx, &webhook.Admission{Handler: finishing{&Externalizer{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts, Metrics: metrics, Limits: limits,
+		// Secrets read uncached, written at most WriteConcurrency at once.
+		Store: &objectdata.Writer{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.SystemNamespace, Concurrency: max(opts.WriteConcurrency, 1),
+		},
+		Options: opts, Metrics: metrics, Limits: limits,
 	}}})))
 	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
 	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
@@ -151,6 +156,8 @@ type exemptionCheck struct {
 	reader client.Reader
 	name   string
 	users  []string
+	// mismatch is set to 1 on a difference, 0 without.
+	mismatch prometheus.Gauge
 }
 
 // NeedLeaderElection: every replica checks.
@@ -166,10 +173,10 @@ func (c *exemptionCheck) Start(ctx context.Context) error {
 	want := ExemptCondition(c.users)
 	got, found := exemptConditionOf(wc)
 	if found && got == want {
-		exemptionMismatch.Set(0)
+		c.mismatch.Set(0)
 		return nil
 	}
-	exemptionMismatch.Set(1)
+	c.mismatch.Set(1)
 	log.Error(nil, "the secret guard's matchCondition does not exempt exactly --secret-guard-exempt-users: their requests reach the guard, which fails closed while no manager answers (deleting the system namespace would wedge); set it in the webhook configuration",
 		"webhookConfiguration", c.name, "matchCondition", ExemptConditionName, "expression", want, "served", got)
 	return nil

@@ -36,9 +36,9 @@ var _ CertificateSource = &SelfSignedSource{}
 
 // newSelfSignedSource returns the source of certificates issued from the CA in the Secret ca, kept
 // by policy and injected into webhookConfiguration.
-func newSelfSignedSource(e *env, clk clock.Clock, ca types.NamespacedName, webhookConfiguration string, policy certs.CAPolicy, leaf certs.LeafPolicy) *SelfSignedSource {
+func newSelfSignedSource(e *env, m *Metrics, clk clock.Clock, ca types.NamespacedName, webhookConfiguration string, policy certs.CAPolicy, leaf certs.LeafPolicy) *SelfSignedSource {
 	return &SelfSignedSource{
-		served: newServed(SourceSelfSigned, e, clk, webhookConfiguration),
+		served: newServed(SourceSelfSigned, e, m, clk, webhookConfiguration),
 		ca:     ca, leaf: leaf,
 		auth: &authority{env: e, clock: clk, secret: ca, policy: policy, webhookConfiguration: webhookConfiguration, poke: make(chan struct{}, 1)},
 	}
@@ -157,24 +157,8 @@ func (a *authority) sync(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	trusted := func(c *x509.Certificate) bool {
-		for _, b := range bundles {
-			roots, err := certs.ParseCerts(b.caBundle)
-			if err != nil {
-				return false
-			}
-			found := false
-			for _, r := range roots {
-				found = found || r.Equal(c)
-			}
-			if !found {
-				return false
-			}
-		}
-		return true
-	}
 	now := a.clock.Now()
-	next, reason, err := a.policy.Plan(now, cur, trusted)
+	next, reason, err := a.policy.Plan(now, cur, trustedByAll(bundles))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -191,24 +175,8 @@ func (a *authority) sync(ctx context.Context) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, err
 		}
-		if !exists {
-			sec = corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "cos-externalizer"}},
-				Type:       corev1.SecretTypeOpaque,
-				Data:       data,
-			}
-			if err := a.env.cl.Create(ctx, &sec); err != nil {
-				if apierrors.IsAlreadyExists(err) {
-					return time.Time{}, nil // another leader's; its event wakes us
-				}
-				return time.Time{}, fmt.Errorf("creating the CA Secret %s: %w", key, err)
-			}
-		} else {
-			orig := sec.DeepCopy()
-			sec.Data = data
-			if err := a.env.cl.Patch(ctx, &sec, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-				return time.Time{}, fmt.Errorf("updating the CA Secret %s: %w", key, err)
-			}
+		if written, err := a.write(ctx, &sec, exists, data); !written || err != nil {
+			return time.Time{}, err
 		}
 		a.env.rec.Eventf(&sec, nil, corev1.EventTypeNormal, EventCARotated, "Rotate", "%s", reason)
 		a.env.log.Info("CA Secret updated", "secret", key.String(), "reason", reason, "signingNotAfter", next.Signing.Cert.NotAfter.UTC(), "trusted", len(next.Trusted))
@@ -223,6 +191,53 @@ func (a *authority) sync(ctx context.Context) (time.Time, error) {
 		a.env.log.Info("CA bundle injected", "webhookConfiguration", a.webhookConfiguration, "certificates", len(cur.Trusted))
 	}
 	return a.policy.NextCheck(now, cur), nil
+}
+
+// trustedByAll reports whether every webhook's caBundle of bundles holds a certificate.
+func trustedByAll(bundles []webhookBundle) func(*x509.Certificate) bool {
+	return func(c *x509.Certificate) bool {
+		for _, b := range bundles {
+			roots, err := certs.ParseCerts(b.caBundle)
+			if err != nil {
+				return false
+			}
+			found := false
+			for _, r := range roots {
+				found = found || r.Equal(c)
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// write stores data in the CA Secret: it creates sec when it does not exist, else patches the sec
+// read, guarded by its resourceVersion. It reports false, without an error, when another leader
+// created the Secret first (its event wakes us).
+func (a *authority) write(ctx context.Context, sec *corev1.Secret, exists bool, data map[string][]byte) (bool, error) {
+	key := a.secret
+	if exists {
+		orig := sec.DeepCopy()
+		sec.Data = data
+		if err := a.env.cl.Patch(ctx, sec, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, fmt.Errorf("updating the CA Secret %s: %w", key, err)
+		}
+		return true, nil
+	}
+	*sec = corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "cos-externalizer"}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	if err := a.env.cl.Create(ctx, sec); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("creating the CA Secret %s: %w", key, err)
+	}
+	return true, nil
 }
 
 // inject sets every webhook's caBundle of the two configurations to bundle; it reports whether it

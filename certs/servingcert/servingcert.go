@@ -129,8 +129,9 @@ type Server struct {
 	env *env
 }
 
-// New returns a Server for o, with o.Source's CertificateSource; Setup wires it into a manager.
-func New(o Options) *Server {
+// New returns a Server for o, with o.Source's CertificateSource counted in m; Setup wires it into a
+// manager.
+func New(o Options, m *Metrics) *Server {
 	clk := o.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -139,9 +140,9 @@ func New(o Options) *Server {
 	secret := types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}
 	switch o.Source {
 	case SourceSecret:
-		s.src = newSecretSource(s.env, clk, secret, o.WebhookConfiguration)
+		s.src = newSecretSource(s.env, m, clk, secret, o.WebhookConfiguration)
 	case SourceSelfSigned:
-		s.src = newSelfSignedSource(s.env, clk, secret, o.WebhookConfiguration,
+		s.src = newSelfSignedSource(s.env, m, clk, secret, o.WebhookConfiguration,
 			certs.CAPolicy{CommonName: caCommonName, Lifetime: o.CALifetime}, certs.LeafPolicy{Hosts: o.Hosts, Lifetime: o.CertLifetime})
 	}
 	return s
@@ -213,19 +214,28 @@ func (s *Server) ReadyCheck(*http.Request) error {
 	return s.src.Healthy()
 }
 
-// The serving certificate's metrics; the manager registers them (Collectors).
-var (
-	certNotAfter = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "cos_externalizer_webhook_certificate_expiry_timestamp_seconds",
-		Help: "When the webhook serving certificate this replica serves expires (Unix seconds).",
-	})
-	certChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "cos_externalizer_webhook_certificate_changes_total",
-		Help: "Serving certificates this replica switched to, by source (secret, self-signed).",
-	}, []string{"source"})
-)
+// Metrics are the serving certificate's metrics; the manager creates them once and registers them
+// (Collectors).
+type Metrics struct {
+	NotAfter prometheus.Gauge
+	Changes  *prometheus.CounterVec
+}
 
-// Collectors are the serving certificate's metrics, for the manager to register.
-func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{certNotAfter, certChanges}
+// NewMetrics creates the metrics, unregistered (tests use their own).
+func NewMetrics() *Metrics {
+	return &Metrics{
+		NotAfter: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cos_externalizer_webhook_certificate_expiry_timestamp_seconds",
+			Help: "When the webhook serving certificate this replica serves expires (Unix seconds).",
+		}),
+		Changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cos_externalizer_webhook_certificate_changes_total",
+			Help: "Serving certificates this replica switched to, by source (secret, self-signed).",
+		}, []string{"source"}),
+	}
+}
+
+// Collectors are m's metrics, for the manager to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.NotAfter, m.Changes}
 }

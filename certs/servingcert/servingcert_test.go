@@ -161,7 +161,7 @@ func newSimulationLed(t *testing.T, caLife, certLife time.Duration, led bool) *s
 		m.loops = append(m.loops, &simLoop{sync: sync, due: t0, early: t0, perHour: map[int]int{}})
 	}
 	for i := range 2 {
-		s := New(o)
+		s := New(o, NewMetrics())
 		*s.env = env{log: logr.Discard(), cached: m.api, api: m.api, cl: m.api, rec: &events.FakeRecorder{}}
 		m.replicas = append(m.replicas, s)
 		m.issued = append(m.issued, map[int]int{})

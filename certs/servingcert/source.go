@@ -35,6 +35,7 @@ type served struct {
 	// webhookConfiguration names the configurations that must trust the certificate; empty: none.
 	webhookConfiguration string
 	env                  *env
+	metrics              *Metrics
 	clock                clock.Clock
 
 	mu      sync.Mutex
@@ -50,8 +51,8 @@ type served struct {
 	poke chan struct{}
 }
 
-func newServed(source string, e *env, clk clock.Clock, webhookConfiguration string) *served {
-	return &served{source: source, webhookConfiguration: webhookConfiguration, env: e, clock: clk, settle: settleTime, poke: make(chan struct{}, 1)}
+func newServed(source string, e *env, m *Metrics, clk clock.Clock, webhookConfiguration string) *served {
+	return &served{source: source, webhookConfiguration: webhookConfiguration, env: e, metrics: m, clock: clk, settle: settleTime, poke: make(chan struct{}, 1)}
 }
 
 // GetCertificate serves the current certificate.
@@ -143,8 +144,8 @@ func (s *served) offer(ctx context.Context, candidate *tls.Certificate, why stri
 	s.mu.Lock()
 	s.current, s.pending = candidate, nil
 	s.mu.Unlock()
-	certNotAfter.Set(float64(candidate.Leaf.NotAfter.Unix()))
-	certChanges.WithLabelValues(s.source).Inc()
+	s.metrics.NotAfter.Set(float64(candidate.Leaf.NotAfter.Unix()))
+	s.metrics.Changes.WithLabelValues(s.source).Inc()
 	s.env.log.Info("serving a new certificate", "reason", why, "serial", candidate.Leaf.SerialNumber.Text(16), "notAfter", candidate.Leaf.NotAfter.UTC())
 	return time.Time{}
 }

@@ -29,7 +29,7 @@ func TestNewSource(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := New(Options{Source: tc.source, Namespace: "olmv1-system", SecretName: DefaultCertSecret})
+			s := New(Options{Source: tc.source, Namespace: "olmv1-system", SecretName: DefaultCertSecret}, NewMetrics())
 			got := ""
 			if s.src != nil {
 				got = fmt.Sprintf("%T", s.src)
@@ -89,7 +89,7 @@ func TestSecretSourceSync(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			api := newAPIServer()
-			s := New(Options{Source: SourceSecret, Namespace: "olmv1-system", SecretName: "cert", Clock: testingclock.NewFakeClock(t0)})
+			s := New(Options{Source: SourceSecret, Namespace: "olmv1-system", SecretName: "cert", Clock: testingclock.NewFakeClock(t0)}, NewMetrics())
 			*s.env = env{log: logr.Discard(), cached: api, api: api, cl: api, rec: &events.FakeRecorder{}}
 			src := s.src.(*SecretSource)
 			for i, st := range steps {

@@ -266,7 +266,7 @@ func TestNewCANeverServedUntrusted(t *testing.T) {
 			var replicas []*SecretSource
 			var loops []*simLoop
 			for range 2 {
-				srv := New(o)
+				srv := New(o, NewMetrics())
 				*srv.env = env{log: logr.Discard(), cached: api, api: api, cl: api, rec: &events.FakeRecorder{}}
 				s := srv.src.(*SecretSource)
 				s.settle = tc.settle

@@ -57,6 +57,29 @@ func Within(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// StopTimeout bounds how long Start's cleanup waits for what it started to return.
+const StopTimeout = 30 * time.Second
+
+// Start runs run in the background on a context of ctx that ends when the test ends; the test's
+// cleanup then waits for run to return (at most StopTimeout) and fails the test, naming what, when
+// it returns an error or does not return.
+func Start(ctx context.Context, t testing.TB, what string, run func(context.Context) error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s returned %v", what, err)
+			}
+		case <-time.After(StopTimeout):
+			t.Errorf("%s did not stop", what)
+		}
+	})
+}
+
 // Gone holds once the API server no longer has obj (by its name and namespace).
 func Gone(c client.Client, obj client.Object) Condition {
 	return func(ctx context.Context) (bool, string) {

@@ -111,6 +111,9 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	// Tests, -count and the retries of StartManagerWith start managers, and so their controllers,
+	// more than once in this process.
+	o.SkipControllerNameValidation = true
 	if adjust != nil {
 		adjust(&o)
 	}

@@ -7,10 +7,7 @@ import (
 // TestAdmissionFlags: Validate refuses an admission pool smaller than one ClusterObjectSet's resolved
 // content, and a wait the API server's timeout would cut short.
 func TestAdmissionFlags(t *testing.T) {
-	tests := map[string]struct {
-		args    []string
-		wantErr string
-	}{
+	flagCases{
 		"defaults":                {},
 		"no wait":                 {args: []string{"--admission-wait=0"}},
 		"9.9 s":                   {args: []string{"--admission-wait=9.9s"}},
@@ -19,10 +16,5 @@ func TestAdmissionFlags(t *testing.T) {
 		"pool of one budget":      {args: []string{"--max-concurrent-admission-bytes=67108864"}},
 		"pool under one budget":   {args: []string{"--max-concurrent-admission-bytes=67108863"}, wantErr: "--max-concurrent-admission-bytes"},
 		"smaller budget and pool": {args: []string{"--max-resolved-bytes=1048576", "--max-concurrent-admission-bytes=1048576", "--max-concurrent-resolved-bytes=1048576"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			validateFlags(t, tc.args, tc.wantErr)
-		})
-	}
+	}.run(t)
 }

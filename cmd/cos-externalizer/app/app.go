@@ -20,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -85,7 +87,8 @@ type Options struct {
 	// SweepBeforeDelete, when set (tests), is called by the orphan sweep with the Secrets it is about
 	// to delete, after its live confirmation (controllers.OrphanSweeper.BeforeDelete). Not a flag.
 	SweepBeforeDelete func(ctx context.Context, secrets []corev1.Secret)
-	// SkipControllerNameValidation lets a process start the manager more than once (tests). Not a flag.
+	// SkipControllerNameValidation lets a process start the manager more than once (tests): the
+	// manager's controllers skip the check that their names are unique. Not a flag.
 	SkipControllerNameValidation bool
 
 	rollout      string
@@ -154,33 +157,20 @@ func (o *Options) Validate() error {
 	if _, err := externalize.ParseMode(o.externalize); err != nil {
 		errs = append(errs, fmt.Errorf("--externalize: %w", err))
 	}
-	if o.threshold < 0 {
-		errs = append(errs, fmt.Errorf("--externalize-threshold: must not be negative, got %d", o.threshold))
-	}
+	errs = append(errs, notNegative("--externalize-threshold", o.threshold))
 	if o.drainPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-drain-period: %s is negative", o.drainPeriod))
 	}
-	if o.sweepEvery <= 0 {
-		errs = append(errs, fmt.Errorf("--orphan-sweep-interval: must be positive, got %s", o.sweepEvery))
-	}
-	if o.sweepGrace < 0 {
-		errs = append(errs, fmt.Errorf("--orphan-grace-period: must not be negative, got %s", o.sweepGrace))
-	}
-	if o.keepArchived < 0 {
-		errs = append(errs, fmt.Errorf("--keep-archived-revisions: must not be negative, got %d", o.keepArchived))
-	}
-	if o.externalRefs < 0 {
-		errs = append(errs, fmt.Errorf("--external-ref-check-interval: must not be negative, got %s", o.externalRefs))
-	}
-	if o.driftCheck < 0 {
-		errs = append(errs, fmt.Errorf("--drift-check-interval: must not be negative, got %s", o.driftCheck))
-	}
+	errs = append(errs,
+		positive("--orphan-sweep-interval", o.sweepEvery),
+		notNegative("--orphan-grace-period", o.sweepGrace),
+		notNegative("--keep-archived-revisions", o.keepArchived),
+		notNegative("--external-ref-check-interval", o.externalRefs),
+		notNegative("--drift-check-interval", o.driftCheck))
 	if o.rollout != RolloutAuto && o.rollout != "true" && o.rollout != "false" {
 		errs = append(errs, fmt.Errorf("--rollout: %q is none of true, false and auto", o.rollout))
 	}
-	if o.maxStoredBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--max-stored-bytes: must be positive, got %d", o.maxStoredBytes))
-	}
+	errs = append(errs, positive("--max-stored-bytes", o.maxStoredBytes))
 	if err := o.servingCert().Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -195,13 +185,27 @@ func (o *Options) Validate() error {
 	if err := o.admission.validate(o.maxResolvedBytes); err != nil {
 		errs = append(errs, err)
 	}
-	if o.maxResolvedBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--max-resolved-bytes: must be positive, got %d", o.maxResolvedBytes))
-	}
+	errs = append(errs, positive("--max-resolved-bytes", o.maxResolvedBytes))
 	if o.maxConcurrentResolvedBytes < o.maxResolvedBytes {
 		errs = append(errs, fmt.Errorf("--max-concurrent-resolved-bytes: must be at least --max-resolved-bytes (%d), got %d", o.maxResolvedBytes, o.maxConcurrentResolvedBytes))
 	}
 	return errors.Join(errs...)
+}
+
+// positive is the error of a numeric flag that is not positive; nil when it is.
+func positive[T int | int64 | time.Duration](flag string, v T) error {
+	if v > 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: must be positive, got %v", flag, v)
+}
+
+// notNegative is the error of a numeric flag that is negative; nil when it is not.
+func notNegative[T int | int64 | time.Duration](flag string, v T) error {
+	if v >= 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: must not be negative, got %v", flag, v)
 }
 
 // servingCert is the serving certificate's configuration from the flags.
@@ -271,10 +275,6 @@ func cacheOptions(systemNamespace string) cache.Options {
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	log := ctrl.Log.WithName("setup")
-	leNS := o.leaderElectNS
-	if leNS == "" {
-		leNS = o.systemNamespace
-	}
 	drain := &webhook.Drain{}
 	// The manager runs until the drain after the signal is over.
 	ctx = drainFirst(ctx, log, clock.RealClock{}, drain, o.drainPeriod)
@@ -285,38 +285,59 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := o.memory.apply(log); err != nil {
 		return err
 	}
-	tlsSettings, err := o.tls.settings()
+	m, err := processMetrics() // metrics.go
 	if err != nil {
 		return err
+	}
+	serving := servingcert.New(o.servingCert(), m.servingCert)
+	mgr, err := o.newManager(cfg, serving)
+	if err != nil {
+		return err
+	}
+	// One index on the shared cache serves both of its users: the Secret guard and the reconciler's
+	// Secret watch.
+	if err := objectdata.IndexRefs(ctx, mgr.GetFieldIndexer(), o.systemNamespace); err != nil {
+		return err
+	}
+	if o.enableWebhooks {
+		if err := o.setupWebhooks(ctx, mgr, serving, drain, m.webhook); err != nil {
+			return err
+		}
+	}
+	if err := o.setupControllers(mgr, rollOut, m.controllers); err != nil {
+		return err
+	}
+	if err := m.statusCollector(controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace)); err != nil {
+		return err
+	}
+	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
+		"webhooks", o.enableWebhooks, "webhookCertSource", o.certSource, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
+	return mgr.Start(ctx)
+}
+
+// newManager creates the manager, its metrics and webhook servers serving over TLS as the flags say
+// (the webhook server with serving's certificate), with its health and readiness checks.
+func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server) (ctrl.Manager, error) {
+	tlsSettings, err := o.tls.settings()
+	if err != nil {
+		return nil, err
 	}
 	tlsOpts := []func(*tls.Config){tlsSettings.Apply}
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-	serving := servingcert.New(o.servingCert())
 	webhookTLSOpts := append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOption())
-	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
-	if o.enableWebhooks {
-		// The metrics endpoint serves the webhooks' certificate, which a scraper verifies with the CA of
-		// its Secret (config/prometheus); without webhooks, controller-runtime's self-signed one.
-		metricsOpts.TLSOpts = webhookTLSOpts
-		if o.certSource == servingcert.SourceDir {
-			metricsOpts.CertDir = o.webhookCertDir
-			if metricsOpts.CertDir == "" {
-				metricsOpts.CertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // controller-runtime's default
-			}
-		}
-	}
-	if o.metricsSecure {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts) // clientauth.go
 	if err != nil {
-		return err
+		return nil, err
+	}
+	leNS := o.leaderElectNS
+	if leNS == "" {
+		leNS = o.systemNamespace
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
-		Metrics:                 metricsOpts,
+		Metrics:                 o.metricsServer(tlsOpts, webhookTLSOpts),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "cos-externalizer.olm.operatorframework.io",
@@ -329,57 +350,77 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		// API request); the cache holds only those carrying the owning-revision label.
 		Client:        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		WebhookServer: webhookServer,
+		Controller:    config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
 	})
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
+		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
-	if err := registerMetrics(); err != nil {
-		return err
-	}
-	// One index on the shared cache serves both of its users: the Secret guard and the reconciler's
-	// Secret watch.
-	if err := objectdata.IndexRefs(ctx, mgr.GetFieldIndexer(), o.systemNamespace); err != nil {
-		return err
-	}
-	// The reconciler's bound on resolved content; the webhooks have their own (o.admission).
-	resolvePool := content.NewPool(o.maxConcurrentResolvedBytes)
+	return mgr, nil
+}
+
+// metricsServer is the metrics endpoint's configuration: tlsOpts, or with the webhooks webhookTLSOpts.
+func (o *Options) metricsServer(tlsOpts, webhookTLSOpts []func(*tls.Config)) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
 	if o.enableWebhooks {
-		mode, _ := externalize.ParseMode(o.externalize)
-		var exempt []string
-		for _, u := range strings.Split(o.exemptUsers, ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				exempt = append(exempt, u)
+		// The metrics endpoint serves the webhooks' certificate, which a scraper verifies with the CA of
+		// its Secret (config/prometheus); without webhooks, controller-runtime's self-signed one.
+		opts.TLSOpts = webhookTLSOpts
+		if o.certSource == servingcert.SourceDir {
+			opts.CertDir = o.webhookCertDir
+			if opts.CertDir == "" {
+				opts.CertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // controller-runtime's default
 			}
 		}
-		if err := webhook.Setup(ctx, mgr, webhook.Options{
-			SystemNamespace: o.systemNamespace,
-			Mode:            mode,
-			Threshold:       o.threshold,
-			MaxStoredBytes:  o.maxStoredBytes,
-			ExemptUsers:     exempt,
-			// The secret guard's exemption lives in its matchConditions; checked against the flag.
-			WebhookConfiguration: o.webhookConfig,
+	}
+	if o.metricsSecure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
+}
 
-			MaxResolvedBytes: o.maxResolvedBytes,
-			Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
-			Drain:            drain,
-			Unreferenced:     o.unrefd.ledger(), // pending.go
-		}, webhook.DefaultMetrics); err != nil {
-			return fmt.Errorf("setting up the webhooks: %w", err)
-		}
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return err
-		}
-		if err := serving.Setup(mgr); err != nil {
-			return fmt.Errorf("setting up the serving certificate: %w", err)
+// setupWebhooks registers the webhooks, counted in metrics, and the serving certificate.
+func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *webhook.Drain, metrics *webhook.Metrics) error {
+	mode, _ := externalize.ParseMode(o.externalize)
+	var exempt []string
+	for _, u := range strings.Split(o.exemptUsers, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			exempt = append(exempt, u)
 		}
 	}
+	if err := webhook.Setup(ctx, mgr, webhook.Options{
+		SystemNamespace: o.systemNamespace,
+		Mode:            mode,
+		Threshold:       o.threshold,
+		MaxStoredBytes:  o.maxStoredBytes,
+		ExemptUsers:     exempt,
+		// The secret guard's exemption lives in its matchConditions; checked against the flag.
+		WebhookConfiguration: o.webhookConfig,
+
+		MaxResolvedBytes: o.maxResolvedBytes,
+		Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
+		Drain:            drain,
+		Unreferenced:     o.unrefd.ledger(), // pending.go
+	}, metrics); err != nil {
+		return fmt.Errorf("setting up the webhooks: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	if err := serving.Setup(mgr); err != nil {
+		return fmt.Errorf("setting up the serving certificate: %w", err)
+	}
+	return nil
+}
+
+// setupControllers registers the controllers, counted in metrics: the rollout, or where rollOut is
+// false the finalizer release; Secret ownership and the orphan sweep.
+func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *controllers.Metrics) error {
 	if rollOut {
 		if err := (&controllers.ClusterObjectSetReconciler{
 			Client:           mgr.GetClient(),
@@ -391,33 +432,28 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 			ExternalRefCheck: o.externalRefs,
 			Clock:            o.Clock,
 
-			MaxResolvedBytes:   o.maxResolvedBytes,
-			ResolvePool:        resolvePool,
-			SkipNameValidation: o.SkipControllerNameValidation,
+			MaxResolvedBytes: o.maxResolvedBytes,
+			// The reconciler's bound on resolved content; the webhooks have their own (o.admission).
+			ResolvePool: content.NewPool(o.maxConcurrentResolvedBytes),
+			Metrics:     metrics,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the rollout: %w", err)
 		}
 	} else if err := (&controllers.FinalizerReleaseReconciler{
 		// Webhook-only: another reconciler rolls out; only our own teardown finalizer is let go.
-		Client: mgr.GetClient(), SkipNameValidation: o.SkipControllerNameValidation,
+		Client: mgr.GetClient(),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the finalizer release: %w", err)
 	}
 	// Secret ownership runs whether or not this manager rolls out: who owns an object-data Secret
 	// follows who uses it (internal/shared/secretuse).
 	if err := (&controllers.SecretOwnershipReconciler{
-		Client: mgr.GetClient(), SystemNamespace: o.systemNamespace, SkipNameValidation: o.SkipControllerNameValidation,
+		Client: mgr.GetClient(), SystemNamespace: o.systemNamespace, Metrics: metrics,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up Secret ownership: %w", err)
 	}
-	if err := mgr.Add(&controllers.OrphanSweeper{
+	return mgr.Add(&controllers.OrphanSweeper{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SystemNamespace: o.systemNamespace, Interval: o.sweepEvery, GracePeriod: o.sweepGrace,
-		Clock: o.SweepClock, BeforeDelete: o.SweepBeforeDelete,
-	}); err != nil {
-		return err
-	}
-	registerStatusCollector(controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace))
-	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
-		"webhooks", o.enableWebhooks, "webhookCertSource", o.certSource, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
-	return mgr.Start(ctx)
+		Clock: o.SweepClock, BeforeDelete: o.SweepBeforeDelete, Metrics: metrics,
+	})
 }

@@ -12,10 +12,7 @@ import (
 // (manager_test.go).
 
 func TestOptionsValidate(t *testing.T) {
-	tests := map[string]struct {
-		args    []string
-		wantErr string
-	}{
+	flagCases{
 		"defaults":                      {},
 		"console debug":                 {args: []string{"--log-format=console", "--log-level=debug"}},
 		"unknown level":                 {args: []string{"--log-level=loud"}, wantErr: "--log-level"},
@@ -33,8 +30,18 @@ func TestOptionsValidate(t *testing.T) {
 		"self-signed, no configuration": {args: []string{"--webhook-cert-source=self-signed", "--webhook-configuration="}, wantErr: "--webhook-configuration"},
 		"self-signed, CA too short":     {args: []string{"--webhook-cert-source=self-signed", "--self-signed-ca-lifetime=1s"}, wantErr: "--self-signed-ca-lifetime"},
 		"self-signed, no hosts":         {args: []string{"--webhook-cert-source=self-signed", "--webhook-service=", "--webhook-cert-hosts="}, wantErr: "--webhook-cert-hosts"},
-	}
-	for name, tc := range tests {
+	}.run(t)
+}
+
+// flagCases are cases of Validate: the flags, and what the error it returns contains ("": none).
+type flagCases map[string]struct {
+	args    []string
+	wantErr string
+}
+
+// run binds fresh Options for every case, parses its args and checks Validate's error.
+func (cases flagCases) run(t *testing.T) {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var o app.Options
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -42,13 +49,20 @@ func TestOptionsValidate(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			err := o.Validate()
-			if tc.wantErr == "" && err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-			}
+			wantedErr(t, o.Validate(), tc.wantErr)
 		})
 	}
+}
+
+// wantedErr fails the test unless err contains wantErr, or is nil when wantErr is empty; it reports
+// whether an error was wanted (the case ends there).
+func wantedErr(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("error %v, want one containing %q", err, wantErr)
+	}
+	return wantErr != ""
 }

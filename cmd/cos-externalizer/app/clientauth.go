@@ -42,13 +42,7 @@ func (o *webhookServerOptions) names() []string {
 // validate checks the flags, reading the client CA bundle: an unreadable or empty one is an error at
 // start, not a server that refuses every caller.
 func (o *webhookServerOptions) validate() error {
-	var errs []error
-	if o.readTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--webhook-read-timeout: must be positive, got %s", o.readTimeout))
-	}
-	if o.maxRequestBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--webhook-max-request-bytes: must be positive, got %d", o.maxRequestBytes))
-	}
+	errs := []error{positive("--webhook-read-timeout", o.readTimeout), positive("--webhook-max-request-bytes", o.maxRequestBytes)}
 	switch {
 	case o.clientCA != "":
 		data, err := os.ReadFile(o.clientCA)

@@ -23,10 +23,7 @@ func TestWebhookServerFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tests := map[string]struct {
-		args    []string
-		wantErr string
-	}{
+	flagCases{
 		"defaults":               {},
 		"client CA":              {args: []string{"--webhook-client-ca=" + filepath.Join(dir, "ca.crt")}},
 		"client CA and names":    {args: []string{"--webhook-client-ca=" + filepath.Join(dir, "ca.crt"), "--webhook-client-names=kube-apiserver, apiserver"}},
@@ -37,10 +34,5 @@ func TestWebhookServerFlags(t *testing.T) {
 		"read timeout":           {args: []string{"--webhook-read-timeout=5s"}},
 		"read timeout 0":         {args: []string{"--webhook-read-timeout=0"}, wantErr: "--webhook-read-timeout"},
 		"max request bytes 0":    {args: []string{"--webhook-max-request-bytes=0"}, wantErr: "--webhook-max-request-bytes"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			validateFlags(t, tc.args, tc.wantErr)
-		})
-	}
+	}.run(t)
 }

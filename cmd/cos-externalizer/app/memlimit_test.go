@@ -33,14 +33,11 @@ func TestMemoryLimit(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := app.MemoryLimit(tc.goMemLimit, tc.containerLimit, tc.ratio)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if wantedErr(t, err, tc.wantErr) {
 				return
 			}
-			if err != nil || got != tc.want {
-				t.Errorf("MemoryLimit = %d, %v; want %d", got, err, tc.want)
+			if got != tc.want {
+				t.Errorf("MemoryLimit = %d, want %d", got, tc.want)
 			}
 		})
 	}

@@ -13,31 +13,42 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
-// registerMetrics registers the metrics of the webhooks, the controllers and the serving certificate
-// with controller-runtime's registry, served on the manager's metrics endpoint: once per process,
-// whether or not the webhooks or rollout are enabled (tests run the manager more than once).
-var registerMetrics = sync.OnceValue(func() error {
-	for _, c := range slices.Concat(webhook.Collectors(), controllers.Collectors(), servingcert.Collectors()) {
+// metrics are the process's metrics of the webhooks, the controllers and the serving certificate,
+// injected into each: created and registered with controller-runtime's registry (served on the
+// manager's metrics endpoint) once per process, whether or not the webhooks or rollout are enabled
+// (tests run the manager more than once).
+type metrics struct {
+	webhook     *webhook.Metrics
+	controllers *controllers.Metrics
+	servingCert *servingcert.Metrics
+
+	// status is the collector of the manager that runs last (statusCollector).
+	mu     sync.Mutex
+	status prometheus.Collector
+}
+
+// processMetrics returns the process's metrics, registered.
+var processMetrics = sync.OnceValues(func() (*metrics, error) {
+	m := &metrics{webhook: webhook.NewMetrics(), controllers: controllers.NewMetrics(), servingCert: servingcert.NewMetrics()}
+	for _, c := range slices.Concat(m.webhook.Collectors(), m.controllers.Collectors(), m.servingCert.Collectors()) {
 		if err := ctrlmetrics.Registry.Register(c); err != nil {
-			return fmt.Errorf("registering metrics: %w", err)
+			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	return nil
+	return m, nil
 })
 
-var (
-	statusCollectorMu sync.Mutex
-	statusCollector   prometheus.Collector
-)
-
-// registerStatusCollector registers c with controller-runtime's registry in place of the collector
-// of an earlier manager of this process (tests run the manager more than once).
-func registerStatusCollector(c prometheus.Collector) {
-	statusCollectorMu.Lock()
-	defer statusCollectorMu.Unlock()
-	if statusCollector != nil {
-		ctrlmetrics.Registry.Unregister(statusCollector)
+// statusCollector registers c, which reads a manager's cache, in place of the collector of an
+// earlier manager of this process.
+func (m *metrics) statusCollector(c prometheus.Collector) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.status != nil {
+		ctrlmetrics.Registry.Unregister(m.status)
 	}
-	ctrlmetrics.Registry.MustRegister(c)
-	statusCollector = c
+	if err := ctrlmetrics.Registry.Register(c); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	m.status = c
+	return nil
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"flag"
-	"fmt"
 
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
@@ -21,14 +20,7 @@ func (o *unreferencedOptions) bind(fs *flag.FlagSet) {
 }
 
 func (o *unreferencedOptions) validate() error {
-	var errs []error
-	if o.maxBytes <= 0 {
-		errs = append(errs, fmt.Errorf("--max-unreferenced-bytes: must be positive, got %d", o.maxBytes))
-	}
-	if o.maxSecrets <= 0 {
-		errs = append(errs, fmt.Errorf("--max-unreferenced-secrets: must be positive, got %d", o.maxSecrets))
-	}
-	return errors.Join(errs...)
+	return errors.Join(positive("--max-unreferenced-bytes", o.maxBytes), positive("--max-unreferenced-secrets", o.maxSecrets))
 }
 
 // ledger is the bound the webhooks apply: one per manager.

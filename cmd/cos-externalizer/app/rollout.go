@@ -218,70 +218,100 @@ func ObserveOLM(ctx context.Context, cfg *rest.Config) (OLMObservations, error) 
 	if err != nil {
 		return o, err
 	}
-	unreadable := func(what string, err error) error {
-		if apierrors.IsForbidden(err) {
-			o.Unreadable = append(o.Unreadable, what+" (forbidden)")
-			return nil
-		}
-		return fmt.Errorf("--rollout=auto: reading %s: %w", what, err)
-	}
-	if o.ClusterExtensionServed {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: clusterExtensionCRD}, crd); err == nil {
-			o.FeatureSet = crd.Annotations[OLMGeneratorAnnotation]
-		} else if !apierrors.IsNotFound(err) {
-			if err := unreadable("CRD "+clusterExtensionCRD, err); err != nil {
-				return o, err
-			}
-		}
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	switch err := c.Get(ctx, client.ObjectKey{Name: clusterObjectSetCRD}, crd); {
-	case err == nil:
-		o.ClusterObjectSetCRD = CRDOther
-		if _, ok := crd.Annotations[OLMGeneratorAnnotation]; ok {
-			o.ClusterObjectSetCRD = CRDOLM
-		}
-	case apierrors.IsNotFound(err):
-		o.ClusterObjectSetCRD = CRDAbsent
-	default:
-		if err := unreadable("CRD "+clusterObjectSetCRD, err); err != nil {
+	r := olmReader{c: c, o: &o}
+	for _, read := range []func(context.Context) error{r.featureSet, r.clusterObjectSetCRD, r.gate, r.foreignFinalizers} {
+		if err := read(ctx); err != nil {
 			return o, err
 		}
 	}
+	return o, nil
+}
+
+// olmReader makes the reads of ObserveOLM after discovery, each into o.
+type olmReader struct {
+	c client.Client
+	o *OLMObservations
+}
+
+// unreadable notes a Forbidden read of what as an observation; another error is returned.
+func (r olmReader) unreadable(what string, err error) error {
+	if apierrors.IsForbidden(err) {
+		r.o.Unreadable = append(r.o.Unreadable, what+" (forbidden)")
+		return nil
+	}
+	return fmt.Errorf("--rollout=auto: reading %s: %w", what, err)
+}
+
+// featureSet reads the generator annotation of OLM's ClusterExtension CRD, where it is served.
+func (r olmReader) featureSet(ctx context.Context) error {
+	if !r.o.ClusterExtensionServed {
+		return nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := r.c.Get(ctx, client.ObjectKey{Name: clusterExtensionCRD}, crd); err == nil {
+		r.o.FeatureSet = crd.Annotations[OLMGeneratorAnnotation]
+	} else if !apierrors.IsNotFound(err) {
+		return r.unreadable("CRD "+clusterExtensionCRD, err)
+	}
+	return nil
+}
+
+// clusterObjectSetCRD reads whose ClusterObjectSet CRD is installed, if any.
+func (r olmReader) clusterObjectSetCRD(ctx context.Context) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	switch err := r.c.Get(ctx, client.ObjectKey{Name: clusterObjectSetCRD}, crd); {
+	case err == nil:
+		r.o.ClusterObjectSetCRD = CRDOther
+		if _, ok := crd.Annotations[OLMGeneratorAnnotation]; ok {
+			r.o.ClusterObjectSetCRD = CRDOLM
+		}
+	case apierrors.IsNotFound(err):
+		r.o.ClusterObjectSetCRD = CRDAbsent
+	default:
+		return r.unreadable("CRD "+clusterObjectSetCRD, err)
+	}
+	return nil
+}
+
+// gate reads the BoxcutterRuntime gate from the arguments of OLM's operator-controller.
+func (r olmReader) gate(ctx context.Context) error {
 	deploy := &appsv1.Deployment{}
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: OLMNamespace, Name: OperatorControllerDeployment}, deploy); {
+	switch err := r.c.Get(ctx, client.ObjectKey{Namespace: OLMNamespace, Name: OperatorControllerDeployment}, deploy); {
 	case err == nil:
 		for _, ctr := range deploy.Spec.Template.Spec.Containers {
 			if g := GateFromArgs(append(slices.Clone(ctr.Command), ctr.Args...), BoxcutterRuntimeGate); g != GateUnknown {
-				o.Gate = g
+				r.o.Gate = g
 			}
 		}
 	case apierrors.IsNotFound(err):
 	default:
-		if err := unreadable("Deployment "+OLMNamespace+"/"+OperatorControllerDeployment, err); err != nil {
-			return o, err
-		}
+		return r.unreadable("Deployment "+OLMNamespace+"/"+OperatorControllerDeployment, err)
 	}
-	if o.ClusterObjectSetCRD == CRDAbsent {
-		return o, nil
+	return nil
+}
+
+// foreignFinalizers lists the ClusterObjectSets' teardown finalizers that another field manager
+// owns; nothing where the CRD is absent.
+func (r olmReader) foreignFinalizers(ctx context.Context) error {
+	if r.o.ClusterObjectSetCRD == CRDAbsent {
+		return nil
 	}
 	sets := &metav1.PartialObjectMetadataList{}
 	sets.SetGroupVersionKind(olmv1.GroupVersion.WithKind("ClusterObjectSetList"))
-	if err := c.List(ctx, sets); err != nil {
+	if err := r.c.List(ctx, sets); err != nil {
 		if apierrors.IsNotFound(err) {
-			return o, nil
+			return nil
 		}
-		return o, unreadable("ClusterObjectSets", err)
+		return r.unreadable("ClusterObjectSets", err)
 	}
 	for i := range sets.Items {
 		for _, m := range FinalizerOwners(sets.Items[i].ManagedFields, controllers.Finalizer) {
 			if m != controllers.FieldOwner {
-				o.ForeignFinalizers = append(o.ForeignFinalizers, sets.Items[i].Name+" ("+m+")")
+				r.o.ForeignFinalizers = append(r.o.ForeignFinalizers, sets.Items[i].Name+" ("+m+")")
 			}
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // DecideRollout resolves --rollout: true and false as given; auto reads the cluster (ObserveOLM) and

@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"crypto/tls"
-	"flag"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,14 +43,8 @@ func TestParseTLS(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got, err := app.ParseTLS(tc.profile, tc.minVersion, tc.ciphers)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if wantedErr(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
@@ -63,10 +55,7 @@ func TestParseTLS(t *testing.T) {
 
 // TestTLSAndMemoryFlags: Validate refuses what ParseTLS and MemoryLimit refuse.
 func TestTLSAndMemoryFlags(t *testing.T) {
-	tests := map[string]struct {
-		args    []string
-		wantErr string
-	}{
+	flagCases{
 		"defaults":       {},
 		"TLS 1.3":        {args: []string{"--tls-min-version=VersionTLS13"}},
 		"modern":         {args: []string{"--tls-profile=modern"}},
@@ -77,12 +66,7 @@ func TestTLSAndMemoryFlags(t *testing.T) {
 		"ratio 0.5":      {args: []string{"--memory-limit-ratio=0.5"}},
 		"ratio 0":        {args: []string{"--memory-limit-ratio=0"}, wantErr: "--memory-limit-ratio"},
 		"ratio above 1":  {args: []string{"--memory-limit-ratio=1.5"}, wantErr: "--memory-limit-ratio"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			validateFlags(t, tc.args, tc.wantErr)
-		})
-	}
+	}.run(t)
 }
 
 // TestTLSSettingsApply: Apply sets the version and a copy of the suites, and leaves the rest alone.
@@ -129,20 +113,4 @@ func FuzzParseTLS(f *testing.F) {
 			}
 		}
 	})
-}
-
-// validateFlags binds fresh Options, parses args and checks that Validate fails with an error
-// containing wantErr, or succeeds when wantErr is empty.
-func validateFlags(t *testing.T, args []string, wantErr string) {
-	t.Helper()
-	var o app.Options
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o.Bind(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	err := o.Validate()
-	if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
-		t.Errorf("Validate() = %v, want an error containing %q", err, wantErr)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/cli-runtime/pkg/resource"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -90,24 +91,7 @@ func (o *buildOptions) run(paths []string) error {
 			return fmt.Errorf("--externalize: %w", err)
 		}
 	}
-	opts := bundle.Options{
-		Name: o.name, Revision: o.revision, CollisionProtection: olmv1.CollisionProtection(o.protection),
-		ProgressDeadlineMinutes: o.deadline, Labels: o.labels, Annotations: o.annotations,
-	}
-	// The namespace is the --namespace flag as given: build is offline, and its output must not depend
-	// on the kubeconfig's current context.
-	if o.flags.Namespace != nil {
-		opts.Namespace = *o.flags.Namespace
-	}
-	var errs bundle.Errors
-	for i, p := range o.probes {
-		probe, err := bundle.ParseProbe(p)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--progression-probe[%d]: %w", i, err))
-			continue
-		}
-		opts.Probes = append(opts.Probes, probe)
-	}
+	opts, errs := o.bundleOptions()
 	files := o.files
 	files.Filenames = append(slices.Clone(paths), files.Filenames...)
 	inputs, err := o.readFiles(files)
@@ -146,6 +130,34 @@ func (o *buildOptions) run(paths []string) error {
 		}
 		return printer.PrintObj(u, o.Out)
 	}
+	return o.printExternalized(printer, cos, mode)
+}
+
+// bundleOptions are the ClusterObjectSet's fields from the flags; errs are those of the probes.
+func (o *buildOptions) bundleOptions() (opts bundle.Options, errs bundle.Errors) {
+	opts = bundle.Options{
+		Name: o.name, Revision: o.revision, CollisionProtection: olmv1.CollisionProtection(o.protection),
+		ProgressDeadlineMinutes: o.deadline, Labels: o.labels, Annotations: o.annotations,
+	}
+	// The namespace is the --namespace flag as given: build is offline, and its output must not depend
+	// on the kubeconfig's current context.
+	if o.flags.Namespace != nil {
+		opts.Namespace = *o.flags.Namespace
+	}
+	for i, p := range o.probes {
+		probe, err := bundle.ParseProbe(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--progression-probe[%d]: %w", i, err))
+			continue
+		}
+		opts.Probes = append(opts.Probes, probe)
+	}
+	return opts, errs
+}
+
+// printExternalized prints the object-data Secrets and the ClusterObjectSet of refs the webhook
+// would store for cos under mode (--externalize).
+func (o *buildOptions) printExternalized(printer printers.ResourcePrinter, cos *olmv1.ClusterObjectSet, mode externalize.Mode) error {
 	rendered, note, err := externalizeOffline(cos, mode, o.threshold, o.systemNamespace)
 	if err != nil {
 		return err

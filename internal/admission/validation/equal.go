@@ -50,25 +50,7 @@ func celEqual(self, other any, s *schema) bool {
 			return false
 		}
 		if s.ListType == "map" && len(s.ListMapKeys) == 1 {
-			// Index self by key, the last item of a key winning; look up every item of other.
-			key := s.ListMapKeys[0]
-			byKey := make(map[any]any, len(a))
-			for _, item := range a {
-				if k, ok := scalarKey(item, key); ok {
-					byKey[k] = item
-				}
-			}
-			for _, item := range b {
-				k, ok := scalarKey(item, key)
-				if !ok {
-					return false
-				}
-				mine, found := byKey[k]
-				if !found || !celEqual(mine, item, s.Items) {
-					return false
-				}
-			}
-			return true
+			return celEqualMapList(a, b, s.ListMapKeys[0], s.Items)
 		}
 		for i := range a {
 			if !celEqual(a[i], b[i], s.Items) {
@@ -82,43 +64,72 @@ func celEqual(self, other any, s *schema) bool {
 		if !okA || !okB || len(a) != len(b) {
 			return false
 		}
-		props := s.Properties
-		if s.Embedded {
-			props = embeddedMetaSchema
-		}
-		for k, va := range a {
-			switch {
-			case props != nil:
-				ps, declared := props[k]
-				if !declared {
-					// Undeclared field: compared only when the other side has it.
-					if vb, ok := b[k]; ok && !jsonEqual(va, vb) {
-						return false
-					}
-					continue
-				}
-				vb := b[k]
-				if (va != nil) != (vb != nil) {
-					return false
-				}
-				if va != nil && !celEqual(va, vb, ps) {
-					return false
-				}
-			case s.AdditionalProperties != nil:
-				vb, ok := b[k]
-				if !ok || !celEqual(va, vb, s.AdditionalProperties) {
-					return false
-				}
-			default:
-				if vb, ok := b[k]; ok && !jsonEqual(va, vb) {
-					return false
-				}
-			}
-		}
-		return true
+		return celEqualObject(a, b, s)
 	default:
 		return celEqualScalars(self, other)
 	}
+}
+
+// celEqualMapList is CEL's == on two list-type=map lists of the same length, keyed by key: by key,
+// regardless of order.
+func celEqualMapList(a, b []any, key string, items *schema) bool {
+	// Index a by key, the last item of a key winning; look up every item of b.
+	byKey := make(map[any]any, len(a))
+	for _, item := range a {
+		if k, ok := scalarKey(item, key); ok {
+			byKey[k] = item
+		}
+	}
+	for _, item := range b {
+		k, ok := scalarKey(item, key)
+		if !ok {
+			return false
+		}
+		mine, found := byKey[k]
+		if !found || !celEqual(mine, item, items) {
+			return false
+		}
+	}
+	return true
+}
+
+// celEqualObject is CEL's == on two objects of the same size typed by s: declared properties
+// compared by their schemas (a null as absent), undeclared fields only where b has them too.
+func celEqualObject(a, b map[string]any, s *schema) bool {
+	props := s.Properties
+	if s.Embedded {
+		props = embeddedMetaSchema
+	}
+	for k, va := range a {
+		switch {
+		case props != nil:
+			ps, declared := props[k]
+			if !declared {
+				// Undeclared field: compared only when the other side has it.
+				if vb, ok := b[k]; ok && !jsonEqual(va, vb) {
+					return false
+				}
+				continue
+			}
+			vb := b[k]
+			if (va != nil) != (vb != nil) {
+				return false
+			}
+			if va != nil && !celEqual(va, vb, ps) {
+				return false
+			}
+		case s.AdditionalProperties != nil:
+			vb, ok := b[k]
+			if !ok || !celEqual(va, vb, s.AdditionalProperties) {
+				return false
+			}
+		default:
+			if vb, ok := b[k]; ok && !jsonEqual(va, vb) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // celEqualScalars is CEL's == on scalars: numbers compare by value across int and double.

@@ -24,7 +24,7 @@ func generatedCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 }
 
 func readGeneratedCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
-	raw, err := os.ReadFile("../../config/crd/bases/olm.operatorframework.io_clusterobjectsets.yaml")
+	raw, err := os.ReadFile("../../../config/crd/bases/olm.operatorframework.io_clusterobjectsets.yaml")
 	if err != nil {
 		return nil, err
 	}

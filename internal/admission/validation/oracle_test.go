@@ -448,7 +448,7 @@ func TestOracleStaysOutOfTheBinaries(t *testing.T) {
 		"k8s.io/apiserver/pkg/cel/common",
 		"k8s.io/kube-openapi/pkg/validation/validate",
 	}
-	binaries := goListDeps(t, "../../cmd/cos-externalizer", "../../cmd/kubectl-cos")
+	binaries := goListDeps(t, "../../../cmd/cos-externalizer", "../../../cmd/kubectl-cos")
 	if !binaries["k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"] {
 		t.Error("the binaries no longer import apiextensions/v1: is the package list right?")
 	}

@@ -98,8 +98,62 @@ func unionRule(value, member string) rule {
 	}
 }
 
+// buildSpecSchema is the schema of .spec: its immutable fields and transition rules, over the
+// schemas of a phase and of a progression probe.
 func buildSpecSchema() *schema {
-	phase := &schema{
+	return &schema{
+		Type:     "object",
+		Required: []string{"collisionProtection", "lifecycleState", "revision"},
+		Properties: map[string]*schema{
+			"collisionProtection": {
+				Type: "string", Enum: collisionProtectionValues,
+				Rules: []rule{{Rule: "self == oldSelf", Message: "collisionProtection is immutable", Transition: true, Holds: celEqualScalars}},
+			},
+			"lifecycleState": {
+				Type: "string", Enum: []string{"Active", "Archived"},
+				Rules: []rule{{
+					Rule:       "oldSelf == 'Active' || oldSelf == 'Archived' && oldSelf == self",
+					Message:    "cannot un-archive",
+					Transition: true,
+					Holds: func(self, old any) bool {
+						return old == "Active" || old == "Archived" && celEqualScalars(old, self)
+					},
+				}},
+			},
+			"phases": {
+				Type:        "array",
+				MaxItems:    i64(20),
+				ListType:    "map",
+				ListMapKeys: []string{"name"},
+				Items:       phaseSchema(),
+				Rules: []rule{{
+					Rule:       "self == oldSelf || oldSelf.size() == 0",
+					Message:    "phases is immutable",
+					Transition: true,
+					// Holds is set below: it needs the phases schema itself for CEL equality.
+				}},
+			},
+			"progressDeadlineMinutes": {Type: "integer", Format: "int32", Minimum: i64(10), Maximum: i64(720)},
+			"progressionProbes":       {Type: "array", ListType: "atomic", MinItems: i64(1), MaxItems: i64(20), Items: probeSchema()},
+			"revision": {
+				Type: "integer", Format: "int64", Minimum: i64(1),
+				Rules: []rule{{Rule: "self == oldSelf", Message: "revision is immutable", Transition: true, Holds: celEqualScalars}},
+			},
+		},
+		Rules: []rule{{
+			Rule:       "has(self.phases) || !has(oldSelf.phases) || size(oldSelf.phases) == 0",
+			Message:    "phases is immutable",
+			Transition: true,
+			Holds: func(self, old any) bool {
+				return has(self, "phases") || !has(old, "phases") || listLen(prop(old, "phases")) == 0
+			},
+		}},
+	}
+}
+
+// phaseSchema is the schema of a phase: its name and objects, each inline or a ref.
+func phaseSchema() *schema {
+	return &schema{
 		Type:     "object",
 		Required: []string{"name", "objects"},
 		Properties: map[string]*schema{
@@ -148,8 +202,11 @@ func buildSpecSchema() *schema {
 			},
 		},
 	}
+}
 
-	labelSelector := &schema{
+// labelSelectorSchema is the schema of a probe's label selector.
+func labelSelectorSchema() *schema {
+	return &schema{
 		Type:    "object",
 		MapType: "atomic",
 		Properties: map[string]*schema{
@@ -176,8 +233,11 @@ func buildSpecSchema() *schema {
 			},
 		}},
 	}
+}
 
-	assertion := &schema{
+// assertionSchema is the schema of a probe's assertion, a union on its type.
+func assertionSchema() *schema {
+	return &schema{
 		Type:     "object",
 		Required: []string{"type"},
 		Properties: map[string]*schema{
@@ -207,12 +267,15 @@ func buildSpecSchema() *schema {
 			unionRule("FieldValue", "fieldValue"),
 		},
 	}
+}
 
-	probe := &schema{
+// probeSchema is the schema of a progression probe: its selector and assertions.
+func probeSchema() *schema {
+	return &schema{
 		Type:     "object",
 		Required: []string{"assertions", "selector"},
 		Properties: map[string]*schema{
-			"assertions": {Type: "array", ListType: "atomic", MinItems: i64(1), MaxItems: i64(20), Items: assertion},
+			"assertions": {Type: "array", ListType: "atomic", MinItems: i64(1), MaxItems: i64(20), Items: assertionSchema()},
 			"selector": {
 				Type:     "object",
 				Required: []string{"type"},
@@ -223,7 +286,7 @@ func buildSpecSchema() *schema {
 						Required:   []string{"group", "kind"},
 						Properties: map[string]*schema{"group": str(), "kind": str()},
 					},
-					"label": labelSelector,
+					"label": labelSelectorSchema(),
 				},
 				Rules: []rule{
 					unionRule("GroupKind", "groupKind"),
@@ -231,55 +294,6 @@ func buildSpecSchema() *schema {
 				},
 			},
 		},
-	}
-
-	return &schema{
-		Type:     "object",
-		Required: []string{"collisionProtection", "lifecycleState", "revision"},
-		Properties: map[string]*schema{
-			"collisionProtection": {
-				Type: "string", Enum: collisionProtectionValues,
-				Rules: []rule{{Rule: "self == oldSelf", Message: "collisionProtection is immutable", Transition: true, Holds: celEqualScalars}},
-			},
-			"lifecycleState": {
-				Type: "string", Enum: []string{"Active", "Archived"},
-				Rules: []rule{{
-					Rule:       "oldSelf == 'Active' || oldSelf == 'Archived' && oldSelf == self",
-					Message:    "cannot un-archive",
-					Transition: true,
-					Holds: func(self, old any) bool {
-						return old == "Active" || old == "Archived" && celEqualScalars(old, self)
-					},
-				}},
-			},
-			"phases": {
-				Type:        "array",
-				MaxItems:    i64(20),
-				ListType:    "map",
-				ListMapKeys: []string{"name"},
-				Items:       phase,
-				Rules: []rule{{
-					Rule:       "self == oldSelf || oldSelf.size() == 0",
-					Message:    "phases is immutable",
-					Transition: true,
-					// Holds is set below: it needs the phases schema itself for CEL equality.
-				}},
-			},
-			"progressDeadlineMinutes": {Type: "integer", Format: "int32", Minimum: i64(10), Maximum: i64(720)},
-			"progressionProbes":       {Type: "array", ListType: "atomic", MinItems: i64(1), MaxItems: i64(20), Items: probe},
-			"revision": {
-				Type: "integer", Format: "int64", Minimum: i64(1),
-				Rules: []rule{{Rule: "self == oldSelf", Message: "revision is immutable", Transition: true, Holds: celEqualScalars}},
-			},
-		},
-		Rules: []rule{{
-			Rule:       "has(self.phases) || !has(oldSelf.phases) || size(oldSelf.phases) == 0",
-			Message:    "phases is immutable",
-			Transition: true,
-			Holds: func(self, old any) bool {
-				return has(self, "phases") || !has(old, "phases") || listLen(prop(old, "phases")) == 0
-			},
-		}},
 	}
 }
 

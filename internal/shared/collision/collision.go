@@ -134,89 +134,41 @@ func Decide(in Input) Decision {
 	if ref != nil && in.Self.UID != "" && ref.UID == in.Self.UID {
 		return Decision{Verdict: Update}
 	}
-
-	level, known := in.Protection, true
-	switch level {
-	case olmv1.CollisionProtectionPrevent, olmv1.CollisionProtectionIfNoController, olmv1.CollisionProtectionNone:
-	default:
-		known = false
-	}
-	lvl := string(level)
-	if !known {
-		if level == "" {
-			lvl = "unset, treated as Prevent"
-		} else {
-			lvl += ", treated as Prevent"
-		}
-		level = olmv1.CollisionProtectionPrevent
-	}
-	collide := func(format string, args ...any) Decision {
-		return Decision{Verdict: Collide, Message: fmt.Sprintf(format, args...) + " (collision protection " + lvl + ")"}
-	}
-	adopt := func(format string, args ...any) Decision {
-		return Decision{Verdict: Adopt, Message: fmt.Sprintf(format, args...) + " (collision protection " + lvl + ")"}
-	}
+	p := protectionOf(in.Protection)
 
 	// No controller at all.
 	if ref == nil {
-		switch level {
+		switch p.level {
 		case olmv1.CollisionProtectionPrevent:
-			return collide("exists and is not controlled by this revision")
+			return p.collide("exists and is not controlled by this revision")
 		default:
-			return adopt("adopting: no controller")
+			return p.adopt("adopting: no controller")
 		}
 	}
 
 	owner := ref.Kind + " " + ref.Name
 	if !IsClusterObjectSetRef(*ref) {
 		// A controller that is not a ClusterObjectSet.
-		switch level {
-		case olmv1.CollisionProtectionNone:
-			return adopt("adopting from controller %s", owner)
-		default:
-			return collide("controlled by %s", owner)
-		}
+		return p.foreign(owner)
 	}
 
 	c := in.Controller
 	if c == nil {
 		// The controlling ClusterObjectSet no longer exists: no live controller.
-		switch level {
+		switch p.level {
 		case olmv1.CollisionProtectionPrevent:
-			return collide("controlled by %s, which no longer exists, not by this revision", owner)
+			return p.collide("controlled by %s, which no longer exists, not by this revision", owner)
 		default:
-			return adopt("adopting: controlling %s no longer exists", owner)
+			return p.adopt("adopting: controlling %s no longer exists", owner)
 		}
 	}
 	if c.UID != "" && c.UID != ref.UID {
 		// The caller's lookup does not match the reference: trust neither its owner name nor its
 		// state, and treat the controller as a live foreign one.
-		switch level {
-		case olmv1.CollisionProtectionNone:
-			return adopt("adopting from controller %s", owner)
-		default:
-			return collide("controlled by %s", owner)
-		}
+		return p.foreign(owner)
 	}
-
-	sameOwner := in.Self.OwnerName != "" && c.OwnerName == in.Self.OwnerName
-	if sameOwner {
-		older := c.Revision < in.Self.Revision
-		if c.Active {
-			switch {
-			case older:
-				return Decision{Verdict: Adopt, Message: fmt.Sprintf("taking over from older revision %s (%d)", c.Name, c.Revision)}
-			case c.Revision == in.Self.Revision:
-				return Decision{Verdict: Collide, Message: fmt.Sprintf("held by revision %s (%d) of the same owner with the same revision number", c.Name, c.Revision)}
-			default:
-				return Decision{Verdict: Collide, Message: fmt.Sprintf("held by newer revision %s (%d)", c.Name, c.Revision)}
-			}
-		}
-		// Archived (or being deleted) revision of the same owner: it is letting go.
-		if older || level != olmv1.CollisionProtectionPrevent {
-			return adopt("taking over from archived revision %s (%d)", c.Name, c.Revision)
-		}
-		return collide("controlled by archived %s (%d) of the same owner, which is not older than this revision", owner, c.Revision)
+	if in.Self.OwnerName != "" && c.OwnerName == in.Self.OwnerName {
+		return p.sameOwner(owner, c, in.Self)
 	}
 
 	// A live ClusterObjectSet of another owner, or with no owner label (archived or not).
@@ -228,10 +180,68 @@ func Decide(in Input) Decision {
 	if in.Self.OwnerName == "" || c.OwnerName == "" {
 		whose = "without a common owner"
 	}
-	switch level {
+	switch p.level {
 	case olmv1.CollisionProtectionNone:
-		return adopt("adopting from %s%s %s", state, owner, whose)
+		return p.adopt("adopting from %s%s %s", state, owner, whose)
 	default:
-		return collide("controlled by %s%s %s", state, owner, whose)
+		return p.collide("controlled by %s%s %s", state, owner, whose)
 	}
+}
+
+// protection is the collision protection a decision applies: level, with an unknown or unset one
+// treated as Prevent, and how its messages name it.
+type protection struct {
+	level olmv1.CollisionProtection
+	label string
+}
+
+// protectionOf is the protection of level.
+func protectionOf(level olmv1.CollisionProtection) protection {
+	switch level {
+	case olmv1.CollisionProtectionPrevent, olmv1.CollisionProtectionIfNoController, olmv1.CollisionProtectionNone:
+		return protection{level: level, label: string(level)}
+	case "":
+		return protection{level: olmv1.CollisionProtectionPrevent, label: "unset, treated as Prevent"}
+	default:
+		return protection{level: olmv1.CollisionProtectionPrevent, label: string(level) + ", treated as Prevent"}
+	}
+}
+
+func (p protection) collide(format string, args ...any) Decision {
+	return Decision{Verdict: Collide, Message: fmt.Sprintf(format, args...) + " (collision protection " + p.label + ")"}
+}
+
+func (p protection) adopt(format string, args ...any) Decision {
+	return Decision{Verdict: Adopt, Message: fmt.Sprintf(format, args...) + " (collision protection " + p.label + ")"}
+}
+
+// foreign decides on a live controller owner that is not a ClusterObjectSet we know: only None adopts.
+func (p protection) foreign(owner string) Decision {
+	switch p.level {
+	case olmv1.CollisionProtectionNone:
+		return p.adopt("adopting from controller %s", owner)
+	default:
+		return p.collide("controlled by %s", owner)
+	}
+}
+
+// sameOwner decides on the controller c (owner) that is a revision of self's owner: an Active one
+// hands over to a newer revision whatever the protection, an archived one is letting go.
+func (p protection) sameOwner(owner string, c *Revision, self Revision) Decision {
+	older := c.Revision < self.Revision
+	if c.Active {
+		switch {
+		case older:
+			return Decision{Verdict: Adopt, Message: fmt.Sprintf("taking over from older revision %s (%d)", c.Name, c.Revision)}
+		case c.Revision == self.Revision:
+			return Decision{Verdict: Collide, Message: fmt.Sprintf("held by revision %s (%d) of the same owner with the same revision number", c.Name, c.Revision)}
+		default:
+			return Decision{Verdict: Collide, Message: fmt.Sprintf("held by newer revision %s (%d)", c.Name, c.Revision)}
+		}
+	}
+	// Archived (or being deleted) revision of the same owner: it is letting go.
+	if older || p.level != olmv1.CollisionProtectionPrevent {
+		return p.adopt("taking over from archived revision %s (%d)", c.Name, c.Revision)
+	}
+	return p.collide("controlled by archived %s (%d) of the same owner, which is not older than this revision", owner, c.Revision)
 }

@@ -78,85 +78,99 @@ type container struct {
 // run scans one JSON value surrounded by whitespace, without recursion.
 func (s *estimator) run() error {
 	for {
-		// A value is expected.
+		opened, err := s.value()
+		if err != nil {
+			return err
+		}
+		if opened {
+			continue // the first element or member of a container
+		}
+		done, err := s.afterValue()
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// value scans the value expected next and counts it. opened: it opened a container that is not
+// empty, whose first element (or member's value, its key scanned) is expected next.
+func (s *estimator) value() (opened bool, err error) {
+	s.space()
+	if s.i >= len(s.data) {
+		return false, errSyntax
+	}
+	switch c := s.data[s.i]; c {
+	case '{', '[':
+		if len(s.open) == maxDepth {
+			return false, errDepth
+		}
+		s.i++
+		s.open = append(s.open, container{object: c == '{'})
 		s.space()
+		if s.i < len(s.data) && s.data[s.i] == c+2 { // } or ]
+			s.i++
+			s.close()
+			return false, nil
+		}
+		if c == '[' {
+			s.open[len(s.open)-1].n++
+			return true, nil
+		}
+		return true, s.key()
+	case '"':
+		n, ok := s.str()
+		if !ok {
+			return false, errSyntax
+		}
+		s.bytes += stringBytes + allocSize(n)
+	case 't':
+		if !s.literal("true") {
+			return false, errSyntax
+		}
+	case 'f':
+		if !s.literal("false") {
+			return false, errSyntax
+		}
+	case 'n':
+		if !s.literal("null") {
+			return false, errSyntax
+		}
+	default:
+		if !s.number() {
+			return false, errSyntax
+		}
+		s.bytes += numberBytes
+	}
+	return false, nil
+}
+
+// afterValue scans what follows a value: the containers it ends and then the end of the data (done)
+// or the comma (and key) before the next value of its container.
+func (s *estimator) afterValue() (done bool, err error) {
+	for {
+		s.space()
+		if len(s.open) == 0 {
+			if s.i != len(s.data) {
+				return false, errSyntax
+			}
+			return true, nil
+		}
 		if s.i >= len(s.data) {
-			return errSyntax
+			return false, errSyntax
 		}
-		switch c := s.data[s.i]; c {
-		case '{', '[':
-			if len(s.open) == maxDepth {
-				return errDepth
-			}
-			s.i++
-			s.open = append(s.open, container{object: c == '{'})
-			s.space()
-			if s.i < len(s.data) && s.data[s.i] == c+2 { // } or ]
-				s.i++
-				s.close()
-				break
-			}
-			if c == '[' {
-				s.open[len(s.open)-1].n++
-				continue
-			}
-			if err := s.key(); err != nil {
-				return err
-			}
-			continue
-		case '"':
-			n, ok := s.str()
-			if !ok {
-				return errSyntax
-			}
-			s.bytes += stringBytes + allocSize(n)
-		case 't':
-			if !s.literal("true") {
-				return errSyntax
-			}
-		case 'f':
-			if !s.literal("false") {
-				return errSyntax
-			}
-		case 'n':
-			if !s.literal("null") {
-				return errSyntax
-			}
+		top := &s.open[len(s.open)-1]
+		c := s.data[s.i]
+		s.i++
+		switch {
+		case c == ',' && top.object:
+			return false, s.key()
+		case c == ',':
+			top.n++
+			return false, nil
+		case c == '}' && top.object, c == ']' && !top.object:
+			s.close()
 		default:
-			if !s.number() {
-				return errSyntax
-			}
-			s.bytes += numberBytes
-		}
-		// After a value: the end, or what follows it in its container.
-		for {
-			s.space()
-			if len(s.open) == 0 {
-				if s.i != len(s.data) {
-					return errSyntax
-				}
-				return nil
-			}
-			if s.i >= len(s.data) {
-				return errSyntax
-			}
-			top := &s.open[len(s.open)-1]
-			c := s.data[s.i]
-			s.i++
-			switch {
-			case c == ',' && top.object:
-				if err := s.key(); err != nil {
-					return err
-				}
-			case c == ',':
-				top.n++
-			case c == '}' && top.object, c == ']' && !top.object:
-				s.close()
-				continue
-			default:
-				return errSyntax
-			}
-			break
+			return false, errSyntax
 		}
 	}
 }

@@ -31,15 +31,7 @@ func managerCache(t *testing.T) cache.Cache {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- cc.Start(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the cache: %v", err)
-		}
-	})
+	framework.Start(ctx, t, "the cache", cc.Start)
 	return cc
 }
 

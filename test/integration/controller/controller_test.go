@@ -49,10 +49,7 @@ var manager *testenv.Manager
 const externalRefCheck = "--external-ref-check-interval=2s"
 
 func startManager(ctx context.Context, args ...string) (*testenv.Manager, error) {
-	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) {
-		o.Clock = shiftedClock{}
-		o.SkipControllerNameValidation = true
-	}, append([]string{externalRefCheck}, args...)...)
+	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.Clock = shiftedClock{} }, append([]string{externalRefCheck}, args...)...)
 }
 
 func TestMain(m *testing.M) {
@@ -482,8 +479,7 @@ func TestOrphanSweep(t *testing.T) {
 	// A sweeper whose clock is an hour ahead of the API server's deletes nothing on its first look:
 	// a grace period starts when the sweep first sees a Secret unused, on its own clock.
 	clk := testingclock.NewFakePassiveClock(time.Now().Add(time.Hour))
-	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute, Clock: clk}
+	sweeper := newSweeper(clk)
 	waitSeenUnused(t, sweeper, old, young)
 	for _, s := range []*corev1.Secret{old, young} {
 		if err := c().Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}); err != nil {
@@ -493,13 +489,7 @@ func TestOrphanSweep(t *testing.T) {
 	// The young one is written (an admission's touch) within the grace period: its grace starts again.
 	touch(t, young)
 	clk.SetTime(clk.Now().Add(5 * time.Minute))
-	framework.Eventually(ctx, t, "the orphan seen unused for its grace period to be swept", func(ctx context.Context) (bool, string) {
-		if _, err := sweeper.Sweep(ctx); err != nil {
-			return false, err.Error()
-		}
-		err := c().Get(ctx, client.ObjectKeyFromObject(old), &corev1.Secret{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
+	waitSwept(t, sweeper, "the orphan seen unused for its grace period", old)
 	if err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{}); err != nil {
 		t.Errorf("the Secret written within the grace period was swept: %v", err)
 	}
@@ -507,16 +497,53 @@ func TestOrphanSweep(t *testing.T) {
 	// Secret stays.
 	waitSeenUnused(t, sweeper, young)
 	clk.SetTime(clk.Now().Add(5 * time.Minute))
-	framework.Eventually(ctx, t, "the young orphan to be swept", func(ctx context.Context) (bool, string) {
-		if _, err := sweeper.Sweep(ctx); err != nil {
-			return false, err.Error()
-		}
-		err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
+	waitSwept(t, sweeper, "the young orphan", young)
 	if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: ref.Name}, &corev1.Secret{}); err != nil {
 		t.Errorf("a referenced Secret was swept: %v", err)
 	}
+}
+
+// newSweeper is an orphan sweep of the system namespace with metrics of its own and a 5-minute grace
+// period, on clk (nil: the real clock), confirming its candidates with a live list.
+func newSweeper(clk clock.PassiveClock) *controllers.OrphanSweeper {
+	return &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
+		GracePeriod: 5 * time.Minute, Clock: clk}
+}
+
+// secretsAt are the Secrets of keys, by name only.
+func secretsAt(keys []client.ObjectKey) []*corev1.Secret {
+	var secrets []*corev1.Secret
+	for _, key := range keys {
+		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	}
+	return secrets
+}
+
+// unowned reports whether none of the Secrets of keys has an owner (a condition of
+// framework.Eventually).
+func unowned(ctx context.Context, keys []client.ObjectKey) (bool, string) {
+	for _, key := range keys {
+		s := &corev1.Secret{}
+		if err := c().Get(ctx, key, s); err != nil {
+			return false, err.Error()
+		}
+		if len(s.OwnerReferences) > 0 {
+			return false, fmt.Sprintf("Secret %s owners %v", s.Name, s.OwnerReferences)
+		}
+	}
+	return true, ""
+}
+
+// waitSwept runs the sweep until s is gone.
+func waitSwept(t *testing.T, sweeper *controllers.OrphanSweeper, what string, s *corev1.Secret) {
+	t.Helper()
+	framework.Eventually(ctx, t, what+" to be swept", func(ctx context.Context) (bool, string) {
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			return false, err.Error()
+		}
+		err := c().Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }
 
 // waitSeenUnused sweeps until the sweeper has seen each of the Secrets unused at its current

@@ -197,7 +197,7 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 		names = append(names, s.Name)
 	}
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
+	sweeper := &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), SystemNamespace: testenv.SystemNamespace,
 		GracePeriod: 5 * time.Minute, Clock: clk}
 	var secrets []*corev1.Secret
 	for _, name := range names {

@@ -39,7 +39,7 @@ func TestConditionMessagesReadLikeUpstream(t *testing.T) {
 		message  func(name string) string
 	}
 	pvc := func(name string) *unstructured.Unstructured {
-		return obj(t, fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":%q,"namespace":%q},
+		return object(t, fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":%q,"namespace":%q},
 			"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"","volumeName":"no-such-pv","resources":{"requests":{"storage":"1Mi"}}}}`, name, ns))
 	}
 	secretRef := func(t *testing.T, name string, immutable bool) olmv1.ClusterObjectSetObject {
@@ -215,14 +215,4 @@ func TestArchivedAndContentChangedMessages(t *testing.T) {
 	if msg := apimeta.FindStatusCondition(blocked.Status.Conditions, olmv1.ConditionProgressing).Message; msg != want {
 		t.Errorf("Blocked message\n got: %s\nwant: %s", msg, want)
 	}
-}
-
-// obj decodes a JSON object for a test.
-func obj(t *testing.T, s string) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON([]byte(s)); err != nil {
-		t.Fatal(err)
-	}
-	return u
 }

@@ -65,6 +65,7 @@ func service(t *testing.T, ns, name string) *unstructured.Unstructured {
  "spec":{"selector":{"app":"`+name+`"},"ports":[{"name":"http","port":80,"targetPort":8080},{"name":"dns","port":53,"protocol":"UDP"}]}}`)
 }
 
+// object decodes a JSON object for a test.
 func object(t *testing.T, s string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -86,9 +84,7 @@ func TestCopiedRefsOutliveTheirWriter(t *testing.T) {
 			})
 			waitSecretsOwnedBy(t, xb, xa)
 			// A sweep long after the grace period keeps them: xb uses them.
-			sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
-				GracePeriod: 5 * time.Minute}
-			sweepTwice(t, sweeper)
+			sweepTwice(t, newSweeper(nil))
 			for _, key := range xb.ReferencedSecrets(testenv.SystemNamespace) {
 				if err := c().Get(ctx, key, &corev1.Secret{}); err != nil {
 					t.Fatalf("a Secret %s uses was lost: %v", user, err)
@@ -128,24 +124,9 @@ func TestOrphanPropagationLeavesSecretsToTheSweep(t *testing.T) {
 	}
 	keys := cos.ReferencedSecrets(testenv.SystemNamespace)
 	framework.Eventually(ctx, t, "the Secrets to lose their owner", func(ctx context.Context) (bool, string) {
-		for _, key := range keys {
-			s := &corev1.Secret{}
-			if err := c().Get(ctx, key, s); err != nil {
-				return false, err.Error()
-			}
-			if len(s.OwnerReferences) > 0 {
-				return false, fmt.Sprintf("Secret %s owners %v", s.Name, s.OwnerReferences)
-			}
-		}
-		return true, ""
+		return unowned(ctx, keys)
 	})
-	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute}
-	var secrets []*corev1.Secret
-	for _, key := range keys {
-		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-	}
-	sweepAfterGrace(t, sweeper, secrets...)
+	sweepAfterGrace(t, newSweeper(nil), secretsAt(keys)...)
 	for _, key := range keys {
 		if err := c().Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Secret %s nobody uses was not swept: %v", key, err)

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -40,29 +39,16 @@ func TestSweepLosesToARefsOnlyCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := stored.ReferencedSecrets(testenv.SystemNamespace)
-	var secrets []*corev1.Secret
-	for _, key := range keys {
-		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-	}
+	secrets := secretsAt(keys)
 	framework.Eventually(ctx, t, "the ClusterObjectSet to be gone and its Secrets to lose their owner", func(ctx context.Context) (bool, string) {
 		if err := c().Get(ctx, client.ObjectKey{Name: name}, &olmv1.ClusterObjectSet{}); !apierrors.IsNotFound(err) {
 			return false, fmt.Sprint(err)
 		}
-		for _, key := range keys {
-			s := &corev1.Secret{}
-			if err := c().Get(ctx, key, s); err != nil {
-				return false, err.Error()
-			}
-			if len(s.OwnerReferences) > 0 {
-				return false, fmt.Sprintf("Secret %s owners %v", s.Name, s.OwnerReferences)
-			}
-		}
-		return true, ""
+		return unowned(ctx, keys)
 	})
 
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	sweeper := &controllers.OrphanSweeper{Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute, Clock: clk}
+	sweeper := newSweeper(clk)
 	waitSeenUnused(t, sweeper, secrets...)
 	clk.SetTime(clk.Now().Add(sweeper.GracePeriod))
 	judged, err := sweeper.Orphans(ctx)

@@ -520,6 +520,16 @@ func checkMonitoring(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 }
 
+// forEachInstall runs check, as a subtest, on the rendered objects of every overlay that installs.
+func forEachInstall(t *testing.T, check func(t *testing.T, o overlay, objs []*unstructured.Unstructured)) {
+	for _, o := range overlays {
+		if !o.install {
+			continue
+		}
+		t.Run(o.name, func(t *testing.T) { check(t, o, parse(t, render(t, o.name))) })
+	}
+}
+
 // render runs kubectl kustomize on config/<name>.
 func render(t *testing.T, name string) []byte {
 	t.Helper()

@@ -136,20 +136,7 @@ func runManager(t *testing.T, args ...string) {
 		t.Fatal(err)
 	}
 	o.SkipControllerNameValidation = true // other tests, and -count, run managers in this process
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, testenv.Env.Config, &o) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager returned %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	})
+	framework.Start(context.Background(), t, "the manager", func(ctx context.Context) error { return app.Run(ctx, testenv.Env.Config, &o) })
 }
 
 // servingCertificate writes a serving certificate for 127.0.0.1 into a new folder (--webhook-cert-dir).

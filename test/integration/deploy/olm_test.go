@@ -7,6 +7,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
@@ -20,36 +21,30 @@ var webhookOnlyExemption = "--secret-guard-exempt-users=" + webhook.NamespaceCon
 // start); webhook-only adds OLM's operator-controller, the others exempt only the namespace
 // controller.
 func TestOverlaysSecretGuardExemption(t *testing.T) {
-	for _, o := range overlays {
-		if !o.install {
-			continue
+	forEachInstall(t, func(t *testing.T, o overlay, objs []*unstructured.Unstructured) {
+		deploy := &appsv1.Deployment{}
+		convert(t, find(objs, "Deployment", deploymentName), deploy)
+		users := []string{webhook.NamespaceControllerUser} // the flag's default
+		for _, a := range deploy.Spec.Template.Spec.Containers[0].Args {
+			if v, ok := strings.CutPrefix(a, "--secret-guard-exempt-users="); ok {
+				users = strings.Split(v, ",")
+			}
 		}
-		t.Run(o.name, func(t *testing.T) {
-			objs := parse(t, render(t, o.name))
-			deploy := &appsv1.Deployment{}
-			convert(t, find(objs, "Deployment", deploymentName), deploy)
-			users := []string{webhook.NamespaceControllerUser} // the flag's default
-			for _, a := range deploy.Spec.Template.Spec.Containers[0].Args {
-				if v, ok := strings.CutPrefix(a, "--secret-guard-exempt-users="); ok {
-					users = strings.Split(v, ",")
+		wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		convert(t, find(objs, "ValidatingWebhookConfiguration", "cos-externalizer"), wc)
+		var got string
+		for _, w := range wc.Webhooks {
+			for _, mc := range w.MatchConditions {
+				if w.Name == webhook.SecretGuardName && mc.Name == webhook.ExemptConditionName {
+					got = mc.Expression
 				}
 			}
-			wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			convert(t, find(objs, "ValidatingWebhookConfiguration", "cos-externalizer"), wc)
-			var got string
-			for _, w := range wc.Webhooks {
-				for _, mc := range w.MatchConditions {
-					if w.Name == webhook.SecretGuardName && mc.Name == webhook.ExemptConditionName {
-						got = mc.Expression
-					}
-				}
-			}
-			if want := webhook.ExemptCondition(users); got != want {
-				t.Errorf("the secret guard's matchCondition %q, want %q (--secret-guard-exempt-users)", got, want)
-			}
-			if olm := slices.Contains(users, webhook.OperatorControllerUser); olm != (o.name == "webhook-only") {
-				t.Errorf("exempts OLM's operator-controller: %t, want %t (users %v)", olm, o.name == "webhook-only", users)
-			}
-		})
-	}
+		}
+		if want := webhook.ExemptCondition(users); got != want {
+			t.Errorf("the secret guard's matchCondition %q, want %q (--secret-guard-exempt-users)", got, want)
+		}
+		if olm := slices.Contains(users, webhook.OperatorControllerUser); olm != (o.name == "webhook-only") {
+			t.Errorf("exempts OLM's operator-controller: %t, want %t (users %v)", olm, o.name == "webhook-only", users)
+		}
+	})
 }

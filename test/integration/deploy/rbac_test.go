@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -45,7 +44,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			applySystemNamespace(t)
 			applyRBAC(t, o.name)
 			env := impersonating(t, "system:serviceaccount:"+systemNamespace+":"+serviceAccount)
-			m, err := env.StartManagerWith(ctx, func(opts *app.Options) { opts.SkipControllerNameValidation = true },
+			m, err := env.StartManager(ctx,
 				"--leader-elect", "--externalize=always", fmt.Sprintf("--rollout=%t", o.rollout),
 				"--orphan-sweep-interval=500ms", "--orphan-grace-period=3s")
 			if err != nil {

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -38,27 +37,21 @@ var pruneProtection = map[string]string{
 // TestOverlaysProtectFromPrune: wherever an overlay holds the ClusterObjectSet CRD or the system
 // namespace, they carry the keep and prune-protection annotations.
 func TestOverlaysProtectFromPrune(t *testing.T) {
-	for _, o := range overlays {
-		if !o.install {
-			continue
-		}
-		t.Run(o.name, func(t *testing.T) {
-			objs := parse(t, render(t, o.name))
-			for _, u := range []*unstructured.Unstructured{
-				find(objs, "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io"),
-				find(objs, "Namespace", systemNamespace),
-			} {
-				if u == nil {
-					continue
-				}
-				for k, v := range pruneProtection {
-					if got := u.GetAnnotations()[k]; got != v {
-						t.Errorf("%s %s: annotation %s %q, want %q", u.GetKind(), u.GetName(), k, got, v)
-					}
+	forEachInstall(t, func(t *testing.T, _ overlay, objs []*unstructured.Unstructured) {
+		for _, u := range []*unstructured.Unstructured{
+			find(objs, "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io"),
+			find(objs, "Namespace", systemNamespace),
+		} {
+			if u == nil {
+				continue
+			}
+			for k, v := range pruneProtection {
+				if got := u.GetAnnotations()[k]; got != v {
+					t.Errorf("%s %s: annotation %s %q, want %q", u.GetKind(), u.GetName(), k, got, v)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // olmManager is the field manager of OLM's operator-controller, which adds a finalizer of the same
@@ -90,7 +83,7 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 			kept, deleted, olms := prefix+"-kept", prefix+"-deleted", prefix+"-olm"
 
 			applySystemNamespace(t)
-			m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true },
+			m, err := testenv.Env.StartManager(ctx,
 				"--externalize=always", "--rollout=true")
 			if err != nil {
 				t.Fatal(err)
@@ -400,7 +393,7 @@ func TestUndeployAllTearsDown(t *testing.T) {
 		}
 	})
 	applySystemNamespace(t)
-	m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true },
+	m, err := testenv.Env.StartManager(ctx,
 		"--externalize=always", "--rollout=true")
 	if err != nil {
 		t.Fatal(err)

@@ -373,7 +373,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 		// The manager's own sweep with its default grace period (5 minutes): it sees them unused, and
 		// deletes them once they stayed so, unchanged, for the grace period.
 		clk := testingclock.NewFakePassiveClock(time.Now())
-		sweeper := &controllers.OrphanSweeper{Client: c(), SystemNamespace: testenv.SystemNamespace,
+		sweeper := &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), SystemNamespace: testenv.SystemNamespace,
 			GracePeriod: 5 * time.Minute, Clock: clk}
 		framework.Eventually(ctx, t, "the sweep to see the Secrets unused", func(ctx context.Context) (bool, string) {
 			if _, err := sweeper.Sweep(ctx); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -13,7 +12,7 @@ var manager *testenv.Manager
 // startManager starts the manager (webhooks and reconciler) in the process; it may run again after
 // a test stopped it.
 func startManager(ctx context.Context) (*testenv.Manager, error) {
-	return testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true })
+	return testenv.Env.StartManager(ctx)
 }
 
 func TestMain(m *testing.M) {

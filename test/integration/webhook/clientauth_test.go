@@ -8,18 +8,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"sort"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
@@ -118,8 +115,8 @@ func TestForgedAdmissionIsRefusedAtTheHandshake(t *testing.T) {
 					t.Fatalf("no admission response: %s, %v", resp.Status, err)
 				}
 			}
-			if added := addedSince(t, before); len(added) > 0 {
-				t.Errorf("Secrets written in %s: %v", testenv.SystemNamespace, added)
+			if extra := added(before, systemSecrets(t)); len(extra) > 0 {
+				t.Errorf("Secrets written in %s: %v", testenv.SystemNamespace, extra)
 			}
 		})
 	}
@@ -137,34 +134,6 @@ func TestForgedAdmissionIsRefusedAtTheHandshake(t *testing.T) {
 	if externalize.CountInline(stored.Spec.Phases) != 0 {
 		t.Errorf("the ClusterObjectSet created through the API server kept %d inline objects", externalize.CountInline(stored.Spec.Phases))
 	}
-}
-
-// systemSecrets lists every Secret of the system namespace by name.
-func systemSecrets(t *testing.T) map[string]bool {
-	t.Helper()
-	list := &corev1.SecretList{}
-	if err := testenv.Env.Client.List(context.Background(), list, client.InNamespace(testenv.SystemNamespace)); err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]bool{}
-	for _, s := range list.Items {
-		names[s.Name] = true
-	}
-	return names
-}
-
-// addedSince returns the Secrets of the system namespace that exist now and did not before, sorted
-// (the sweep may delete earlier tests' orphans meanwhile: only additions count).
-func addedSince(t *testing.T, before map[string]bool) []string {
-	t.Helper()
-	var added []string
-	for name := range systemSecrets(t) {
-		if !before[name] {
-			added = append(added, name)
-		}
-	}
-	sort.Strings(added)
-	return added
 }
 
 // withCert presents cert whatever CAs the server asks for (Certificates would withhold it from a

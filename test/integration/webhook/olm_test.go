@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -108,33 +107,9 @@ func TestSecretGuardOLMPatch(t *testing.T) {
 
 	t.Log("config/webhook-only: OLM exempt")
 	flagArg, expression := webhookOnlyExemption(t)
-	// The package's manager again (and its generated webhook configuration), before anything is
-	// removed: a Secret's delete waits on the guard.
-	restored := false
-	restore := func() {
-		if restored {
-			return
-		}
-		restored = true
-		if err := manager.Stop(); err != nil {
-			t.Error(err)
-		}
-		m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, "--rollout=false")
-		if err != nil {
-			t.Errorf("starting the manager again: %v", err)
-			return
-		}
-		manager = m
-	}
-	t.Cleanup(restore)
-	if err := manager.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, "--rollout=false", flagArg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manager = m
+	// restore starts the package's manager again (and its generated webhook configuration), before
+	// anything is removed: a Secret's delete waits on the guard.
+	restore := withManager(t, flagArg)
 	wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cos-externalizer"}, wc); err != nil {
 		t.Fatal(err)

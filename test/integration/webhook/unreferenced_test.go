@@ -14,35 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
-
-// withManager runs the package's manager with extra flags until the test ends, then the package's
-// manager again.
-func withManager(t *testing.T, args ...string) {
-	t.Helper()
-	ctx := context.Background()
-	start := func(extra ...string) {
-		m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, append([]string{"--rollout=false"}, extra...)...)
-		if err != nil {
-			t.Fatalf("starting the manager: %v", err)
-		}
-		manager = m
-	}
-	if err := manager.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := manager.Stop(); err != nil {
-			t.Error(err)
-		}
-		start()
-	})
-	start(args...)
-}
 
 // TestUnreferencedWritesAreBounded: creates whose Secrets no ClusterObjectSet will reference (here the
 // API server's storage refuses them after admission, for the resourceVersion they carry, as a forger

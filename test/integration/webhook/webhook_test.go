@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -54,13 +53,7 @@ func TestPrometheusBundleServerSideApply(t *testing.T) {
 
 	// Applying the same inline file again changes nothing.
 	mustKubectl(t, nil, "apply", "--server-side", "-f", file)
-	again := getCOS(t, want.Name)
-	if again.ResourceVersion != stored.ResourceVersion {
-		t.Errorf("re-apply changed the ClusterObjectSet: resourceVersion %s -> %s", stored.ResourceVersion, again.ResourceVersion)
-	}
-	if after := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("re-apply changed the Secrets: %v -> %v", before, after)
-	}
+	checkUnwritten(t, "re-apply", stored, before)
 }
 
 func TestArgoCDClientSideApplyTwice(t *testing.T) {
@@ -78,13 +71,7 @@ func TestArgoCDClientSideApplyTwice(t *testing.T) {
 	}
 
 	mustKubectl(t, nil, "apply", "-f", file)
-	second := getCOS(t, want.Name)
-	if second.ResourceVersion != first.ResourceVersion {
-		t.Errorf("second apply wrote the ClusterObjectSet: resourceVersion %s -> %s", first.ResourceVersion, second.ResourceVersion)
-	}
-	if after := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
-		t.Errorf("second apply changed the Secrets: %v -> %v", secrets, after)
-	}
+	checkUnwritten(t, "second apply", first, secrets)
 }
 
 func TestSmallCOSStaysInline(t *testing.T) {
@@ -148,9 +135,7 @@ func TestCreateAndReplace(t *testing.T) {
 	if fmt.Sprint(replaced.Spec.Phases) != fmt.Sprint(created.Spec.Phases) {
 		t.Error("replace changed the stored refs")
 	}
-	if after := testenv.ResourceVersions(testenv.Env.ObjectDataSecrets(t, want.Name)); fmt.Sprint(after) != fmt.Sprint(secrets) {
-		t.Errorf("replace changed the Secrets: %v -> %v", secrets, after)
-	}
+	checkSecretsUnwritten(t, "replace", want.Name, secrets)
 
 	// Changing the content of a phase is refused: phases are immutable.
 	changed := want.DeepCopy()
@@ -438,17 +423,7 @@ func TestWebhookDown(t *testing.T) {
 	if err := testenv.Env.Client.Update(ctx, swapped); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot be reordered") {
 		t.Fatalf("reordering the phases of a refs-only ClusterObjectSet: want Invalid from the webhook, got %v", err)
 	}
-	if err := manager.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m, err := testenv.Env.StartManagerWith(ctx, func(o *app.Options) { o.SkipControllerNameValidation = true }, "--rollout=false")
-		if err != nil {
-			t.Errorf("starting the manager again: %v", err)
-			return
-		}
-		manager = m
-	})
+	stopManager(t)
 
 	tests := []struct {
 		name string
