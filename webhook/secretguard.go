@@ -27,7 +27,8 @@ import (
 // The Secret guard. Its object selector limits it to Secrets carrying the revision-name label, so no
 // other Secret in the cluster ever waits on this webhook. On UPDATE the API server matches the
 // selector against the old and the new object, so an update that removes the label is guarded too.
-// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]},"matchConditions":[{"name":"not-exempt","expression":"!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller'])"}]}`
+// Its matchCondition ExemptConditionName is in config/webhook/matchconditions.yaml.
+// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]}}`
 
 // SecretGuardName is the secret guard's name in the ValidatingWebhookConfiguration.
 const SecretGuardName = "secret-guard.cos-externalizer.io"

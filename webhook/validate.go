@@ -18,8 +18,9 @@ import (
 )
 
 // The validating webhook: the invariants again on the final object, since other mutating webhooks
-// may run after ours, and the size of the stored form.
-// +kubebuilder:webhook:path=/validate-olm-operatorframework-io-v1-clusterobjectset,mutating=false,failurePolicy=fail,sideEffects=None,groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=create;update,versions=v1,name=validate.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"has-inline-objects-or-reorders-phases","expression":"(has(object.spec) && has(object.spec.phases) && object.spec.phases.exists(p, has(p.objects) && p.objects.exists(o, has(o.object)))) || (request.operation == 'UPDATE' && (has(oldObject.spec) && has(oldObject.spec.phases) ? oldObject.spec.phases.map(p, p.name) : []) != (has(object.spec) && has(object.spec.phases) ? object.spec.phases.map(p, p.name) : []))"}]}`
+// may run after ours, and the size of the stored form. Its matchConditions are in
+// config/webhook/matchconditions.yaml.
+// +kubebuilder:webhook:path=/validate-olm-operatorframework-io-v1-clusterobjectset,mutating=false,failurePolicy=fail,sideEffects=None,groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=create;update,versions=v1,name=validate.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhookconfiguration:mutating=false,name=cos-externalizer
 
 // DefaultMaxStoredBytes is the largest ClusterObjectSet the validating webhook lets through: etcd's
