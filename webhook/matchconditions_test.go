@@ -76,6 +76,16 @@ func TestMatchConditions(t *testing.T) {
 			req:  create(cos(phase("a"))),
 			want: called{CheckRefs: true},
 		},
+		// Shapes the schema refuses after the mutating webhooks have run: the conditions must not
+		// fail on them.
+		"create with a phase without objects": {
+			req:  create(withoutObjects(cos(phase("a")))),
+			want: called{CheckRefs: true},
+		},
+		"create with an object of neither object nor ref": {
+			req:  create(cos(phase("a", olmv1.ClusterObjectSetObject{}))),
+			want: called{CheckRefs: true},
+		},
 		"create without phases": {
 			req:  create(cos()),
 			want: called{},
@@ -462,6 +472,16 @@ func protected(p olmv1.ClusterObjectSetPhase) olmv1.ClusterObjectSetPhase {
 
 func emptyPhases(u *unstructured.Unstructured) *unstructured.Unstructured {
 	must(unstructured.SetNestedSlice(u.Object, []any{}, "spec", "phases"))
+	return u
+}
+
+// withoutObjects drops the objects of every phase.
+func withoutObjects(u *unstructured.Unstructured) *unstructured.Unstructured {
+	phases, _, _ := unstructured.NestedSlice(u.Object, "spec", "phases")
+	for _, p := range phases {
+		delete(p.(map[string]any), "objects")
+	}
+	must(unstructured.SetNestedSlice(u.Object, phases, "spec", "phases"))
 	return u
 }
 
