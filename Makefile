@@ -103,7 +103,7 @@ manifests: ## Generate the CRD, webhook configurations and RBAC under config/ (k
 	$(CONTROLLER_GEN) crd webhook rbac:roleName=cos-externalizer-manager paths="./api/...;./webhook/...;./controllers;./certs/servingcert;./cmd/..." \
 		output:crd:artifacts:config=config/crd/bases output:webhook:artifacts:config=config/webhook \
 		output:rbac:artifacts:config=config/rbac
-	$(GO) run ./hack/gen/matchconditions -conditions config/webhook/matchconditions.yaml -manifests config/webhook/manifests.yaml
+	$(GO) run ./hack/gen/matchconditionsgen -conditions config/webhook/matchconditions.yaml -manifests config/webhook/manifests.yaml
 	@# The rule only a manager that rolls out needs (anything on anything): a ClusterRole of its own,
 	@# bound by the overlays that roll out, never by config/webhook-only.
 	$(CONTROLLER_GEN) rbac:roleName=cos-externalizer-rollout paths=./controllers/rolloutrbac \

@@ -1,4 +1,4 @@
-// Command matchconditions writes the webhooks' matchConditions, kept readable in
+// Command matchconditionsgen writes the webhooks' matchConditions, kept readable in
 // config/webhook/matchconditions.yaml, into the webhook configurations controller-gen generated in
 // config/webhook/manifests.yaml: `make manifests` runs it after controller-gen, `make verify` checks
 // the result. Each webhook of the conditions file gets exactly its conditions there, found by the
@@ -27,7 +27,7 @@ func main() {
 	manifests := flag.String("manifests", "config/webhook/manifests.yaml", "controller-gen's webhook configurations, rewritten in place.")
 	flag.Parse()
 	if err := run(*conditions, *manifests); err != nil {
-		fmt.Fprintln(os.Stderr, "matchconditions:", err)
+		fmt.Fprintln(os.Stderr, "matchconditionsgen:", err)
 		os.Exit(1)
 	}
 }
