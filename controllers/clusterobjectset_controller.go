@@ -35,8 +35,8 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/recheck"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // Every write to a ClusterObjectSet is a patch; update on finalizers lets the owner references of
@@ -86,13 +86,11 @@ type ClusterObjectSetReconciler struct {
 	// ExternalRefCheck is how often a rolled-out or Blocked ClusterObjectSet with refs outside the
 	// system namespace (whose Secrets are not watched) re-verifies them (±10%); 0: never.
 	ExternalRefCheck time.Duration
-	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet
-	// (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
-	MaxResolvedBytes int64
-	// ResolvePool bounds the resolved content held at once by reconciles (--max-concurrent-resolved-bytes;
-	// admission requests draw from a pool of their own); nil: none.
-	ResolvePool *content.Pool
-	Metrics     *Metrics
+	// Resolve caps the total resolved content of the refs of one ClusterObjectSet
+	// (--max-resolved-bytes), and its Pool what reconciles hold at once (--max-concurrent-resolved-bytes;
+	// admission requests draw from a pool of their own; nil: none).
+	Resolve secretdata.Limits
+	Metrics *Metrics
 
 	watches *kindWatches
 	// contents keeps the data of the Secrets read for resolution (DefaultSecretContentBytes): the

@@ -15,6 +15,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // unresolvedRefs says why resolution did not give every object, in the first message of each kind:
@@ -26,25 +27,39 @@ type unresolvedRefs struct {
 	busy bool
 }
 
-// resolve returns the objects of every phase: inline ones as given, refs read from their Secrets.
-// Unresolvable objects are nil in the result, with the first failures reported. As upstream does,
-// every referenced Secret must be immutable before anything is resolved: the mutable ones are listed
-// together. The refs of one ClusterObjectSet share a budget of MaxResolvedBytes of resolved content
-// (content.Budget): every ref is charged its object's cost, but each Secret key is read and decoded
-// once, and refs to it share the decoded object. The budget draws from ResolvePool, the reconciler's
-// own (admission requests draw from another): holding nothing, it waits up to poolWait for room that
-// other reconciles hold; holding some, it never waits (content.Pool). Either way, no room makes the
-// refs retryable and unres.busy, and the reconcile is requeued without holding a worker. The caller
-// calls release once it is done with the objects. Callers must not change resolved objects in place
-// (applyObject copies first).
+// resolve returns the objects of every phase: inline ones as given, refs read from their Secrets by
+// the one resolver (secretdata.Resolver). Unresolvable objects are nil in the result, with the first
+// failures reported. As upstream does, every referenced Secret must be immutable before anything is
+// resolved: the mutable ones are listed together. The refs of one ClusterObjectSet share a budget of
+// Resolve.MaxResolvedBytes of resolved content (content.Budget): every ref is charged its object's
+// cost, but each Secret is read and each key decoded once, and refs to it share the decoded object.
+// The budget draws from Resolve.Pool, the reconciler's own (admission requests draw from another):
+// holding nothing, it waits up to poolWait for room that other reconciles hold; holding some, it
+// never waits (content.Pool). Either way, no room makes the refs retryable and unres.busy, and the
+// reconcile is requeued without holding a worker. The caller calls release once it is done with the
+// objects. Callers must not change resolved objects in place (applyObject copies first).
 func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.ClusterObjectSet) (resolved [][]*unstructured.Unstructured, unres unresolvedRefs, release func()) {
 	secrets := map[client.ObjectKey]*corev1.Secret{}
 	if unres.blocking = r.checkImmutable(ctx, cos, secrets); unres.blocking != "" {
 		return make([][]*unstructured.Unstructured, len(cos.Spec.Phases)), unres, func() {}
 	}
-	budget := r.ResolvePool.NewBudget(r.MaxResolvedBytes)
+	budget := r.Resolve.NewBudget()
 	waitCtx, cancel := context.WithTimeout(ctx, poolWait)
 	defer cancel()
+	res := secretdata.New(secretdata.Config{
+		// The cache holds object-data Secrets without their data: content is read uncached, once per
+		// Secret and resolution, unless r.contents has this version of the Secret.
+		Get: func(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+			if sec, ok := secrets[key]; ok && sec.Data != nil {
+				return sec, nil
+			}
+			return r.readSecret(ctx, key, secrets[key])
+		},
+		SystemNamespace:  r.SystemNamespace,
+		Budget:           budget,
+		WaitContext:      waitCtx,
+		RequireImmutable: true, // checkImmutable saw them immutable: one may have been replaced since
+	})
 	out := make([][]*unstructured.Unstructured, len(cos.Spec.Phases))
 	for i, p := range cos.Spec.Phases {
 		out[i] = make([]*unstructured.Unstructured, len(p.Objects))
@@ -53,22 +68,27 @@ func (r *ClusterObjectSetReconciler) resolve(ctx context.Context, cos *olmv1.Clu
 				out[i][j] = o.Object.DeepCopy()
 				continue
 			}
+			obj, err := res.Resolve(ctx, o.Ref)
+			if err == nil {
+				// A wrapper of its own per ref; the map is shared by every ref to this key.
+				out[i][j] = &unstructured.Unstructured{Object: obj}
+				continue
+			}
 			where := fmt.Sprintf("resolving ref in phase %q: ", p.Name)
-			obj, blocked, missing := r.resolveRef(ctx, waitCtx, o.Ref, secrets, budget)
+			blocked, missing := unresolvedReason(err, budget.Limit())
 			switch {
 			case blocked != "" && unres.blocking == "":
 				unres.blocking = where + blocked
 			case missing != "" && unres.retryable == "" && unres.blocking == "":
 				unres.retryable = where + missing
 			}
-			out[i][j] = obj
 		}
 	}
 	unres.busy = budget.Busy() || waitCtx.Err() != nil
 	return out, unres, budget.Release
 }
 
-// poolWait bounds how long a reconcile that holds nothing waits for room in ResolvePool, which only
+// poolWait bounds how long a reconcile that holds nothing waits for room in Resolve.Pool, which only
 // other reconciles hold; past it the reconcile is requeued rather than keep a worker.
 const poolWait = time.Second
 
@@ -98,60 +118,35 @@ func mutableSecretsMessage(keys ...string) string {
 	return "the following secrets are not immutable (referenced secrets must have immutable set to true): " + strings.Join(keys, ", ")
 }
 
-// resolveRef reads one ref. A missing Secret or key, or no room in ResolvePool before waitCtx ends,
-// is "missing" (retryable); content that does not match its content key, cannot be decoded, or is
-// past the ClusterObjectSet's budget is "blocked". Messages follow upstream's resolveObjectRef where
-// it has one.
-func (r *ClusterObjectSetReconciler) resolveRef(ctx, waitCtx context.Context, ref olmv1.ObjectSourceRef, secrets map[client.ObjectKey]*corev1.Secret, budget *content.Budget) (*unstructured.Unstructured, string, string) {
-	key := client.ObjectKey{Namespace: ref.NamespaceOr(r.SystemNamespace), Name: ref.Name}
-	sec, ok := secrets[key]
-	if !ok || sec.Data == nil {
-		// The cache holds object-data Secrets without their data: content is read uncached, once
-		// per Secret and resolution, unless r.contents has this version of the Secret.
-		var err error
-		if sec, err = r.readSecret(ctx, key, sec); err != nil {
-			// The API server's error names the resource and name only (secrets "x" not found).
-			return nil, "", fmt.Sprintf("getting %s: %v", describeKey("Secret", key), err)
-		}
-		secrets[key] = sec
+// unresolvedReason words a resolver's failure in upstream's words (OLM v1 operator-controller's
+// resolveObjectRef, where it has one), as blocked (needs a person) or missing (retryable): a missing
+// Secret or key, or no room in Resolve.Pool in time, is missing; content that does not match its
+// content key, cannot be decoded, is not a Kubernetes object or is past the ClusterObjectSet's budget
+// (of limit bytes) is blocked. The failures name Secrets and keys, never content.
+func unresolvedReason(err error, limit int64) (blocked, missing string) {
+	var f *secretdata.Failure
+	if !errors.As(err, &f) {
+		return "", err.Error()
 	}
-	if !ptr.Deref(sec.Immutable, false) {
-		// checkImmutable saw it immutable: it was replaced since.
-		return nil, mutableSecretsMessage(key.String()), ""
-	}
-	data, ok := sec.Data[ref.Key]
-	if !ok {
-		return nil, "", fmt.Sprintf("key %q not found in %s", ref.Key, describeKey("Secret", key))
-	}
-	m, err := budget.Resolve(waitCtx, key.String()+"/"+ref.Key, data, ref.Key)
-	switch {
-	case errors.Is(err, content.ErrBudgetExceeded):
-		return nil, fmt.Sprintf("key %q in %s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", ref.Key, describeKey("Secret", key), budget.Limit()), ""
-	case errors.Is(err, content.ErrBusy):
-		return nil, "", fmt.Sprintf("key %q in %s: %v (--max-concurrent-resolved-bytes)", ref.Key, describeKey("Secret", key), err)
-	}
-	if err != nil {
-		return nil, resolveReason(err, ref.Key, key), ""
-	}
-	// A wrapper of its own per ref; the map is shared by every ref to this key.
-	u := &unstructured.Unstructured{Object: m}
-	if u.GetKind() == "" || u.GetAPIVersion() == "" {
-		return nil, fmt.Sprintf("unmarshaling object from key %q in %s: not a Kubernetes object (apiVersion and kind are required)", ref.Key, describeKey("Secret", key)), ""
-	}
-	return u, "", ""
-}
-
-// resolveReason turns a content error into a message in upstream's words; content's errors never
-// hold content.
-func resolveReason(err error, dataKey string, key client.ObjectKey) string {
-	secret := describeKey("Secret", key)
-	switch {
-	case errors.Is(err, content.ErrDigestMismatch):
-		return fmt.Sprintf("key %q in %s: the content does not match its content-addressed key: %v", dataKey, secret, err)
-	case errors.Is(err, content.ErrTooLarge):
-		return fmt.Sprintf("decompressed data for key %q in %s exceeds maximum size (%d bytes)", dataKey, secret, content.MaxDecompressedSize)
-	default:
-		return fmt.Sprintf("unmarshaling object from key %q in %s: %v", dataKey, secret, err)
+	secret := describeKey("Secret", f.Secret)
+	switch f.Reason {
+	case secretdata.SecretMissing, secretdata.SecretUnreadable:
+		// The API server's error names the resource and name only (secrets "x" not found).
+		return "", fmt.Sprintf("getting %s: %v", secret, f.Err)
+	case secretdata.KeyMissing:
+		return "", fmt.Sprintf("key %q not found in %s", f.Key, secret)
+	case secretdata.Busy:
+		return "", fmt.Sprintf("key %q in %s: %v (%s)", f.Key, secret, f.Err, f.Flag)
+	case secretdata.NotImmutable:
+		return mutableSecretsMessage(f.Secret.String()), ""
+	case secretdata.OverBudget:
+		return fmt.Sprintf("key %q in %s: the resolved content of this ClusterObjectSet exceeds the limit of %d bytes (--max-resolved-bytes)", f.Key, secret, limit), ""
+	case secretdata.DigestMismatch:
+		return fmt.Sprintf("key %q in %s: the content does not match its content-addressed key: %v", f.Key, secret, f.Err), ""
+	case secretdata.TooLarge:
+		return fmt.Sprintf("decompressed data for key %q in %s exceeds maximum size (%d bytes)", f.Key, secret, content.MaxDecompressedSize), ""
+	default: // Corrupt, NotAnObject
+		return fmt.Sprintf("unmarshaling object from key %q in %s: %v", f.Key, secret, f.Err), ""
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // TestResolveBusy: a reconcile that finds no room in the reconciler's pool reports busy (its refs
@@ -71,7 +72,7 @@ func TestResolveBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer others.Release()
-			r := &ClusterObjectSetReconciler{Metrics: NewMetrics(), Client: c, APIReader: c, SystemNamespace: ns, ResolvePool: pool, contents: newSecretContents(1 << 20)}
+			r := &ClusterObjectSetReconciler{Metrics: NewMetrics(), Client: c, APIReader: c, SystemNamespace: ns, Resolve: secretdata.Limits{Pool: pool}, contents: newSecretContents(1 << 20)}
 			out, unres, release := r.resolve(context.Background(), cos)
 			release()
 			got := outcome{Busy: unres.busy, Retryable: unres.retryable != "", HeldAfter: pool.Used()}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
@@ -87,7 +87,7 @@ func TestAdmissionCharged(t *testing.T) {
 			store := &poolWatch{Store: admissiontest.NewStore(ns), pool: pool}
 			store.AddSecret(secret.DeepCopy())
 			m := NewMetrics()
-			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: externalize.ModeOversized, Threshold: 100,
+			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100,
 				Admission: AdmissionLimits{Pool: pool, Wait: time.Hour}}}
 			// A request that would wait ends at once: the test never waits for room.
 			ctx, cancel := context.WithCancel(context.Background())

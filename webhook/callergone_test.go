@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
@@ -51,7 +51,7 @@ func (s *blockingStore) Write(ctx context.Context, cosName string, plan *content
 // finishes and writes.
 func TestCallerGone(t *testing.T) {
 	const ns = "olmv1-system"
-	cos := b.COS("gone", b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+	cos := b.COS("gone", b.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 		b.WithPhase("p", b.InlineConfigMaps("default", "gone", 2)...))
 	raw, err := json.Marshal(cos)
 	if err != nil {
@@ -78,7 +78,7 @@ func TestCallerGone(t *testing.T) {
 			stopping, stop := context.WithCancel(context.Background())
 			defer stop()
 			handler := callerGone(stopping, &ctrlwebhook.Admission{Handler: finishing{&Externalizer{Store: store, Metrics: NewMetrics(),
-				Options: Options{SystemNamespace: ns, Mode: externalize.ModeOversized}}}})
+				Options: Options{SystemNamespace: ns, Mode: admission.ModeOversized}}}})
 			srv := httptest.NewUnstartedServer(handler)
 			srv.Config.BaseContext = func(net.Listener) context.Context { return stopping } // as the webhook server's
 			srv.Start()

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
@@ -69,7 +68,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	if req.Operation == admissionv1.Update {
 		oldRaw = req.OldObject.Raw
 	}
-	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, req.Object.Raw, oldRaw)
+	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.Resolve.MaxResolvedBytes, req.Object.Raw, oldRaw)
 	if refused != nil {
 		return refused.resp, refused.reason
 	}
@@ -86,13 +85,13 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 
 // decide answers a request once it is charged.
 func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
-	obj, specSize, err := externalize.DecodeCOS(req.Object.Raw)
+	obj, specSize, err := cosadmission.DecodeCOS(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
 	}
 	in := cosadmission.Request{Operation: cosadmission.Operation(req.Operation), New: obj, SpecSize: specSize, DryRun: dryRun, Limits: e.Limits}
 	if req.Operation == admissionv1.Update {
-		if in.Old, _, err = externalize.DecodeCOS(req.OldObject.Raw); err != nil {
+		if in.Old, _, err = cosadmission.DecodeCOS(req.OldObject.Raw); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
 		}
 	}
@@ -127,10 +126,10 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 func (e *Externalizer) pipeline() *cosadmission.Pipeline {
 	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace) // pending.go
 	return &cosadmission.Pipeline{
-		Store:            store,
-		SystemNamespace:  e.Options.SystemNamespace,
-		Mode:             e.Options.Mode,
-		Threshold:        e.Options.Threshold,
-		MaxResolvedBytes: e.Options.MaxResolvedBytes,
+		Store:           store,
+		SystemNamespace: e.Options.SystemNamespace,
+		Mode:            e.Options.Mode,
+		Threshold:       e.Options.Threshold,
+		Resolve:         e.Options.Resolve,
 	}
 }

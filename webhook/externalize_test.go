@@ -17,8 +17,8 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -45,7 +45,7 @@ func TestHandleTranslates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lastApplied.Annotations[externalize.LastAppliedAnnotation] = string(raw)
+	lastApplied.Annotations[cosadmission.LastAppliedAnnotation] = string(raw)
 	summary := cosadmission.WarningPrefix + "externalized 2 objects into 1 Secret in olmv1-system ("
 	phases := "/spec/phases"
 
@@ -90,7 +90,7 @@ func TestHandleTranslates(t *testing.T) {
 			}
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m,
-				Options: Options{SystemNamespace: ns, Mode: externalize.ModeOversized, Threshold: 100}}
+				Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100}}
 			req := request(t, tc.op, tc.obj, tc.raw, tc.old)
 			req.DryRun = &tc.dryRun
 			resp := e.Handle(context.Background(), req)
@@ -159,20 +159,20 @@ func counter(c prometheus.Counter) float64 {
 }
 
 // always is the annotation of ClusterObjectSets the tests externalize whatever their size.
-var always = b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
+var always = b.WithAnnotations(map[string]string{cosadmission.Annotation: string(cosadmission.ModeAlways)})
 
 // externalized returns a ClusterObjectSet named app with n inline ConfigMaps named prefix-i
 // (externalize: always), its stored form of refs to Secrets in ns, and its first Secret.
 func externalized(t *testing.T, ns, prefix string, n int) (inline, stored *olmv1.ClusterObjectSet, secret *corev1.Secret) {
 	t.Helper()
 	inline = b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", prefix, n)...))
-	plan, err := content.PlanFor(inline.Name, externalize.PlanInput(inline), content.Options{})
+	plan, err := content.PlanFor(inline.Name, cosadmission.PlanInput(inline), content.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored = inline.DeepCopy()
-	stored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, ns)
-	return inline, stored, externalize.ObjectDataSecret(inline.Name, ns, plan.Secrets[0])
+	stored.Spec.Phases = cosadmission.WithRefs(inline.Spec.Phases, plan, ns)
+	return inline, stored, secretdata.ObjectDataSecret(inline.Name, ns, plan.Secrets[0])
 }
 
 // request is the admission request of op on obj (raw when obj is nil), an update of old when it is

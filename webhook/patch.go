@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 )
 
 // respond allows the request, replacing spec.phases when they changed, and kubectl's last-applied
@@ -17,11 +17,11 @@ func (e *Externalizer) respond(obj *olmv1.ClusterObjectSet, phasesChanged bool, 
 	if phasesChanged {
 		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/spec/phases", Value: obj.Spec.Phases})
 	}
-	if v, ok := obj.Annotations[externalize.LastAppliedAnnotation]; ok && len(v) > e.Options.Threshold && hasRefs(obj.Spec.Phases) {
-		if rewritten, err := externalize.RewriteLastApplied(v, obj.Spec.Phases); err == nil && rewritten != v {
+	if v, ok := obj.Annotations[cosadmission.LastAppliedAnnotation]; ok && len(v) > e.Options.Threshold && hasRefs(obj.Spec.Phases) {
+		if rewritten, err := cosadmission.RewriteLastApplied(v, obj.Spec.Phases); err == nil && rewritten != v {
 			ops = append(ops, jsonpatch.JsonPatchOperation{
 				Operation: "add",
-				Path:      "/metadata/annotations/" + strings.ReplaceAll(externalize.LastAppliedAnnotation, "/", "~1"),
+				Path:      "/metadata/annotations/" + strings.ReplaceAll(cosadmission.LastAppliedAnnotation, "/", "~1"),
 				Value:     rewritten,
 			})
 		}

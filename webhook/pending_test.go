@@ -12,8 +12,8 @@ import (
 
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -147,7 +147,7 @@ func TestUnreferencedRefuses(t *testing.T) {
 	ctx := context.Background()
 	store := admissiontest.NewStore(ns)
 	u := &Unreferenced{MaxBytes: 1 << 30, MaxSecrets: 2}
-	p := &cosadmission.Pipeline{Store: u.Wrap(store, ns), SystemNamespace: ns, Mode: externalize.ModeAlways}
+	p := &cosadmission.Pipeline{Store: u.Wrap(store, ns), SystemNamespace: ns, Mode: cosadmission.ModeAlways}
 	create := func(name string, dryRun bool) cosadmission.Response {
 		cos := b.COS(name, b.WithPhase("p", b.InlineConfigMaps("default", name, 1)...))
 		return p.Admit(ctx, cosadmission.Request{Operation: cosadmission.Create, New: cos, SpecSize: 100, DryRun: dryRun})
@@ -180,11 +180,11 @@ func TestUnreferencedRefuses(t *testing.T) {
 	}
 	// So does a write whose Secret exists and is not pending (written by another replica).
 	four := b.COS("four", b.WithPhase("p", b.InlineConfigMaps("default", "four", 1)...))
-	plan, err := content.PlanFor(four.Name, externalize.PlanInput(four), content.Options{})
+	plan, err := content.PlanFor(four.Name, cosadmission.PlanInput(four), content.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.AddSecret(externalize.ObjectDataSecret(four.Name, ns, plan.Secrets[0]))
+	store.AddSecret(secretdata.ObjectDataSecret(four.Name, ns, plan.Secrets[0]))
 	if r := create("four", false); r.Refusal != nil || r.Stats.Created != 0 {
 		t.Errorf("a write that reuses a Secret of another replica: %+v", r.Refusal)
 	}

@@ -1,8 +1,9 @@
 // Package webhook serves the admission webhooks of cos-externalizer: the mutating webhook that moves
 // the inline objects of ClusterObjectSets into immutable, content-addressed Secrets, the validating
 // webhook that checks the final object, and the guard that keeps referenced Secrets from being
-// deleted. The decisions are pure functions of internal/externalize, internal/shared/content and
-// internal/admission/validation; this package reads, calls them and writes.
+// deleted. The decisions are pure functions of internal/admission (the pipeline and its steps: the
+// policy, decoding, planning, comparing), internal/admission/validation, internal/shared/secretdata
+// and internal/shared/content; this package reads, calls them and writes.
 package webhook
 
 import (
@@ -19,8 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // Paths the webhooks are served on.
@@ -38,7 +40,7 @@ type Options struct {
 	// SystemNamespace holds the object-data Secrets.
 	SystemNamespace string
 	// Mode and Threshold are the externalization policy.
-	Mode      externalize.Mode
+	Mode      cosadmission.Mode
 	Threshold int
 	// MaxStoredBytes is the largest stored ClusterObjectSet the validating webhook lets through.
 	MaxStoredBytes int
@@ -50,10 +52,10 @@ type Options struct {
 	// WebhookConfiguration names the ValidatingWebhookConfiguration holding the secret guard, whose
 	// matchCondition ExemptConditionName is checked at start against ExemptUsers; empty: no check.
 	WebhookConfiguration string
-	// MaxResolvedBytes caps the total resolved content of the refs of one ClusterObjectSet that an
-	// update is compared with (--max-resolved-bytes); 0 means content.DefaultMaxResolvedBytes.
-	MaxResolvedBytes int64
-	Admission        AdmissionLimits // the memory of the requests served at once (limits.go)
+	// Resolve bounds the resolved content of the refs of one ClusterObjectSet that an update is
+	// compared with (--max-resolved-bytes); its Pool is not used: every request draws from Admission's.
+	Resolve   secretdata.Limits
+	Admission AdmissionLimits // the memory of the requests served at once (limits.go)
 	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
 	// never.
 	Drain *Drain
@@ -101,7 +103,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 		Options: opts, Metrics: metrics, Limits: limits,
 	}}})))
 	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
-	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
+	validate.Handler = finishing{opts.Admission.charging(opts.Resolve.MaxResolvedBytes, metrics, validate.Handler)}
 	server.Register(ValidatePath, opts.Drain.Wrap(callerGone(ctx, validate)))
 	server.Register(SecretGuardPath, opts.Drain.Wrap(callerGone(ctx, &webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,

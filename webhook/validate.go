@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 )
 
 // The validating webhook: the invariants again on the final object, since other mutating webhooks
@@ -46,7 +46,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, obj *olmv1.ClusterObject
 // ValidateUpdate checks an update.
 func (v *Validator) ValidateUpdate(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("UPDATE", time.Now())
-	return nil, v.refuse(obj, v.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, obj) }))
+	return nil, v.refuse(obj, v.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return cosadmission.UpdateErrors(l, old, obj) }))
 }
 
 // ValidateDelete allows every delete; the webhook is not registered for them.
@@ -86,10 +86,10 @@ func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
 		return nil
 	}
 	specBytes, _ := json.Marshal(obj.Spec)
-	decision, _ := externalize.Decide(v.Options.Mode, v.Options.Threshold, obj.Annotations, len(specBytes), externalize.CountInline(obj.Spec.Phases))
+	decision, _ := cosadmission.Decide(v.Options.Mode, v.Options.Threshold, obj.Annotations, len(specBytes), cosadmission.CountInline(obj.Spec.Phases))
 	ferr := field.TooLong(field.NewPath("spec", "phases"), "", v.Options.MaxStoredBytes)
 	ferr.Detail = fmt.Sprintf("the ClusterObjectSet would be stored as %d bytes, over the %d bytes the API server's storage (etcd) accepts; its %d inline objects were not externalized: %s; set the annotation %s=always to store them in Secrets",
-		len(b), v.Options.MaxStoredBytes, externalize.CountInline(obj.Spec.Phases), decision.Reason, externalize.Annotation)
+		len(b), v.Options.MaxStoredBytes, cosadmission.CountInline(obj.Spec.Phases), decision.Reason, cosadmission.Annotation)
 	return ferr
 }
 

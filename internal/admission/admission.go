@@ -1,7 +1,7 @@
 // Package admission is the one admission pipeline of ClusterObjectSets, shared by the mutating webhook
 // and kubectl cos apply: validation with the served CRD's bounds, a create of an existing name,
 // immutable phases and restoring the stored ones, the externalization policy, planning the Secrets
-// (internal/externalize, internal/shared/content), writing them, and healing the Secrets of stored refs. It
+// (policy.go, plan.go, internal/shared/content), writing them, and healing the Secrets of stored refs. It
 // reads and writes only through Store, and answers with the phases to store, warnings, a refusal and
 // stats; the front ends translate that answer (an admission patch and metrics, or the plugin's
 // requests and output). It never puts Secret or object content in a warning or error.
@@ -23,9 +23,9 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // WarningPrefix starts every warning of the pipeline, so that both front ends print the same lines.
@@ -40,7 +40,7 @@ type Store interface {
 	GetSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error)
 	// Write creates the planned Secrets of the ClusterObjectSet cosName, or reuses existing ones that
 	// are exactly ours; a dry run checks existing ones and writes nothing (objectdata.Writer.Write).
-	// It returns how many it created; a Secret that is not ours is an *externalize.ConflictError.
+	// It returns how many it created; a Secret that is not ours is an *secretdata.ConflictError.
 	Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error)
 	// Touch writes the existing object-data Secrets among keys, as a reuse does, so that the orphan
 	// sweep's conditional delete of a version it judged before this request fails; it returns the
@@ -76,7 +76,7 @@ type Request struct {
 	Operation Operation
 	// Old is the stored ClusterObjectSet of an update.
 	Old *olmv1.ClusterObjectSet
-	// New is the ClusterObjectSet as submitted (externalize.DecodeCOS); the pipeline does not change it.
+	// New is the ClusterObjectSet as submitted (DecodeCOS); the pipeline does not change it.
 	New *olmv1.ClusterObjectSet
 	// SpecSize is the size of New's spec as sent, which the policy decides by.
 	SpecSize int
@@ -118,7 +118,7 @@ type Refusal struct {
 // Stats say what the pipeline did.
 type Stats struct {
 	// Decision is the externalization policy's decision; zero when the stored phases stand.
-	Decision externalize.Decision
+	Decision Decision
 	// Plan sums up the Secrets planned for the externalized objects (Secrets 0: none).
 	Plan content.Stats
 	// Created is how many Secrets were created.
@@ -157,13 +157,12 @@ type Pipeline struct {
 	Store Store
 	// SystemNamespace holds the object-data Secrets.
 	SystemNamespace string
-	// Mode and Threshold are the externalization policy (externalize.Decide).
-	Mode      externalize.Mode
+	// Mode and Threshold are the externalization policy (Decide).
+	Mode      Mode
 	Threshold int
-	// MaxResolvedBytes caps the resolved content of the stored refs an update is compared with; 0
-	// means content.DefaultMaxResolvedBytes. ResolvePool, when set, bounds it across requests.
-	MaxResolvedBytes int64
-	ResolvePool      *content.Pool
+	// Resolve bounds the resolved content of the stored refs an update is compared with, unless the
+	// request's context carries its own Budget (content.WithBudget, the webhook's).
+	Resolve secretdata.Limits
 }
 
 // Admit decides one request, writing the Secrets it needs unless it is a dry run. A refusal comes
@@ -208,7 +207,7 @@ func (p *Pipeline) create(ctx context.Context, req Request) Response {
 func (p *Pipeline) update(ctx context.Context, req Request) Response {
 	old, obj := req.Old, req.New
 	if len(old.Spec.Phases) == 0 {
-		if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, obj) }); len(errs) > 0 {
+		if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return UpdateErrors(l, old, obj) }); len(errs) > 0 {
 			return refused(nil, invalid(ReasonInvalid, errs))
 		}
 		return p.externalize(ctx, obj, req.SpecSize, req.DryRun, nil)
@@ -231,7 +230,7 @@ func (p *Pipeline) update(ctx context.Context, req Request) Response {
 	}
 	checked := *obj
 	checked.Spec.Phases = resp.Phases
-	if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return externalize.UpdateErrors(l, old, &checked) }); len(errs) > 0 {
+	if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return UpdateErrors(l, old, &checked) }); len(errs) > 0 {
 		return refused(resp.Warnings, invalid(ReasonInvalid, errs))
 	}
 	resp.Stats.Kept = kept
@@ -264,19 +263,19 @@ type heal struct {
 // they are the stored content (content keys are SHA-256 of the content), whether the stored Secrets
 // can be read or not; the planned Secrets that are missing, or not exactly ours, are to be written
 // again (heal), so a re-apply of the same manifests restores Secrets someone deleted. Otherwise by
-// resolving the stored refs and comparing canonical content (externalize.SameContent), so that a
+// resolving the stored refs and comparing canonical content (SameContent), so that a
 // later release that plans differently never changes the refs of an existing ClusterObjectSet; when
 // they cannot be read, a warning says so and the update is not the same.
 func (p *Pipeline) sameAsStored(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (bool, heal, string, *Refusal) {
-	if obj.Name != "" && externalize.CountInline(obj.Spec.Phases) > 0 {
-		plan, err := content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{})
-		if err == nil && apiequality.Semantic.DeepEqual(old.Spec.Phases, externalize.WithRefs(obj.Spec.Phases, plan, p.SystemNamespace)) {
+	if obj.Name != "" && CountInline(obj.Spec.Phases) > 0 {
+		plan, err := content.PlanFor(obj.Name, PlanInput(obj), content.Options{})
+		if err == nil && apiequality.Semantic.DeepEqual(old.Spec.Phases, WithRefs(obj.Spec.Phases, plan, p.SystemNamespace)) {
 			h, r := p.toHeal(ctx, obj.Name, plan)
 			return true, h, "", r
 		}
 	}
-	resolve := externalize.SecretResolver(ctx, p.ResolvePool, p.getObjectData, p.SystemNamespace, p.MaxResolvedBytes)
-	same, err := externalize.SameContent(old.Spec.Phases, obj.Spec.Phases, p.SystemNamespace, resolve)
+	resolve := secretdata.SecretResolver(ctx, p.Resolve, p.getObjectData, p.SystemNamespace)
+	same, err := SameContent(old.Spec.Phases, obj.Spec.Phases, p.SystemNamespace, resolve)
 	if err != nil {
 		return false, heal{}, WarningPrefix + "could not compare the submitted phases with the stored ones: " + err.Error(), nil
 	}
@@ -289,15 +288,15 @@ func (p *Pipeline) toHeal(ctx context.Context, cosName string, plan *content.Pla
 	var h heal
 	damaged := false
 	for _, s := range plan.Secrets {
-		want := externalize.ObjectDataSecret(cosName, p.SystemNamespace, s)
+		want := secretdata.ObjectDataSecret(cosName, p.SystemNamespace, s)
 		key := types.NamespacedName{Namespace: want.Namespace, Name: want.Name}
 		got, err := p.Store.GetSecret(ctx, key)
 		switch {
 		case apierrors.IsNotFound(err):
 			h.missing = append(h.missing, key.Name)
 		case err != nil:
-			return heal{}, writeRefusal(&externalize.WriteError{Secret: key, Err: err})
-		case len(externalize.Unusable(got, want)) > 0:
+			return heal{}, writeRefusal(&secretdata.WriteError{Secret: key, Err: err})
+		case len(secretdata.Unusable(got, want)) > 0:
 			damaged = true
 		}
 	}
@@ -310,7 +309,7 @@ func (p *Pipeline) toHeal(ctx context.Context, cosName string, plan *content.Pla
 // externalize applies the policy to a ClusterObjectSet being created (or filled once): plan, write
 // and put refs in place of the inline objects.
 func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet, specSize int, dryRun bool, warnings []string) Response {
-	decision, ferr := externalize.Decide(p.Mode, p.Threshold, obj.Annotations, specSize, externalize.CountInline(obj.Spec.Phases))
+	decision, ferr := Decide(p.Mode, p.Threshold, obj.Annotations, specSize, CountInline(obj.Spec.Phases))
 	if ferr != nil {
 		return refused(warnings, invalid(ReasonInvalid, field.ErrorList{ferr}))
 	}
@@ -328,11 +327,11 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 		return refused(warnings, invalid(ReasonNameRequired, field.ErrorList{field.Required(field.NewPath("metadata", "name"),
 			"a ClusterObjectSet whose objects are externalized needs a name: generateName is not supported")}))
 	}
-	plan, err := content.PlanFor(obj.Name, externalize.PlanInput(obj), content.Options{})
+	plan, err := content.PlanFor(obj.Name, PlanInput(obj), content.Options{})
 	if err != nil {
 		var tooLarge *content.TooLargeError
 		if errors.As(err, &tooLarge) {
-			return refused(warnings, invalid(ReasonTooLarge, field.ErrorList{externalize.TooLargeFieldError(tooLarge)}))
+			return refused(warnings, invalid(ReasonTooLarge, field.ErrorList{TooLargeFieldError(tooLarge)}))
 		}
 		return refused(warnings, &Refusal{Reason: ReasonInternal, Code: http.StatusInternalServerError, Err: fmt.Errorf("planning the Secrets: %w", err)})
 	}
@@ -340,7 +339,7 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 	if err != nil {
 		return refused(warnings, writeRefusal(err))
 	}
-	resp.Phases, resp.PhasesChanged = externalize.WithRefs(obj.Spec.Phases, plan, p.SystemNamespace), true
+	resp.Phases, resp.PhasesChanged = WithRefs(obj.Spec.Phases, plan, p.SystemNamespace), true
 	resp.Stats.Plan, resp.Stats.Created = plan.Stats, n
 	return resp
 }
@@ -460,7 +459,7 @@ func invalid(reason Reason, errs field.ErrorList) *Refusal {
 
 // writeRefusal refuses for a failed Store.Write.
 func writeRefusal(err error) *Refusal {
-	var conflict *externalize.ConflictError
+	var conflict *secretdata.ConflictError
 	if errors.As(err, &conflict) {
 		return &Refusal{Reason: ReasonSecretConflict, Code: http.StatusConflict, Err: err}
 	}

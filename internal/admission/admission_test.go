@@ -16,9 +16,9 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -43,23 +43,23 @@ type outcome struct {
 }
 
 func TestAdmit(t *testing.T) {
-	always := b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
+	always := b.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)})
 	cm := func(name, value string) olmv1.ClusterObjectSetObject {
 		return b.Inline(b.ConfigMap("default", name, map[string]string{"k": value}))
 	}
 	inline := b.COS("app", always, b.WithPhase("configuration", cm("a", secretValue), cm("b", secretValue+"-b")))
-	plan, err := content.PlanFor(inline.Name, externalize.PlanInput(inline), content.Options{})
+	plan, err := content.PlanFor(inline.Name, admission.PlanInput(inline), content.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	planned := map[types.NamespacedName]*corev1.Secret{}
 	var plannedNames []string
 	for _, s := range plan.Secrets {
-		planned[types.NamespacedName{Namespace: ns, Name: s.Name}] = externalize.ObjectDataSecret(inline.Name, ns, s)
+		planned[types.NamespacedName{Namespace: ns, Name: s.Name}] = secretdata.ObjectDataSecret(inline.Name, ns, s)
 		plannedNames = append(plannedNames, s.Name)
 	}
 	stored := inline.DeepCopy()
-	stored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, ns)
+	stored.Spec.Phases = admission.WithRefs(inline.Spec.Phases, plan, ns)
 	damaged := map[types.NamespacedName]*corev1.Secret{}
 	for k, s := range planned {
 		s = s.DeepCopy()
@@ -94,7 +94,7 @@ func TestAdmit(t *testing.T) {
 		op         admission.Operation
 		old, new   *olmv1.ClusterObjectSet
 		dryRun     bool
-		mode       externalize.Mode
+		mode       admission.Mode
 		want       outcome
 	}{
 		"create: externalized": {
@@ -119,7 +119,7 @@ func TestAdmit(t *testing.T) {
 			want: outcome{Refusal: admission.ReasonInvalid, Fields: []string{"spec.progressDeadlineMinutes"}},
 		},
 		"create: an unknown policy annotation is refused": {
-			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations[externalize.Annotation] = "sometimes" }),
+			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations[admission.Annotation] = "sometimes" }),
 			want: outcome{Refusal: admission.ReasonInvalid, Fields: []string{"metadata.annotations[cos-externalizer.io/externalize]"}},
 		},
 		"create: generateName is refused": {
@@ -131,7 +131,7 @@ func TestAdmit(t *testing.T) {
 			want: outcome{Refusal: admission.ReasonSecretConflict, Secrets: plannedNames},
 		},
 		"create: small objects stay inline": {
-			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations = nil }), mode: externalize.ModeOversized,
+			op: admission.Create, new: with(inline, func(c *olmv1.ClusterObjectSet) { c.Annotations = nil }), mode: admission.ModeOversized,
 			want: outcome{Phases: "submitted"},
 		},
 		"create: refs-only warns about missing Secrets and keys": {
@@ -203,9 +203,9 @@ func TestAdmit(t *testing.T) {
 			}
 			mode := tc.mode
 			if mode == "" {
-				mode = externalize.ModeOversized
+				mode = admission.ModeOversized
 			}
-			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: mode, Threshold: externalize.DefaultThreshold}
+			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: mode, Threshold: admission.DefaultThreshold}
 			req := admission.Request{Operation: tc.op, Old: tc.old, New: tc.new.DeepCopy(), SpecSize: 100, DryRun: tc.dryRun}
 			resp := p.Admit(context.Background(), req)
 			if !cmp.Equal(req.New, tc.new) {
@@ -227,7 +227,7 @@ func TestAdmit(t *testing.T) {
 					got.Phases = "submitted"
 				case tc.old != nil && cmp.Equal(resp.Phases, tc.old.Spec.Phases):
 					got.Phases = "stored"
-				case cmp.Equal(resp.Phases, externalize.WithRefs(tc.new.Spec.Phases, plan, ns)):
+				case cmp.Equal(resp.Phases, admission.WithRefs(tc.new.Spec.Phases, plan, ns)):
 					got.Phases = "refs"
 				default:
 					t.Errorf("unexpected phases (changed %v): %v", resp.PhasesChanged, resp.Phases)
@@ -256,13 +256,13 @@ func TestImmutableRefusalSaysHowToChange(t *testing.T) {
 	updated := b.COS("app", b.WithPhase("p", b.Ref("s", "", "other")))
 	store := admissiontest.NewStore(ns)
 	resp := (&admission.Pipeline{Store: store, SystemNamespace: ns}).Admit(context.Background(), admission.Request{Operation: admission.Update, Old: old, New: updated})
-	if resp.Refusal == nil || len(resp.Refusal.Errs) != 1 || !strings.HasSuffix(resp.Refusal.Errs[0].Detail, externalize.ImmutablePhasesHint) {
+	if resp.Refusal == nil || len(resp.Refusal.Errs) != 1 || !strings.HasSuffix(resp.Refusal.Errs[0].Detail, admission.ImmutablePhasesHint) {
 		t.Fatalf("want the immutable refusal with its hint, got %+v", resp.Refusal)
 	}
 }
 
 func TestSummary(t *testing.T) {
-	s := admission.Stats{Decision: externalize.Decision{Externalize: true, Reason: "externalization is set to always"},
+	s := admission.Stats{Decision: admission.Decision{Externalize: true, Reason: "externalization is set to always"},
 		Plan: content.Stats{Objects: 1, Secrets: 2, InlineBytes: 10, StoredBytes: 7}}
 	want := "externalized 1 object into 2 Secrets in ns (10 bytes inline, 7 bytes stored; externalization is set to always; nothing written)"
 	if got := s.Summary("ns", "nothing written"); got != want {

@@ -10,14 +10,14 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
 // BenchmarkReapply is a re-apply of the same inline objects over a stored ClusterObjectSet of refs
 // (kubectl apply of unchanged manifests): the pipeline decides by plan first. For comparison,
-// "resolve" is what deciding by resolving the stored refs alone costs (externalize.SameContent).
+// "resolve" is what deciding by resolving the stored refs alone costs (admission.SameContent).
 func BenchmarkReapply(b *testing.B) {
 	for _, size := range []int{1 << 20, 5 << 20} {
 		inline, stored, store := reapplyFixture(b, size)
@@ -32,8 +32,8 @@ func BenchmarkReapply(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("resolve/%dMiB", size>>20), func(b *testing.B) {
 			for b.Loop() {
-				resolve := externalize.SecretResolver(context.Background(), nil, store.GetSecret, ns, 0)
-				if same, err := externalize.SameContent(stored.Spec.Phases, inline.Spec.Phases, ns, resolve); err != nil || !same {
+				resolve := secretdata.SecretResolver(context.Background(), secretdata.Limits{}, store.GetSecret, ns)
+				if same, err := admission.SameContent(stored.Spec.Phases, inline.Spec.Phases, ns, resolve); err != nil || !same {
 					b.Fatal(same, err)
 				}
 			}
@@ -53,8 +53,8 @@ func reapplyFixture(tb testing.TB, size int) (inline, stored *olmv1.ClusterObjec
 		}
 		objs = append(objs, b.Inline(b.ConfigMap("default", fmt.Sprintf("cm-%03d", i), map[string]string{"blob": s.String()})))
 	}
-	inline = b.COS("bench", b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}), b.WithPhase("p", objs...))
-	plan, err := content.PlanFor(inline.Name, externalize.PlanInput(inline), content.Options{})
+	inline = b.COS("bench", b.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}), b.WithPhase("p", objs...))
+	plan, err := content.PlanFor(inline.Name, admission.PlanInput(inline), content.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -63,6 +63,6 @@ func reapplyFixture(tb testing.TB, size int) (inline, stored *olmv1.ClusterObjec
 		tb.Fatal(err)
 	}
 	stored = inline.DeepCopy()
-	stored.Spec.Phases = externalize.WithRefs(inline.Spec.Phases, plan, ns)
+	stored.Spec.Phases = admission.WithRefs(inline.Spec.Phases, plan, ns)
 	return inline, stored, store
 }

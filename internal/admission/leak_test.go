@@ -13,7 +13,6 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -60,7 +59,7 @@ func TestForgedRequestsLearnNothing(t *testing.T) {
 		secret("default", "lookalike", olmv1.SecretTypeObjectData, "password"),
 	}
 	inline := b.Inline(b.ConfigMap("default", "cm", map[string]string{"k": "v"}))
-	always := b.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
+	always := b.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)})
 	refsTo := func(refs ...olmv1.ClusterObjectSetObject) *olmv1.ClusterObjectSet {
 		return b.COS("forged", b.WithPhase("p", refs...))
 	}
@@ -112,7 +111,7 @@ func TestForgedRequestsLearnNothing(t *testing.T) {
 						store.AddSecret(s)
 					}
 				}
-				p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: externalize.ModeOversized, Threshold: externalize.DefaultThreshold}
+				p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: admission.ModeOversized, Threshold: admission.DefaultThreshold}
 				req := admission.Request{Operation: tc.op, Old: tc.old, New: tc.new.DeepCopy(), SpecSize: 100, DryRun: tc.dryRun}
 				a := answerOf(p.Admit(context.Background(), req))
 				answers[world] = a

@@ -13,7 +13,6 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -57,7 +56,7 @@ func TestTouchUserRefs(t *testing.T) {
 			if tc.old != nil {
 				store.AddClusterObjectSet(tc.old)
 			}
-			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: externalize.ModeOversized, Threshold: externalize.DefaultThreshold}
+			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: admission.ModeOversized, Threshold: admission.DefaultThreshold}
 			resp := p.Admit(context.Background(), admission.Request{Operation: tc.op, Old: tc.old, New: tc.new.DeepCopy(), SpecSize: 100, DryRun: tc.dryRun})
 			var refused admission.Reason
 			if resp.Refusal != nil {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
@@ -44,7 +44,7 @@ func StartLoad(cfg *rest.Config, n int) (*Load, error) {
 			defer l.wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
 				cos := builders.COS(fmt.Sprintf("e2e-load-%d-%d", g, i),
-					builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+					builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 					builders.WithPhase("config", builders.Inline(builders.ConfigMap("e2e-load", fmt.Sprintf("cm-%d-%d", g, i), map[string]string{"k": "v"}))))
 				start := time.Now()
 				err := c.Create(ctx, cos, client.DryRunAll)

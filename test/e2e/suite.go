@@ -23,7 +23,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -116,7 +116,7 @@ func CertManagerTLS(t *testing.T, c Cluster) {
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(context.Background(), t, cl, "e2e-tls")
-	cos := builders.COS("e2e-tls", builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+	cos := builders.COS("e2e-tls", builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 		builders.WithPhase("config", builders.Inline(builders.ConfigMap("e2e-tls", "tls", map[string]string{"k": "v"}))))
 	start := time.Now()
 	if err := cl.Create(ctx, cos); err != nil {

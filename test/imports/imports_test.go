@@ -67,8 +67,6 @@ const (
 // wingOf places a package (path inside the module) in its wing.
 func wingOf(pkg string) string {
 	switch {
-	case pkg == "internal/externalize": // TODO(issue 28): fold into admission and the shared resolver
-		return wingNone
 	case pkg == "internal/shared" || strings.HasPrefix(pkg, "internal/shared/"):
 		return wingShared
 	case pkg == "internal/reconciler" || strings.HasPrefix(pkg, "internal/reconciler/"),

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 )
@@ -19,7 +19,7 @@ import (
 // PlannedSecrets returns the content plan the webhook makes for the inline objects of c (refs kept
 // as given): the Secrets it would write, under the names it would use.
 func PlannedSecrets(c *olmv1.ClusterObjectSet) (*content.Plan, error) {
-	return content.PlanFor(c.Name, externalize.PlanInput(c), content.Options{})
+	return content.PlanFor(c.Name, admission.PlanInput(c), content.Options{})
 }
 
 // StoredForm returns c as the webhook stores it, its inline objects replaced by the refs of their
@@ -30,7 +30,7 @@ func StoredForm(c *olmv1.ClusterObjectSet) (*olmv1.ClusterObjectSet, *content.Pl
 		return nil, nil, err
 	}
 	stored := c.DeepCopy()
-	stored.Spec.Phases = externalize.WithRefs(c.Spec.Phases, plan, SystemNamespace)
+	stored.Spec.Phases = admission.WithRefs(c.Spec.Phases, plan, SystemNamespace)
 	return stored, plan, nil
 }
 
@@ -63,7 +63,7 @@ func (e *Environment) CreateRestored(t testing.TB, prefix string) Restored {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e6)
 	e.RemoveWithSecretsAfter(t, name)
-	inline := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+	inline := builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, 3)...))
 	stored, plan, err := StoredForm(inline)
 	if err != nil {

@@ -32,10 +32,11 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
@@ -122,8 +123,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.certHosts, "webhook-cert-hosts", "", "Comma-separated host names and IP addresses of the self-signed serving certificate (default: <webhook-service>.<system-namespace>.svc and .svc.cluster.local).")
 	fs.DurationVar(&o.caLifetime, "self-signed-ca-lifetime", servingcert.DefaultCALifetime, "Lifetime of the self-signed CA: a successor is trusted with half of it left and signs with a third left; at least 3 x --self-signed-cert-lifetime.")
 	fs.DurationVar(&o.certLifetime, "self-signed-cert-lifetime", servingcert.DefaultCertLifetime, "Lifetime of a replica's self-signed serving certificate (at least "+servingcert.MinCertLifetime.String()+"): renewed with a third of it left.")
-	fs.StringVar(&o.externalize, "externalize", string(externalize.ModeOversized), "Externalization policy: always, oversized (specs over --externalize-threshold) or never; the annotation "+externalize.Annotation+" overrides it per ClusterObjectSet.")
-	fs.IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "Serialized spec size in bytes above which --externalize=oversized moves inline objects into Secrets.")
+	fs.StringVar(&o.externalize, "externalize", string(admission.ModeOversized), "Externalization policy: always, oversized (specs over --externalize-threshold) or never; the annotation "+admission.Annotation+" overrides it per ClusterObjectSet.")
+	fs.IntVar(&o.threshold, "externalize-threshold", admission.DefaultThreshold, "Serialized spec size in bytes above which --externalize=oversized moves inline objects into Secrets.")
 	fs.IntVar(&o.maxStoredBytes, "max-stored-bytes", webhook.DefaultMaxStoredBytes, "Largest stored ClusterObjectSet the validating webhook admits.")
 	fs.StringVar(&o.rollout, "rollout", RolloutAuto, "Roll ClusterObjectSets out: true, false (webhook-only mode: Secret ownership and the orphan sweep still run, for clusters where another reconciler rolls out) or auto (false where OLM's operator-controller rolls ClusterObjectSets out: its ClusterObjectSet CRD, its BoxcutterRuntime gate, its teardown finalizers; true where OLM is absent or does not; an error when unclear).")
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
@@ -154,7 +155,7 @@ func (o *Options) Validate() error {
 	if o.systemNamespace == "" {
 		errs = append(errs, errors.New("--system-namespace must not be empty"))
 	}
-	if _, err := externalize.ParseMode(o.externalize); err != nil {
+	if _, err := admission.ParseMode(o.externalize); err != nil {
 		errs = append(errs, fmt.Errorf("--externalize: %w", err))
 	}
 	errs = append(errs, notNegative("--externalize-threshold", o.threshold))
@@ -386,7 +387,7 @@ func (o *Options) metricsServer(tlsOpts, webhookTLSOpts []func(*tls.Config)) met
 
 // setupWebhooks registers the webhooks, counted in metrics, and the serving certificate.
 func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *webhook.Drain, metrics *webhook.Metrics) error {
-	mode, _ := externalize.ParseMode(o.externalize)
+	mode, _ := admission.ParseMode(o.externalize)
 	var exempt []string
 	for _, u := range strings.Split(o.exemptUsers, ",") {
 		if u = strings.TrimSpace(u); u != "" {
@@ -402,10 +403,10 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		// The secret guard's exemption lives in its matchConditions; checked against the flag.
 		WebhookConfiguration: o.webhookConfig,
 
-		MaxResolvedBytes: o.maxResolvedBytes,
-		Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
-		Drain:            drain,
-		Unreferenced:     o.unrefd.ledger(), // pending.go
+		Resolve:      o.resolveLimits(),
+		Admission:    o.admission.limits(), // its own pool: admission never holds up the reconciler
+		Drain:        drain,
+		Unreferenced: o.unrefd.ledger(), // pending.go
 	}, metrics); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
@@ -416,6 +417,12 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		return fmt.Errorf("setting up the serving certificate: %w", err)
 	}
 	return nil
+}
+
+// resolveLimits is the one bound on the resolved content of one ClusterObjectSet
+// (--max-resolved-bytes), for the webhooks and the reconciler alike; without a pool.
+func (o *Options) resolveLimits() secretdata.Limits {
+	return secretdata.Limits{MaxResolvedBytes: o.maxResolvedBytes}
 }
 
 // setupControllers registers the controllers, counted in metrics: the rollout, or where rollOut is
@@ -432,10 +439,10 @@ func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *cont
 			ExternalRefCheck: o.externalRefs,
 			Clock:            o.Clock,
 
-			MaxResolvedBytes: o.maxResolvedBytes,
-			// The reconciler's bound on resolved content; the webhooks have their own (o.admission).
-			ResolvePool: content.NewPool(o.maxConcurrentResolvedBytes),
-			Metrics:     metrics,
+			// The reconciler's bound on resolved content, and its own pool; the webhooks draw from
+			// theirs (o.admission).
+			Resolve: o.resolveLimits().WithPool(content.NewPool(o.maxConcurrentResolvedBytes)),
+			Metrics: metrics,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the rollout: %w", err)
 		}

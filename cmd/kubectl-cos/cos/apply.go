@@ -23,10 +23,10 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/bundle"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 const (
@@ -44,7 +44,7 @@ type applyOptions struct {
 	dryRun       string
 	mode         string
 	threshold    int
-	maxResolved  int64
+	resolve      secretdata.Limits
 	progress     string
 	printFlags   *genericclioptions.PrintFlags
 }
@@ -82,9 +82,9 @@ annotation; use --externalize=always to externalize every inline object.`,
 	cmd.Flags().BoolVar(&o.force, "force-conflicts", false, "With --server-side: take over fields other managers own.")
 	cmd.Flags().StringVar(&o.fieldManager, "field-manager", "kubectl-cos", "The field manager of the ClusterObjectSet's fields.")
 	cmd.Flags().StringVar(&o.dryRun, "dry-run", dryRunNone, `"none", "server" (check existing Secrets and send the ClusterObjectSet as a server-side dry run; nothing is written) or "client" (only print what would be sent).`)
-	cmd.Flags().StringVar(&o.mode, "externalize", string(externalize.ModeOversized), "Which ClusterObjectSets to externalize, as the webhook's --externalize: oversized, always or never (the annotation cos-externalizer.io/externalize overrides it).")
-	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "With --externalize=oversized: the serialized spec size above which objects are externalized (the webhook's --externalize-threshold).")
-	cmd.Flags().Int64Var(&o.maxResolved, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content read back to compare with a stored ClusterObjectSet (the manager's --max-resolved-bytes).")
+	cmd.Flags().StringVar(&o.mode, "externalize", string(cosadmission.ModeOversized), "Which ClusterObjectSets to externalize, as the webhook's --externalize: oversized, always or never (the annotation cos-externalizer.io/externalize overrides it).")
+	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", cosadmission.DefaultThreshold, "With --externalize=oversized: the serialized spec size above which objects are externalized (the webhook's --externalize-threshold).")
+	cmd.Flags().Int64Var(&o.resolve.MaxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content read back to compare with a stored ClusterObjectSet (the manager's --max-resolved-bytes).")
 	cmd.Flags().StringVar(&o.progress, "progress", "auto", `Show a progress bar of the Secrets on stderr: "auto" (when stderr is a terminal), "always" or "never".`)
 	o.printFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
@@ -92,7 +92,7 @@ annotation; use --externalize=always to externalize every inline object.`,
 }
 
 func (o *applyOptions) run(ctx context.Context) error {
-	mode, err := externalize.ParseMode(o.mode)
+	mode, err := cosadmission.ParseMode(o.mode)
 	if err != nil {
 		return fmt.Errorf("--externalize: %w", err)
 	}
@@ -162,13 +162,13 @@ type applyResult struct {
 
 // applyOne applies one ClusterObjectSet of the file: validate, compare with the stored one, plan and
 // write the Secrets (step 1), send the ClusterObjectSet of refs (step 2).
-func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Object, mode externalize.Mode, limits validation.Limits) (*applyResult, error) {
+func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Object, mode cosadmission.Mode, limits validation.Limits) (*applyResult, error) {
 	raw, err := json.Marshal(src.Object.Object)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Source, err)
 	}
 	// The ClusterObjectSet as the webhook would receive it from kubectl, and the size it decides by.
-	obj, specSize, err := externalize.DecodeCOS(raw)
+	obj, specSize, err := cosadmission.DecodeCOS(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a valid ClusterObjectSet: %w", src.Source, err)
 	}
@@ -209,7 +209,7 @@ func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Obj
 			written = "nothing written"
 		}
 		notef(o.ErrOut, "kubectl-cos: %s: %s\n", obj.Name, s.Summary(o.systemNamespace, written))
-	case !s.Kept && externalize.CountInline(obj.Spec.Phases) > 0:
+	case !s.Kept && cosadmission.CountInline(obj.Spec.Phases) > 0:
 		notef(o.ErrOut, "kubectl-cos: %s: sent inline: %s\n", obj.Name, s.Decision.Reason)
 	}
 	obj.Spec.Phases = r.Phases
@@ -239,7 +239,7 @@ func (o *applyOptions) live(ctx context.Context, cl *clients, name string) (*olm
 	if err != nil {
 		return nil, nil, err
 	}
-	live, _, err := externalize.DecodeCOS(b)
+	live, _, err := cosadmission.DecodeCOS(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)
 	}
@@ -247,13 +247,13 @@ func (o *applyOptions) live(ctx context.Context, cl *clients, name string) (*olm
 }
 
 // pipeline is the admission pipeline over the plugin's client (applyStore).
-func (o *applyOptions) pipeline(cl *clients, mode externalize.Mode) *cosadmission.Pipeline {
+func (o *applyOptions) pipeline(cl *clients, mode cosadmission.Mode) *cosadmission.Pipeline {
 	return &cosadmission.Pipeline{
-		Store:            applyStore{Writer: &objectdata.Writer{Client: cl.client, Reader: cl.client, Namespace: o.systemNamespace}, o: o},
-		SystemNamespace:  o.systemNamespace,
-		Mode:             mode,
-		Threshold:        o.threshold,
-		MaxResolvedBytes: o.maxResolved,
+		Store:           applyStore{Writer: &objectdata.Writer{Client: cl.client, Reader: cl.client, Namespace: o.systemNamespace}, o: o},
+		SystemNamespace: o.systemNamespace,
+		Mode:            mode,
+		Threshold:       o.threshold,
+		Resolve:         o.resolve,
 	}
 }
 
@@ -333,7 +333,7 @@ func (o *applyOptions) send(ctx context.Context, cl *clients, obj *olmv1.Cluster
 		if err != nil {
 			return nil, err
 		}
-		original := []byte(liveU.GetAnnotations()[externalize.LastAppliedAnnotation])
+		original := []byte(liveU.GetAnnotations()[cosadmission.LastAppliedAnnotation])
 		patch, err := jsonmergepatch.CreateThreeWayJSONMergePatch(original, modified, current,
 			mergepatch.RequireKeyUnchanged("apiVersion"), mergepatch.RequireKeyUnchanged("kind"), mergepatch.RequireMetadataKeyUnchanged("name"))
 		if err != nil {
@@ -370,7 +370,7 @@ func unchanged(before, after *unstructured.Unstructured) bool {
 // as client-side kubectl apply does, and returns u's JSON.
 func withLastApplied(u *unstructured.Unstructured) ([]byte, error) {
 	annotations := u.GetAnnotations()
-	delete(annotations, externalize.LastAppliedAnnotation)
+	delete(annotations, cosadmission.LastAppliedAnnotation)
 	if len(annotations) == 0 {
 		annotations = nil
 	}
@@ -382,7 +382,7 @@ func withLastApplied(u *unstructured.Unstructured) ([]byte, error) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[externalize.LastAppliedAnnotation] = string(b) + "\n"
+	annotations[cosadmission.LastAppliedAnnotation] = string(b) + "\n"
 	u.SetAnnotations(annotations)
 	return json.Marshal(u.Object)
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/bundle"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/phasesort"
 )
@@ -71,8 +71,8 @@ Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
 	cmd.Flags().StringToStringVar(&o.annotations, "annotations", nil, "Annotations of the ClusterObjectSet.")
 	addFilenameFlags(cmd, &o.files, "of manifests (as the arguments)")
 	cmd.Flags().StringVar(&o.mode, "externalize", "", "Print the object-data Secrets and the ClusterObjectSet of refs the webhook would store, as it would with its --externalize at this value: always (the value of a bare --externalize), oversized or never; nothing is written. Empty: the inline ClusterObjectSet.")
-	cmd.Flags().Lookup("externalize").NoOptDefVal = string(externalize.ModeAlways)
-	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "With --externalize=oversized: the serialized spec size above which objects are externalized (the webhook's --externalize-threshold).")
+	cmd.Flags().Lookup("externalize").NoOptDefVal = string(admission.ModeAlways)
+	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", admission.DefaultThreshold, "With --externalize=oversized: the serialized spec size above which objects are externalized (the webhook's --externalize-threshold).")
 	cmd.Flags().BoolVar(&o.createNS, "create-namespace", false, "Add a Namespace object (in the namespaces phase, before the rest) for each namespace the objects are in that none of them creates.")
 	o.printFlags.AddFlags(cmd)
 	_ = cmd.MarkFlagRequired("name")
@@ -85,9 +85,9 @@ func (o *buildOptions) run(paths []string) error {
 	if err != nil {
 		return err
 	}
-	var mode externalize.Mode
+	var mode admission.Mode
 	if o.mode != "" {
-		if mode, err = externalize.ParseMode(o.mode); err != nil {
+		if mode, err = admission.ParseMode(o.mode); err != nil {
 			return fmt.Errorf("--externalize: %w", err)
 		}
 	}
@@ -157,7 +157,7 @@ func (o *buildOptions) bundleOptions() (opts bundle.Options, errs bundle.Errors)
 
 // printExternalized prints the object-data Secrets and the ClusterObjectSet of refs the webhook
 // would store for cos under mode (--externalize).
-func (o *buildOptions) printExternalized(printer printers.ResourcePrinter, cos *olmv1.ClusterObjectSet, mode externalize.Mode) error {
+func (o *buildOptions) printExternalized(printer printers.ResourcePrinter, cos *olmv1.ClusterObjectSet, mode admission.Mode) error {
 	rendered, note, err := externalizeOffline(cos, mode, o.threshold, o.systemNamespace)
 	if err != nil {
 		return err

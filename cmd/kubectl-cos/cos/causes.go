@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 )
 
@@ -129,7 +129,7 @@ func (o *inspectOptions) causes(ctx context.Context, cl *clients, c *olmv1.Clust
 	if i < 0 {
 		return -1, nil, nil
 	}
-	phases, err := externalize.Inline(c.Spec.Phases[i:i+1], objectdata.Resolver(ctx, cl.client, o.systemNamespace, o.maxResolved))
+	phases, err := admission.Inline(c.Spec.Phases[i:i+1], objectdata.Resolver(ctx, cl.client, o.systemNamespace, o.resolve))
 	if err != nil {
 		return i, nil, fmt.Errorf("resolving phase %s: %w", c.Spec.Phases[i].Name, err)
 	}

@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 )
 
 // webhookSuffix ends the names of cos-externalizer's webhooks.
@@ -266,7 +266,7 @@ func (c *checker) dryRun(ctx context.Context, cl *clients) {
 	name := "kubectl-cos-check-" + hex.EncodeToString(suffix)
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": olmv1.GroupVersion.String(), "kind": olmv1.ClusterObjectSetKind,
-		"metadata": map[string]any{"name": name, "annotations": map[string]any{externalize.Annotation: string(externalize.ModeAlways)}},
+		"metadata": map[string]any{"name": name, "annotations": map[string]any{admission.Annotation: string(admission.ModeAlways)}},
 		"spec": map[string]any{
 			"lifecycleState": string(olmv1.LifecycleStateActive), "revision": int64(1), "collisionProtection": string(olmv1.CollisionProtectionPrevent),
 			"phases": []any{map[string]any{"name": "configuration", "objects": []any{map[string]any{"object": map[string]any{
@@ -291,7 +291,7 @@ func (c *checker) dryRun(ctx context.Context, cl *clients) {
 		}
 	}
 	if !externalized {
-		c.fail("A server-side dry run of an inline ClusterObjectSet with %s=always came back unchanged: the mutating webhook did not run. Is its MutatingWebhookConfiguration installed and does it match ClusterObjectSets?", externalize.Annotation)
+		c.fail("A server-side dry run of an inline ClusterObjectSet with %s=always came back unchanged: the mutating webhook did not run. Is its MutatingWebhookConfiguration installed and does it match ClusterObjectSets?", admission.Annotation)
 		return
 	}
 	c.ok("A server-side dry run of an inline ClusterObjectSet came back externalized: the API server trusts and reaches the webhooks (nothing was written).")

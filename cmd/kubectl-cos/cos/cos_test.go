@@ -16,7 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/resource"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
 
@@ -154,13 +154,13 @@ func TestReadFiles(t *testing.T) {
 
 func TestWithLastApplied(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{
-		"name": "x", "annotations": map[string]any{"a": "b", externalize.LastAppliedAnnotation: "old"}}}}
+		"name": "x", "annotations": map[string]any{"a": "b", admission.LastAppliedAnnotation: "old"}}}}
 	modified, err := withLastApplied(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"apiVersion":"v1","kind":"X","metadata":{"annotations":{"a":"b"},"name":"x"}}` + "\n"
-	if got := u.GetAnnotations()[externalize.LastAppliedAnnotation]; got != want {
+	if got := u.GetAnnotations()[admission.LastAppliedAnnotation]; got != want {
 		t.Errorf("annotation %q, want %q", got, want)
 	}
 	if !bytes.Contains(modified, []byte(`"a":"b"`)) || !bytes.Contains(modified, []byte("last-applied-configuration")) {

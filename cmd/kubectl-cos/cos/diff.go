@@ -16,17 +16,18 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/cosdiff"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 type diffOptions struct {
 	*root
-	files       resource.FilenameOptions
-	showSecret  bool
-	maxResolved int64
+	files      resource.FilenameOptions
+	showSecret bool
+	resolve    secretdata.Limits
 }
 
 func (r *root) diffCommand() *cobra.Command {
@@ -60,7 +61,7 @@ Exit status: 0 when there is no difference, 1 when there are differences, more o
 	}
 	addFilenameFlags(cmd, &o.files, "holding the ClusterObjectSet to compare with the stored one of its name")
 	cmd.Flags().BoolVar(&o.showSecret, "show-secret", false, "Show the values of Secret objects instead of masking them.")
-	cmd.Flags().Int64Var(&o.maxResolved, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content decoded to resolve the refs of each side.")
+	cmd.Flags().Int64Var(&o.resolve.MaxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content decoded to resolve the refs of each side.")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }
@@ -70,11 +71,11 @@ func (o *diffOptions) run(ctx context.Context, a, b string) error {
 	if err != nil {
 		return err
 	}
-	ca, err := resolvedCOS(ctx, cl, a, o.systemNamespace, o.maxResolved)
+	ca, err := resolvedCOS(ctx, cl, a, o.systemNamespace, o.resolve)
 	if err != nil {
 		return err
 	}
-	cb, err := resolvedCOS(ctx, cl, b, o.systemNamespace, o.maxResolved)
+	cb, err := resolvedCOS(ctx, cl, b, o.systemNamespace, o.resolve)
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (o *diffOptions) runFile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	file, _, err := externalize.DecodeCOS(raw)
+	file, _, err := admission.DecodeCOS(raw)
 	if err != nil {
 		return fmt.Errorf("%s: not a valid ClusterObjectSet: %w", objs[0].Source, err)
 	}
@@ -102,10 +103,10 @@ func (o *diffOptions) runFile(ctx context.Context) error {
 		return err
 	}
 	// Refs in the file resolve from the cluster too.
-	if file.Spec.Phases, err = externalize.Inline(file.Spec.Phases, objectdata.Resolver(ctx, cl.client, o.systemNamespace, o.maxResolved)); err != nil {
+	if file.Spec.Phases, err = admission.Inline(file.Spec.Phases, objectdata.Resolver(ctx, cl.client, o.systemNamespace, o.resolve)); err != nil {
 		return fmt.Errorf("%s: %w", objs[0].Source, err)
 	}
-	live, err := resolvedCOS(ctx, cl, file.Name, o.systemNamespace, o.maxResolved)
+	live, err := resolvedCOS(ctx, cl, file.Name, o.systemNamespace, o.resolve)
 	if apierrors.IsNotFound(err) {
 		live, err = nil, nil
 	}

@@ -14,17 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/inspect"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 type inspectOptions struct {
 	*root
-	maxResolved int64
-	events      int
-	printFlags  *genericclioptions.PrintFlags
+	resolve    secretdata.Limits
+	events     int
+	printFlags *genericclioptions.PrintFlags
 }
 
 func (r *root) inspectCommand() *cobra.Command {
@@ -49,7 +50,7 @@ with -o yaml or -o json, which print the fully resolved inline form of the Clust
 		ValidArgsFunction: r.completeNames,
 		RunE:              func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context(), args[0]) },
 	}
-	cmd.Flags().Int64Var(&o.maxResolved, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content decoded to resolve refs.")
+	cmd.Flags().Int64Var(&o.resolve.MaxResolvedBytes, "max-resolved-bytes", content.DefaultMaxResolvedBytes, "The most content decoded to resolve refs.")
 	cmd.Flags().IntVar(&o.events, "events", 10, "How many of the latest Events to show.")
 	o.printFlags.AddFlags(cmd)
 	return cmd
@@ -63,7 +64,7 @@ func (o *inspectOptions) run(ctx context.Context, name string) error {
 	if o.printFlags.OutputFormat != nil && *o.printFlags.OutputFormat != "" {
 		return o.printResolved(ctx, cl, name)
 	}
-	in := inspect.Input{Name: name, SystemNamespace: o.systemNamespace, Now: time.Now(), MaxResolvedBytes: o.maxResolved, MaxEvents: o.events,
+	in := inspect.Input{Name: name, SystemNamespace: o.systemNamespace, Now: time.Now(), Resolve: o.resolve, MaxEvents: o.events,
 		Secrets: map[string]inspect.SecretRead{}}
 	cos := &olmv1.ClusterObjectSet{}
 	if err := cl.client.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
@@ -145,7 +146,7 @@ func (o *inspectOptions) printResolved(ctx context.Context, cl *clients, name st
 	if err != nil {
 		return err
 	}
-	cos, err := resolvedCOS(ctx, cl, name, o.systemNamespace, o.maxResolved)
+	cos, err := resolvedCOS(ctx, cl, name, o.systemNamespace, o.resolve)
 	if err != nil {
 		return err
 	}
@@ -156,14 +157,14 @@ func (o *inspectOptions) printResolved(ctx context.Context, cl *clients, name st
 	return printer.PrintObj(u, o.Out)
 }
 
-// resolvedCOS reads a ClusterObjectSet and resolves its refs (externalize.Inline, through the
+// resolvedCOS reads a ClusterObjectSet and resolves its refs (admission.Inline, through the
 // webhook's resolver: content keys verified, a budget of decoded bytes).
-func resolvedCOS(ctx context.Context, cl *clients, name, systemNamespace string, maxResolved int64) (*olmv1.ClusterObjectSet, error) {
+func resolvedCOS(ctx context.Context, cl *clients, name, systemNamespace string, limits secretdata.Limits) (*olmv1.ClusterObjectSet, error) {
 	cos := &olmv1.ClusterObjectSet{}
 	if err := cl.client.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
 		return nil, err
 	}
-	phases, err := externalize.Inline(cos.Spec.Phases, objectdata.Resolver(ctx, cl.client, systemNamespace, maxResolved))
+	phases, err := admission.Inline(cos.Spec.Phases, objectdata.Resolver(ctx, cl.client, systemNamespace, limits))
 	if err != nil {
 		return nil, fmt.Errorf("resolving ClusterObjectSet %s: %w", name, err)
 	}

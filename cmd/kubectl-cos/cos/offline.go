@@ -13,8 +13,8 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // errOffline answers the pipeline's reads of Secrets offline: a Secret that cannot be read is not
@@ -23,7 +23,7 @@ var errOffline = errors.New("build is offline: the cluster is not read")
 
 // offlineStore is the admission pipeline's Store for build --externalize: no ClusterObjectSet is
 // stored, no Secret can be read, and the planned Secrets are kept to be printed, as Write would
-// create them (externalize.ObjectDataSecret).
+// create them (secretdata.ObjectDataSecret).
 type offlineStore struct {
 	namespace string
 	secrets   []*corev1.Secret
@@ -39,7 +39,7 @@ func (s *offlineStore) GetSecret(context.Context, types.NamespacedName) (*corev1
 
 func (s *offlineStore) Write(_ context.Context, cosName string, plan *content.Plan, _ bool) (int, error) {
 	for _, sec := range plan.Secrets {
-		s.secrets = append(s.secrets, externalize.ObjectDataSecret(cosName, s.namespace, sec))
+		s.secrets = append(s.secrets, secretdata.ObjectDataSecret(cosName, s.namespace, sec))
 	}
 	return len(plan.Secrets), nil
 }
@@ -52,7 +52,7 @@ func (s *offlineStore) Touch(_ context.Context, keys []types.NamespacedName) ([]
 // externalizeOffline runs the webhook's admission pipeline on c as the create the API server would
 // send it, and returns the object-data Secrets it would write and c with refs in their place (c
 // inline when the policy keeps it so), the refs into systemNamespace, with the note to print.
-func externalizeOffline(c *olmv1.ClusterObjectSet, mode externalize.Mode, threshold int, systemNamespace string) ([]*unstructured.Unstructured, string, error) {
+func externalizeOffline(c *olmv1.ClusterObjectSet, mode cosadmission.Mode, threshold int, systemNamespace string) ([]*unstructured.Unstructured, string, error) {
 	u, err := toUnstructured(c)
 	if err != nil {
 		return nil, "", err
@@ -61,7 +61,7 @@ func externalizeOffline(c *olmv1.ClusterObjectSet, mode externalize.Mode, thresh
 	if err != nil {
 		return nil, "", err
 	}
-	obj, specSize, err := externalize.DecodeCOS(raw)
+	obj, specSize, err := cosadmission.DecodeCOS(raw)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,7 +1,8 @@
 // Package cos is the kubectl cos plugin: build, apply, inspect, diff, size and check
 // ClusterObjectSets from the command line. Its commands stay thin: they read (files, the cluster),
-// call the pure core (internal/plugin/bundle, internal/shared/content, internal/externalize, internal/admission/validation,
-// internal/plugin/sizes, internal/plugin/cosdiff, internal/plugin/inspect) and write through objectdata, the Secret writer
+// call the pure core (internal/plugin/bundle, internal/shared/content, internal/admission, internal/admission/validation,
+// internal/shared/secretdata, internal/plugin/sizes, internal/plugin/cosdiff, internal/plugin/inspect) and write through
+// objectdata, the Secret writer
 // the webhook uses too, so that the plugin stores exactly what the webhook would.
 package cos
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/sizes"
 )
 
@@ -38,15 +38,15 @@ the webhook would do with it, and whether to apply it inline or with kubectl cos
 		RunE: func(*cobra.Command, []string) error { return o.run() },
 	}
 	addFilenameFlags(cmd, &o.files, "holding the ClusterObjectSet(s)")
-	cmd.Flags().StringVar(&o.mode, "externalize", string(externalize.ModeOversized), "The webhook's --externalize policy to report against: oversized, always or never.")
-	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", externalize.DefaultThreshold, "The webhook's --externalize-threshold.")
+	cmd.Flags().StringVar(&o.mode, "externalize", string(admission.ModeOversized), "The webhook's --externalize policy to report against: oversized, always or never.")
+	cmd.Flags().IntVar(&o.threshold, "externalize-threshold", admission.DefaultThreshold, "The webhook's --externalize-threshold.")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: empty for the report, json or yaml.")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd
 }
 
 func (o *sizeOptions) run() error {
-	mode, err := externalize.ParseMode(o.mode)
+	mode, err := admission.ParseMode(o.mode)
 	if err != nil {
 		return fmt.Errorf("--externalize: %w", err)
 	}
@@ -64,7 +64,7 @@ func (o *sizeOptions) run() error {
 		if err != nil {
 			return err
 		}
-		obj, specSize, err := externalize.DecodeCOS(raw)
+		obj, specSize, err := admission.DecodeCOS(raw)
 		if err != nil {
 			return fmt.Errorf("%s: not a valid ClusterObjectSet: %w", src.Source, err)
 		}

@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // Store is an admission.Store in memory: ClusterObjectSets and Secrets by name, and Write with
-// objectdata.Writer's rules for an existing Secret (exactly ours, else a *externalize.ConflictError),
+// objectdata.Writer's rules for an existing Secret (exactly ours, else a *secretdata.ConflictError),
 // checked before anything is written.
 type Store struct {
 	// Namespace holds the Secrets Write creates.
@@ -101,11 +101,11 @@ func (s *Store) Write(_ context.Context, cosName string, plan *content.Plan, dry
 	defer s.mu.Unlock()
 	var create []*corev1.Secret
 	for _, p := range plan.Secrets {
-		want := externalize.ObjectDataSecret(cosName, s.Namespace, p)
+		want := secretdata.ObjectDataSecret(cosName, s.Namespace, p)
 		key := types.NamespacedName{Namespace: s.Namespace, Name: p.Name}
 		if got, ok := s.secrets[key]; ok {
-			if why := externalize.Unusable(got, want); len(why) > 0 {
-				return 0, &externalize.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
+			if why := secretdata.Unusable(got, want); len(why) > 0 {
+				return 0, &secretdata.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
 			}
 			continue
 		}

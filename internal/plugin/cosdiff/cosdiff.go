@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
@@ -50,7 +50,7 @@ type Options struct {
 // SpecFile is the name of the file holding the ClusterObjectSet's own fields.
 const SpecFile = "ClusterObjectSet.yaml"
 
-// Diff compares a and b, whose phases must hold inline objects only (externalize.Inline resolves
+// Diff compares a and b, whose phases must hold inline objects only (admission.Inline resolves
 // refs). Either may be nil: a ClusterObjectSet that does not exist. Entries come sorted by file name,
 // the ClusterObjectSet's own file first.
 func Diff(a, b *olmv1.ClusterObjectSet, opts Options) ([]Entry, error) {
@@ -195,7 +195,7 @@ func ownFields(c *olmv1.ClusterObjectSet) map[string]any {
 	}
 	annotations := map[string]string{}
 	for k, v := range c.Annotations {
-		if k != externalize.LastAppliedAnnotation {
+		if k != admission.LastAppliedAnnotation {
 			annotations[k] = v
 		}
 	}

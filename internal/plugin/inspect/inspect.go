@@ -8,6 +8,7 @@
 package inspect
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,14 +21,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/phasedigest"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // Event is one Event about the ClusterObjectSet.
@@ -65,8 +67,9 @@ type Input struct {
 	LabelledErr error
 	// Now is the time of the reading.
 	Now time.Time
-	// MaxResolvedBytes bounds the content decoded in all (0: content.DefaultMaxResolvedBytes).
-	MaxResolvedBytes int64
+	// Resolve bounds the content resolved in all, as the reconciler's resolution of one
+	// ClusterObjectSet is (secretdata.Limits.MaxResolvedBytes; 0: content.DefaultMaxResolvedBytes).
+	Resolve secretdata.Limits
 	// MaxEvents is how many of the latest Events are shown (0: 10).
 	MaxEvents int
 }
@@ -267,10 +270,9 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 	for _, o := range c.Status.ObservedPhases {
 		latched[o.Name] = o
 	}
-	res := &resolver{left: in.MaxResolvedBytes, memo: map[string]*decoded{}}
-	if res.left <= 0 {
-		res.left = content.DefaultMaxResolvedBytes
-	}
+	budget := in.Resolve.NewBudget()
+	defer budget.Release()
+	res := secretdata.New(secretdata.Config{Get: readSecrets(in.Secrets), SystemNamespace: in.SystemNamespace, Budget: budget})
 	out := make([]Phase, len(c.Spec.Phases))
 	for i, p := range c.Spec.Phases {
 		ph := Phase{Name: p.Name}
@@ -289,9 +291,10 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 				resolved = append(resolved, o.Object.Object)
 				continue
 			}
-			ns := o.Ref.NamespaceOr(in.SystemNamespace)
-			ref := &Ref{Secret: ns + "/" + o.Ref.Name, Key: o.Ref.Key}
-			obj := res.resolve(in.Secrets[ref.Secret], ref)
+			ref := &Ref{Secret: res.Key(o.Ref).String(), Key: o.Ref.Key}
+			v, err := res.Value(context.Background(), o.Ref)
+			describe(ref, v, err)
+			obj := v.Object
 			if !ref.OK {
 				r.Problems++
 				complete = false
@@ -325,78 +328,66 @@ func phases(in Input, c *olmv1.ClusterObjectSet, r *Report) []Phase {
 	return out
 }
 
-// resolver decodes stored values once each, within a budget of decoded bytes.
-type resolver struct {
-	left int64
-	memo map[string]*decoded
-}
+// errNotRead is a referenced Secret the caller did not read.
+var errNotRead = errors.New("not read")
 
-type decoded struct {
-	obj    map[string]any
-	check  string
-	ok     bool
-	inline int
-}
-
-// resolve fills ref's check and sizes and returns the object, or nil.
-func (r *resolver) resolve(read SecretRead, ref *Ref) map[string]any {
-	switch {
-	case apierrors.IsNotFound(read.Err):
-		ref.Check = "the Secret does not exist"
-		return nil
-	case read.Err != nil:
-		ref.Check = "the Secret cannot be read: " + read.Err.Error()
-		return nil
-	case read.Secret == nil:
-		ref.Check = "Secret not read"
-		return nil
-	}
-	stored, ok := read.Secret.Data[ref.Key]
-	if !ok {
-		ref.Check = "key not found in the Secret"
-		return nil
-	}
-	ref.Stored, ref.Gzip = len(stored), content.IsGzip(stored)
-	id := ref.Secret + "/" + ref.Key
-	d, seen := r.memo[id]
-	if !seen {
-		d = r.decode(stored, ref.Key)
-		r.memo[id] = d
-	}
-	ref.Check, ref.OK, ref.Inline = d.check, d.ok, d.inline
-	return d.obj
-}
-
-func (r *resolver) decode(stored []byte, key string) *decoded {
-	verified := "not a content key: not verified"
-	if content.IsContentKey(key) {
-		if content.Key(stored) != key {
-			return &decoded{check: "DIGEST MISMATCH: the content does not hash to its key"}
-		}
-		verified = "digest verified"
-	}
-	const budgetReached = "; not decoded: the limit of decoded content (--max-resolved-bytes) is reached"
-	if r.left <= 0 {
-		return &decoded{check: verified + budgetReached}
-	}
-	limit := min(int64(content.MaxDecompressedSize), r.left)
-	data, err := content.Decode(stored, limit)
-	if err != nil {
+// readSecrets reads the Secrets the caller read, for the resolver.
+func readSecrets(secrets map[string]SecretRead) secretdata.GetSecretFunc {
+	return func(_ context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+		read := secrets[key.String()]
 		switch {
-		case errors.Is(err, content.ErrTooLarge) && limit < content.MaxDecompressedSize:
-			return &decoded{check: verified + budgetReached}
-		case errors.Is(err, content.ErrTooLarge):
-			return &decoded{check: fmt.Sprintf("%s; not decoded: over %d bytes", verified, content.MaxDecompressedSize)}
-		default:
-			return &decoded{check: verified + "; cannot be decoded (corrupt)"}
+		case read.Err != nil:
+			return nil, read.Err
+		case read.Secret == nil:
+			return nil, errNotRead
 		}
+		return read.Secret, nil
 	}
-	r.left -= int64(len(data))
-	var obj map[string]any
-	if err := utiljson.Unmarshal(data, &obj); err != nil || obj == nil {
-		return &decoded{check: verified + "; not a JSON object", inline: len(data)}
+}
+
+// budgetReached ends the check of a value that the budget has no room for.
+const budgetReached = "; not decoded: the limit of decoded content (--max-resolved-bytes) is reached"
+
+// describe fills a ref's check line and sizes from what the resolver found: the value, or the
+// failure err.
+func describe(ref *Ref, v secretdata.Value, err error) {
+	ref.Stored, ref.Gzip, ref.Inline = v.Stored, v.Gzip, int(v.Decoded)
+	verified := "not a content key: not verified"
+	if content.IsContentKey(ref.Key) {
+		verified = "digest verified" // the resolver verifies before anything else about the value
 	}
-	return &decoded{obj: obj, check: verified, ok: true, inline: len(data)}
+	var f *secretdata.Failure
+	if !errors.As(err, &f) {
+		ref.Check, ref.OK = verified, err == nil
+		if err != nil {
+			ref.Check = "not resolved: " + err.Error()
+		}
+		return
+	}
+	switch f.Reason {
+	case secretdata.SecretMissing:
+		ref.Check = "the Secret does not exist"
+	case secretdata.SecretUnreadable:
+		ref.Check = "the Secret cannot be read: " + f.Err.Error()
+		if errors.Is(f.Err, errNotRead) {
+			ref.Check = "Secret not read"
+		}
+	case secretdata.KeyMissing:
+		ref.Check = "key not found in the Secret"
+	case secretdata.DigestMismatch:
+		ref.Check = "DIGEST MISMATCH: the content does not hash to its key"
+	case secretdata.OverBudget, secretdata.Busy:
+		ref.Check = verified + budgetReached
+	case secretdata.TooLarge:
+		ref.Check = fmt.Sprintf("%s; not decoded: over %d bytes", verified, content.MaxDecompressedSize)
+	case secretdata.NotAnObject:
+		ref.Check = verified + "; not a JSON object"
+		if errors.Is(f.Err, secretdata.ErrNotKubernetesObject) {
+			ref.Check = verified + "; not a Kubernetes object (no apiVersion or kind)"
+		}
+	default: // Corrupt; NotImmutable is not asked for: secretReport notes it
+		ref.Check = verified + "; cannot be decoded (corrupt)"
+	}
 }
 
 // orphans are the labelled Secrets that c does not reference (all of them when c does not exist).

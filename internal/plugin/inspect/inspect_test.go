@@ -17,9 +17,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/phasedigest"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 const sys = "olmv1-system"
@@ -51,16 +52,16 @@ func fixture(t *testing.T) (*olmv1.ClusterObjectSet, map[string]SecretRead) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := content.PlanFor(c.Name, externalize.PlanInput(&olmv1.ClusterObjectSet{Spec: olmv1.ClusterObjectSetSpec{Phases: c.Spec.Phases[:1]}}), content.Options{})
+	plan, err := content.PlanFor(c.Name, admission.PlanInput(&olmv1.ClusterObjectSet{Spec: olmv1.ClusterObjectSetSpec{Phases: c.Spec.Phases[:1]}}), content.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Spec.Phases[0] = externalize.WithRefs(c.Spec.Phases[:1], plan, "")[0]
+	c.Spec.Phases[0] = admission.WithRefs(c.Spec.Phases[:1], plan, "")[0]
 	c.Status.ObservedPhases = []olmv1.ObservedPhase{{Name: "configuration", Digest: digest, CompletedAt: metav1.NewTime(now.Add(-50 * time.Minute))}}
 	c.Status.Conditions = []metav1.Condition{{Type: olmv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: olmv1.ReasonRollingOut, Message: "Revision  is rolling out."}}
 	secrets := map[string]SecretRead{}
 	for _, s := range plan.Secrets {
-		sec := externalize.ObjectDataSecret(c.Name, sys, s)
+		sec := secretdata.ObjectDataSecret(c.Name, sys, s)
 		sec.OwnerReferences = []metav1.OwnerReference{{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: c.Name, UID: c.UID, Controller: ptr.To(true)}}
 		secrets[sys+"/"+s.Name] = SecretRead{Secret: sec}
 	}
@@ -141,7 +142,9 @@ func TestBuild(t *testing.T) {
 				SecretLine: "exists, immutable, type olm.operatorframework.io/object-data, owner ClusterObjectSet app (this one), 2 keys"},
 		},
 		"decoding budget reached": {
-			change: func(_ *olmv1.ClusterObjectSet, _ map[string]SecretRead, in *Input) { in.MaxResolvedBytes = 200 },
+			change: func(_ *olmv1.ClusterObjectSet, _ map[string]SecretRead, in *Input) {
+				in.Resolve.MaxResolvedBytes = 4000
+			},
 			want: summary{Problems: 1, Current: "deploy (2 of 2)", Objects: []string{"ConfigMap app/small", "(not resolved)", "ConfigMap app/inline"},
 				Checks: []string{"digest verified", "digest verified; not decoded: the limit of decoded content (--max-resolved-bytes) is reached"}, Digest: "not checked: not every object resolved",
 				SecretLine: "exists, immutable, type olm.operatorframework.io/object-data, owner ClusterObjectSet app (this one), 2 keys"},

@@ -13,9 +13,10 @@ import (
 	"text/tabwriter"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // The platform's limits (docs/design.md).
@@ -89,31 +90,31 @@ type Report struct {
 
 // Options are the webhook's policy (its defaults when zero) and the system namespace.
 type Options struct {
-	Mode            externalize.Mode
+	Mode            admission.Mode
 	Threshold       int
 	SystemNamespace string
 }
 
 // Compute reports on obj, the ClusterObjectSet of a file, whose JSON as a client sends it is raw
-// (what externalize.DecodeCOS decoded obj from, with specSize). The externalized form is planned with
+// (what admission.DecodeCOS decoded obj from, with specSize). The externalized form is planned with
 // content.PlanFor exactly as kubectl cos apply and the webhook plan it.
 func Compute(obj *olmv1.ClusterObjectSet, raw []byte, specSize int, opts Options) (*Report, error) {
 	if opts.Mode == "" {
-		opts.Mode = externalize.ModeOversized
+		opts.Mode = admission.ModeOversized
 	}
 	if opts.Threshold == 0 {
-		opts.Threshold = externalize.DefaultThreshold
+		opts.Threshold = admission.DefaultThreshold
 	}
 	if opts.SystemNamespace == "" {
 		opts.SystemNamespace = olmv1.DefaultSystemNamespace
 	}
-	r := &Report{Name: obj.Name, Phases: len(obj.Spec.Phases), InlineObjects: externalize.CountInline(obj.Spec.Phases)}
+	r := &Report{Name: obj.Name, Phases: len(obj.Spec.Phases), InlineObjects: admission.CountInline(obj.Spec.Phases)}
 	for _, p := range obj.Spec.Phases {
 		r.Objects += len(p.Objects)
 	}
 	r.Inline = Form{ClusterObjectSet: len(raw), LastApplied: len(raw) + 1, LargestRequest: len(raw), Total: len(raw)}
 
-	decision, ferr := externalize.Decide(opts.Mode, opts.Threshold, obj.Annotations, specSize, r.InlineObjects)
+	decision, ferr := admission.Decide(opts.Mode, opts.Threshold, obj.Annotations, specSize, r.InlineObjects)
 	switch {
 	case ferr != nil:
 		r.Webhook = "refuses it: " + ferr.Error()
@@ -123,13 +124,13 @@ func Compute(obj *olmv1.ClusterObjectSet, raw []byte, specSize int, opts Options
 		r.Webhook = "stores it as written: " + decision.Reason
 	}
 
-	plan, err := content.PlanFor(nameOr(obj.Name), externalize.PlanInput(obj), content.Options{})
+	plan, err := content.PlanFor(nameOr(obj.Name), admission.PlanInput(obj), content.Options{})
 	if err != nil {
 		var tooLarge *content.TooLargeError
 		if !errors.As(err, &tooLarge) {
 			return nil, err
 		}
-		r.ExternalizeError = externalize.TooLargeFieldError(tooLarge).Error()
+		r.ExternalizeError = admission.TooLargeFieldError(tooLarge).Error()
 	} else {
 		f, err := externalized(obj, plan, opts.SystemNamespace)
 		if err != nil {
@@ -156,7 +157,7 @@ func nameOr(name string) string {
 // externalized sizes the stored form of plan.
 func externalized(obj *olmv1.ClusterObjectSet, plan *content.Plan, ns string) (*Form, error) {
 	refs := obj.DeepCopy()
-	refs.Spec.Phases = externalize.WithRefs(obj.Spec.Phases, plan, ns)
+	refs.Spec.Phases = admission.WithRefs(obj.Spec.Phases, plan, ns)
 	refs.Status = olmv1.ClusterObjectSetStatus{}
 	b, err := marshalSent(refs)
 	if err != nil {
@@ -164,7 +165,7 @@ func externalized(obj *olmv1.ClusterObjectSet, plan *content.Plan, ns string) (*
 	}
 	f := &Form{ClusterObjectSet: len(b), LastApplied: len(b) + 1, LargestRequest: len(b), Total: len(b)}
 	for _, s := range plan.Secrets {
-		sec := externalize.ObjectDataSecret(nameOr(obj.Name), ns, s)
+		sec := secretdata.ObjectDataSecret(nameOr(obj.Name), ns, s)
 		sb, err := json.Marshal(sec)
 		if err != nil {
 			return nil, err

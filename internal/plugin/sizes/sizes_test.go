@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
@@ -59,7 +59,7 @@ func compute(t *testing.T, c *olmv1.ClusterObjectSet) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoded, specSize, err := externalize.DecodeCOS(raw)
+	decoded, specSize, err := admission.DecodeCOS(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestCompute(t *testing.T) {
 			secrets:  1,
 		},
 		"small with the always annotation": {
-			cos:      cos(3, 1000, true, map[string]string{externalize.Annotation: "always"}),
+			cos:      cos(3, 1000, true, map[string]string{admission.Annotation: "always"}),
 			verdicts: verdicts{[]string{ok, ok, ok, na}, []string{ok, ok, ok, ok}},
 			webhook:  "externalizes it: externalization is set to always",
 			advice:   "Either works:",
@@ -115,7 +115,7 @@ func TestCompute(t *testing.T) {
 			secrets:  3,
 		},
 		"never annotation: the webhook stores it as written": {
-			cos:      cos(40, 50_000, false, map[string]string{externalize.Annotation: "never"}),
+			cos:      cos(40, 50_000, false, map[string]string{admission.Annotation: "never"}),
 			verdicts: verdicts{[]string{ok, over, over, na}, []string{ok, ok, ok, ok}},
 			webhook:  "stores it as written: externalization is set to never",
 			advice:   "Use kubectl cos apply, or kubectl apply --server-side with the webhook installed",

@@ -88,7 +88,7 @@ func EstimateHeap(raw []byte) (int64, error) {
 type budgetKey struct{}
 
 // WithBudget returns ctx carrying b, the Budget of the request ctx serves: the resolvers of that
-// request draw from it (externalize.SecretResolver) instead of a Budget of their own, so that
+// request draw from it (secretdata.SecretResolver) instead of a Budget of their own, so that
 // everything the request holds is charged in one place and released once, by its owner.
 func WithBudget(ctx context.Context, b *Budget) context.Context {
 	return context.WithValue(ctx, budgetKey{}, b)
@@ -104,6 +104,8 @@ func BudgetFrom(ctx context.Context) *Budget {
 type resolved struct {
 	obj  map[string]any
 	size int64
+	// decoded is the size of the JSON the value decoded to; 0 when it was not decoded.
+	decoded int64
 	// err is a failure that no later use can change (corrupt, digest mismatch, too large on its own).
 	err error
 	// over: inflating stopped at what the budget had left, which only shrinks. A value whose cost
@@ -162,6 +164,17 @@ func (b *Budget) Resolve(ctx context.Context, id string, stored []byte, key stri
 	}
 	b.used += r.size
 	return r.obj, nil
+}
+
+// Decoded returns the size of the JSON that the value Resolve resolved under id decoded to, and false
+// when Resolve has not parsed it (not resolved yet, or it failed). It is for reports that show sizes
+// to whoever may read the value (kubectl cos inspect), never for errors.
+func (b *Budget) Decoded(id string) (int64, bool) {
+	r, ok := b.memo[id]
+	if !ok || r.obj == nil {
+		return 0, false
+	}
+	return r.decoded, true
 }
 
 // Release gives what the Budget drew back to its Pool; it may be called more than once, and from
@@ -334,9 +347,9 @@ func (b *Budget) decode(ctx context.Context, stored []byte, key string) (*resolv
 	if err != nil {
 		b.giveBack(inflating)
 		if errors.Is(err, errDepth) {
-			return &resolved{err: fmt.Errorf("%w: JSON nested deeper than %d", ErrCorrupt, maxDepth)}, nil
+			return &resolved{err: notObject(fmt.Sprintf("JSON nested deeper than %d", maxDepth))}, nil
 		}
-		return &resolved{err: fmt.Errorf("%w: not a valid JSON object", ErrCorrupt)}, nil
+		return &resolved{err: notObject("not a valid JSON object")}, nil
 	}
 	cost := max(int64(len(data)), est)
 	if cost > left {
@@ -356,5 +369,5 @@ func (b *Budget) decode(ctx context.Context, stored []byte, key string) (*resolv
 		b.giveBack(cost)
 		return &resolved{err: err}, nil //nolint:nilerr // a bad value is a result; the error is the pool's wait
 	}
-	return &resolved{obj: obj, size: cost}, nil
+	return &resolved{obj: obj, size: cost, decoded: int64(len(data))}, nil
 }

@@ -21,7 +21,24 @@ var (
 	// ErrDigestMismatch means the bytes stored under a content key do not hash to that key: the
 	// content was changed after it was written.
 	ErrDigestMismatch = errors.New("content does not match its key")
+	// ErrNotObject means a stored value decodes but does not hold one JSON object: it is not valid
+	// JSON, is nested too deep, or is not an object. Such errors are ErrCorrupt too.
+	ErrNotObject = errors.New("not a JSON object")
 )
+
+// notObject is a value that decodes to something other than one JSON object, for the reason given
+// (a fixed text, never content).
+func notObject(reason string) error {
+	return fmt.Errorf("%w: %w", ErrCorrupt, notObjectError(reason))
+}
+
+// notObjectError is the reason of notObject; it is ErrNotObject to errors.Is.
+type notObjectError string
+
+func (e notObjectError) Error() string { return string(e) }
+
+// Is makes a notObjectError ErrNotObject.
+func (e notObjectError) Is(target error) bool { return target == ErrNotObject }
 
 // gzipMagic starts every gzip stream (RFC 1952).
 var gzipMagic = []byte{0x1f, 0x8b}
@@ -95,10 +112,10 @@ func verifyKey(stored []byte, key string) error {
 func parseObject(data []byte) (map[string]any, error) {
 	var obj map[string]any
 	if err := utiljson.Unmarshal(data, &obj); err != nil {
-		return nil, fmt.Errorf("%w: not a valid JSON object", ErrCorrupt)
+		return nil, notObject("not a valid JSON object")
 	}
 	if obj == nil {
-		return nil, fmt.Errorf("%w: JSON null where an object was expected", ErrCorrupt)
+		return nil, notObject("JSON null where an object was expected")
 	}
 	return obj, nil
 }

@@ -3,7 +3,7 @@
 // ownership), and the resolution of refs for comparing content. The mutating webhook and kubectl cos
 // apply both write through Writer, so that the same plan (content.PlanFor) gives the same Secrets,
 // created or reused the same way, whoever writes them. The decisions are pure functions of
-// internal/externalize and internal/shared/content; this package reads, calls them and writes.
+// internal/shared/secretdata and internal/shared/content; this package reads, calls them and writes.
 package objectdata
 
 import (
@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
@@ -59,10 +59,10 @@ type Writer struct {
 
 // Write creates the planned Secrets of the ClusterObjectSet cosName, at most Concurrency at once. An
 // existing Secret of the same name is accepted only when it is ours and holds exactly the planned
-// content (externalize.Unusable); a reused one is touched (content.LastUsedAnnotation) and loses owner
+// content (secretdata.Unusable); a reused one is touched (content.LastUsedAnnotation) and loses owner
 // references to ClusterObjectSets that are gone or being deleted. A dry run checks existing Secrets
 // the same way and writes nothing. It returns how many Secrets it created. A Secret that is not ours
-// is a *externalize.ConflictError; a failed read or write a *externalize.WriteError.
+// is a *secretdata.ConflictError; a failed read or write a *secretdata.WriteError.
 func (w *Writer) Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	limit := w.Concurrency
@@ -72,7 +72,7 @@ func (w *Writer) Write(ctx context.Context, cosName string, plan *content.Plan, 
 	g.SetLimit(limit)
 	created := make([]bool, len(plan.Secrets))
 	for i, s := range plan.Secrets {
-		want := externalize.ObjectDataSecret(cosName, w.Namespace, s)
+		want := secretdata.ObjectDataSecret(cosName, w.Namespace, s)
 		g.Go(func() error {
 			var err error
 			if dryRun {
@@ -110,11 +110,11 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 			return true, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return false, &externalize.WriteError{Secret: key, Err: err}
+			return false, &secretdata.WriteError{Secret: key, Err: err}
 		}
 		var got *corev1.Secret
 		if got, err = w.checkExisting(ctx, want, false); err != nil {
-			var conflict *externalize.ConflictError
+			var conflict *secretdata.ConflictError
 			if errors.As(err, &conflict) || !apierrors.IsNotFound(err) {
 				return false, err
 			}
@@ -128,7 +128,7 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 			return false, err
 		}
 	}
-	return false, &externalize.WriteError{Secret: key, Err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
+	return false, &secretdata.WriteError{Secret: key, Err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
 }
 
 // touch writes a Secret that this request is about to reference, read at got: the serialization point
@@ -147,7 +147,7 @@ func (w *Writer) touch(ctx context.Context, got *corev1.Secret, firstSeen string
 	key := client.ObjectKeyFromObject(got)
 	live, err := w.liveOwners(ctx, got.OwnerReferences)
 	if err != nil {
-		return false, &externalize.WriteError{Secret: key, Err: err}
+		return false, &secretdata.WriteError{Secret: key, Err: err}
 	}
 	if got.ResourceVersion != firstSeen && len(live) == len(got.OwnerReferences) {
 		return true, nil
@@ -170,7 +170,7 @@ func (w *Writer) touch(ctx context.Context, got *corev1.Secret, firstSeen string
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		return false, nil
 	default:
-		return false, &externalize.WriteError{Secret: key, Err: err}
+		return false, &secretdata.WriteError{Secret: key, Err: err}
 	}
 }
 
@@ -206,7 +206,7 @@ func (w *Writer) touchOne(ctx context.Context, key client.ObjectKey) (bool, erro
 		if err := w.Reader.Get(ctx, key, got); apierrors.IsNotFound(err) {
 			return false, nil
 		} else if err != nil {
-			return false, &externalize.WriteError{Secret: key, Err: err}
+			return false, &secretdata.WriteError{Secret: key, Err: err}
 		}
 		if got.Type != olmv1.SecretTypeObjectData {
 			return false, nil
@@ -219,7 +219,7 @@ func (w *Writer) touchOne(ctx context.Context, key client.ObjectKey) (bool, erro
 			return done, err
 		}
 	}
-	return false, &externalize.WriteError{Secret: key, Err: fmt.Errorf("it changed %d times while being touched", reuseAttempts)}
+	return false, &secretdata.WriteError{Secret: key, Err: fmt.Errorf("it changed %d times while being touched", reuseAttempts)}
 }
 
 func (w *Writer) now() time.Time {
@@ -263,11 +263,7 @@ func (w *Writer) GetClusterObjectSet(ctx context.Context, name string) (*olmv1.C
 
 // GetSecret reads a Secret with Reader (the API server's NotFound when there is none).
 func (w *Writer) GetSecret(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
-	sec := &corev1.Secret{}
-	if err := w.Reader.Get(ctx, key, sec); err != nil {
-		return nil, err
-	}
-	return sec, nil
+	return SecretGetter(w.Reader)(ctx, key)
 }
 
 // checkExisting accepts an existing Secret only when it is one of ours with exactly the wanted
@@ -279,34 +275,31 @@ func (w *Writer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun 
 		if dryRun && apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, &externalize.WriteError{Secret: key, Err: err}
+		return nil, &secretdata.WriteError{Secret: key, Err: err}
 	}
-	if why := externalize.Unusable(got, want); len(why) > 0 {
-		return nil, &externalize.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
+	if why := secretdata.Unusable(got, want); len(why) > 0 {
+		return nil, &secretdata.ConflictError{Secret: key, Why: strings.Join(why, ", ")}
 	}
 	return got, nil
 }
 
-// Resolver returns a function that reads a ref's Secret (ref.namespace empty meaning systemNamespace)
-// with reader and returns the object it holds, verifying content keys. The refs resolved through one
-// Resolver share a budget of maxResolvedBytes (content.Budget; 0 means
-// content.DefaultMaxResolvedBytes): each Secret is read once and each key decoded once, and every ref
-// to it gets the same object, which callers must not change. Past the budget, an error wrapping
-// content.ErrBudgetExceeded. Errors name Secrets and keys, never content.
-func Resolver(ctx context.Context, reader client.Reader, systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
-	return PoolResolver(ctx, nil, reader, systemNamespace, maxResolvedBytes)
+// Resolver returns the ResolveFunc of one kubectl cos command or admission request: the one resolver
+// (secretdata.Resolver) reading each ref's Secret with reader (ref.namespace empty meaning
+// systemNamespace), the refs sharing one budget of limits (secretdata.Limits.NewBudget). With a pool,
+// a ref waits with ctx for room that others hold, and fails as secretdata.Busy when ctx ends first;
+// the budget goes back to the pool when ctx ends, so ctx must be the request's. Failures are
+// *secretdata.Failure; they name Secrets and keys, never content.
+func Resolver(ctx context.Context, reader client.Reader, systemNamespace string, limits secretdata.Limits) secretdata.ResolveFunc {
+	return secretdata.SecretResolver(ctx, limits, SecretGetter(reader), systemNamespace)
 }
 
-// PoolResolver is Resolver with a budget drawn from pool (content.Pool.NewBudget; nil: none), the
-// process-wide bound of the webhook's concurrent requests: a ref waits with ctx for room that other
-// requests hold, and fails wrapping content.ErrBusy when ctx ends first. The budget goes back to the
-// pool when ctx ends, so ctx must be the request's.
-func PoolResolver(ctx context.Context, pool *content.Pool, reader client.Reader, systemNamespace string, maxResolvedBytes int64) externalize.ResolveFunc {
-	return externalize.SecretResolver(ctx, pool, func(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
+// SecretGetter reads Secrets with reader, for secretdata.
+func SecretGetter(reader client.Reader) secretdata.GetSecretFunc {
+	return func(ctx context.Context, key client.ObjectKey) (*corev1.Secret, error) {
 		sec := &corev1.Secret{}
 		if err := reader.Get(ctx, key, sec); err != nil {
 			return nil, err
 		}
 		return sec, nil
-	}, systemNamespace, maxResolvedBytes)
+	}
 }

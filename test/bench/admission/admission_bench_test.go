@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
@@ -187,7 +187,7 @@ func bundleJSON(b *testing.B) []byte {
 func containersJSON(b *testing.B, size int) []byte {
 	b.Helper()
 	cm := builders.ConfigMap("default", "containers", map[string]string{"x": "MARK"})
-	cos := builders.COS("bench-admission", builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+	cos := builders.COS("bench-admission", builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 		builders.WithPhase("p", builders.Inline(cm)))
 	cos.APIVersion, cos.Kind = "olm.operatorframework.io/v1", "ClusterObjectSet"
 	raw, err := json.Marshal(cos)
@@ -249,7 +249,7 @@ func startManager(b *testing.B, env *testenv.Environment) *controlplane.Process 
 			b.Fatalf("manager exited: %v", proc.ExitError())
 		default:
 		}
-		probe := builders.COS("webhook-probe", builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		probe := builders.COS("webhook-probe", builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 			builders.WithPhase("config", builders.InlineConfigMaps("default", "probe", 1)...))
 		if err := env.Client.Create(ctx, probe); err != nil {
 			return false, err.Error()

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
@@ -194,7 +194,7 @@ func createFixture(b *testing.B, env *testenv.Environment, n, size int) int64 {
 			}
 			key := content.Key(stored)
 			data := map[string][]byte{key: stored}
-			sec := externalize.ObjectDataSecret(owner, testenv.SystemNamespace, content.SecretOut{Name: content.SecretName(owner, data), Data: data})
+			sec := secretdata.ObjectDataSecret(owner, testenv.SystemNamespace, content.SecretOut{Name: content.SecretName(owner, data), Data: data})
 			if err := env.Client.Create(ctx, sec); err != nil {
 				return fmt.Errorf("creating Secret %d: %w", i, err)
 			}

@@ -24,7 +24,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
@@ -277,7 +277,7 @@ func (f *fixture) revision(o, r int) *olmv1.ClusterObjectSet {
 	opts := []builders.Option{
 		builders.WithRevision(int64(r)), builders.WithLifecycleState(state),
 		builders.WithLabels(map[string]string{olmv1.LabelOwnerKind: "ClusterExtension", olmv1.LabelOwnerName: owner}),
-		builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 	}
 	if len(sas) > 0 {
 		opts = append(opts, builders.WithPhase("accounts", sas...))
@@ -393,7 +393,7 @@ func (m *managerProc) waitWebhook(b *testing.B, f *fixture) time.Duration {
 		default:
 		}
 		cos := builders.COS("webhook-probe",
-			builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+			builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 			builders.WithPhase("config", builders.InlineConfigMaps("default", "probe", 1)...))
 		if err := f.env.Client.Create(ctx, cos, client.DryRunAll); err != nil {
 			return false, err.Error()

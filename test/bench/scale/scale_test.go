@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
@@ -177,7 +177,7 @@ func BenchmarkScaleAdmission(b *testing.B) {
 			for i := range 10 {
 				objs = append(objs, builders.Inline(builders.ConfigMap("default", fmt.Sprintf("cm-%d", i), map[string]string{"blob": strings.Repeat(strconv.Itoa(i), 2<<10-120)})))
 			}
-			return builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+			return builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 				builders.WithPhase("configuration", objs...)), nil
 		}},
 		{"650KB", func(name string) (*olmv1.ClusterObjectSet, error) {

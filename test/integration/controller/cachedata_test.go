@@ -14,7 +14,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -43,7 +43,7 @@ func TestCacheHoldsSecretMetadataOnly(t *testing.T) {
 	const name = "cache-metadata-only"
 	const n = 3
 	cos := builders.COS(name,
-		builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 		builders.WithPhase("configuration", builders.InlineConfigMaps("default", name, n)...))
 	create(t, cos)
 	testenv.Env.RemoveWithSecretsAfter(t, name)

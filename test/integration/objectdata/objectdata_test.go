@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -70,7 +70,7 @@ func TestWrite(t *testing.T) {
 	}
 	// existing returns the planned Secret, changed.
 	existing := func(p *content.Plan, change func(*corev1.Secret)) *corev1.Secret {
-		s := externalize.ObjectDataSecret("app", "", p.Secrets[0])
+		s := secretdata.ObjectDataSecret("app", "", p.Secrets[0])
 		change(s)
 		return s
 	}
@@ -177,7 +177,7 @@ func TestWrite(t *testing.T) {
 			}}
 			n, err := w.Write(context.Background(), "app", p, tc.dryRun)
 			if tc.wantErr != "" {
-				var conflict *externalize.ConflictError
+				var conflict *secretdata.ConflictError
 				if !errors.As(err, &conflict) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want a ConflictError with %q", err, tc.wantErr)
 				}
@@ -204,10 +204,10 @@ func TestWrite(t *testing.T) {
 func TestResolver(t *testing.T) {
 	p := plan(t)
 	ns := freshNamespace(t)
-	sec := externalize.ObjectDataSecret("app", ns, p.Secrets[0])
+	sec := secretdata.ObjectDataSecret("app", ns, p.Secrets[0])
 	create(t, ns, sec)
 	c := testenv.Env.Client
-	resolve := objectdata.Resolver(context.Background(), c, ns, 0)
+	resolve := objectdata.Resolver(context.Background(), c, ns, secretdata.Limits{})
 	obj, err := resolve(olmv1.ObjectSourceRef{Name: sec.Name, Key: p.Refs[0][0].Key})
 	if err != nil || obj["metadata"].(map[string]any)["name"] != "a" {
 		t.Fatalf("resolve: %v, %v", obj, err)
@@ -227,7 +227,7 @@ func TestResolver(t *testing.T) {
 			}
 		})
 	}
-	tiny := objectdata.Resolver(context.Background(), c, ns, 10)
+	tiny := objectdata.Resolver(context.Background(), c, ns, secretdata.Limits{MaxResolvedBytes: 10})
 	if _, err := tiny(olmv1.ObjectSourceRef{Name: sec.Name, Key: p.Refs[0][0].Key}); !errors.Is(err, content.ErrBudgetExceeded) ||
 		!strings.Contains(err.Error(), "(the limit is --max-resolved-bytes)") {
 		t.Errorf("over the budget: %v", err)

@@ -24,7 +24,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -124,7 +124,7 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 			cosName, ns := "again-"+name, "again-"+name
 			testenv.Env.RemoveWithSecretsAfter(t, cosName)
 			testenv.Env.EnsureNamespace(t, ns)
-			always := builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
+			always := builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)})
 			want := builders.COS(cosName, always, builders.WithPhase("configuration", builders.InlineConfigMaps(ns, "again", 5)...))
 			file := writeFile(t, want)
 			apply := func() result { return mustPlugin(t, append([]string{"apply", "-f", file}, args...)...) }
@@ -314,7 +314,7 @@ func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
 	stopped := func(t *testing.T, name string) (string, []corev1.Secret) {
 		t.Helper()
 		testenv.Env.RemoveWithSecretsAfter(t, name)
-		want := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		want := builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 			builders.WithPhase("configuration", bigConfigMaps("default", 14, 150_000)...))
 		file := writeFile(t, want)
 		r := pluginWith(t, stop, nil, "apply", "-f", file, "--server-side")

@@ -10,7 +10,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -48,7 +48,7 @@ func TestDiff(t *testing.T) {
 			builders.Inline(builders.ConfigMap(ns, extra, nil)),
 		}
 		return builders.COS(name, builders.WithRevision(rev), builders.WithLifecycleState(olmv1.LifecycleStateArchived),
-			builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+			builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 			builders.WithPhase("configuration", objs...))
 	}
 	a := revision("diff-a", 1, "one", "old-password", "removed")
@@ -56,7 +56,7 @@ func TestDiff(t *testing.T) {
 	fileB := writeFile(t, b)
 	mustPlugin(t, "apply", "-f", writeFile(t, a))
 	mustPlugin(t, "apply", "-f", fileB)
-	if externalize.CountInline(getCOS(t, "diff-b").Spec.Phases) != 0 {
+	if admission.CountInline(getCOS(t, "diff-b").Spec.Phases) != 0 {
 		t.Fatal("diff-b was not externalized")
 	}
 

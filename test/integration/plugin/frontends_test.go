@@ -20,7 +20,6 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -71,7 +70,7 @@ type frontEndCase struct {
 func TestFrontEndsAgree(t *testing.T) {
 	ns := "frontends"
 	testenv.Env.EnsureNamespace(t, ns)
-	always := builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)})
+	always := builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)})
 	// Archived at creation: the reconciler does not roll the objects out, so the two front ends'
 	// ClusterObjectSets never contend for them.
 	archived := builders.WithLifecycleState(olmv1.LifecycleStateArchived)

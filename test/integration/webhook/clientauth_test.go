@@ -20,7 +20,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -131,8 +131,8 @@ func TestForgedAdmissionIsRefusedAtTheHandshake(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = testenv.Env.Client.Delete(ctx, apiCOS) })
 	stored := getCOS(t, apiCOS.Name)
-	if externalize.CountInline(stored.Spec.Phases) != 0 {
-		t.Errorf("the ClusterObjectSet created through the API server kept %d inline objects", externalize.CountInline(stored.Spec.Phases))
+	if admission.CountInline(stored.Spec.Phases) != 0 {
+		t.Errorf("the ClusterObjectSet created through the API server kept %d inline objects", admission.CountInline(stored.Spec.Phases))
 	}
 }
 

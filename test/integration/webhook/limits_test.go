@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -122,7 +122,7 @@ func TestServedCRDBoundChangedJustNow(t *testing.T) {
 		return apierrors.IsInvalid(err), fmt.Sprint(err)
 	})
 	before := secretNames(t)
-	err := createWithDeadline(reverse, over, true, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}))
+	err := createWithDeadline(reverse, over, true, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}))
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.progressDeadlineMinutes") {
 		t.Fatalf("a %d-minute deadline after the maximum was lowered again: want Invalid at spec.progressDeadlineMinutes, got %v", over, err)
 	}

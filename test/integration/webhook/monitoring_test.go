@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/monitoring"
@@ -21,7 +21,7 @@ import (
 // appear with their first sample get one first: an admitted and a refused dry run.
 func TestMonitoringReadsExportedMetrics(t *testing.T) {
 	ctx := context.Background()
-	always := builders.WithAnnotations(map[string]string{externalize.Annotation: "always"})
+	always := builders.WithAnnotations(map[string]string{admission.Annotation: "always"})
 	admitted := builders.COS("monitoring-admitted", always, builders.WithPhase("configuration", builders.InlineConfigMaps("default", "monitoring", 2)...))
 	if err := testenv.Env.Client.Create(ctx, admitted, client.DryRunAll); err != nil {
 		t.Fatalf("dry-run create: %v", err)

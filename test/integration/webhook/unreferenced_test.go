@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -47,7 +47,7 @@ func TestUnreferencedWritesAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("unreferenced-%d", i)
-		cos := builders.COS(name, builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeAlways)}),
+		cos := builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 			builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", name, map[string]string{"blob": base64.StdEncoding.EncodeToString(blob)}))))
 		// Refused by the API server's storage after admission: the webhook has written its Secrets.
 		cos.ResourceVersion = "1"

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/externalize"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
@@ -66,7 +66,7 @@ func TestArgoCDClientSideApplyTwice(t *testing.T) {
 	first := getCOS(t, want.Name)
 	testenv.Env.CheckExternalized(t, want, first)
 	secrets := settledSecrets(t, first)
-	if v := first.Annotations[externalize.LastAppliedAnnotation]; len(v) > 256<<10 || strings.Contains(v, `"object":`) {
+	if v := first.Annotations[admission.LastAppliedAnnotation]; len(v) > 256<<10 || strings.Contains(v, `"object":`) {
 		t.Errorf("last-applied annotation (%d bytes) still holds inline objects", len(v))
 	}
 
@@ -94,7 +94,7 @@ func TestSmallCOSStaysInline(t *testing.T) {
 	file := writeJSON(t, small)
 	mustKubectl(t, nil, "apply", "-f", file)
 	stored := getCOS(t, small.Name)
-	if externalize.CountInline(stored.Spec.Phases) != 3 {
+	if admission.CountInline(stored.Spec.Phases) != 3 {
 		t.Errorf("a small ClusterObjectSet was externalized")
 	}
 	out, _ := mustKubectl(t, nil, "apply", "-f", file)
@@ -235,7 +235,7 @@ func bigger(c *olmv1.ClusterObjectSet) *olmv1.ClusterObjectSet {
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	c.Annotations[externalize.Annotation] = string(externalize.ModeAlways)
+	c.Annotations[admission.Annotation] = string(admission.ModeAlways)
 	return c
 }
 
@@ -309,7 +309,7 @@ func retryable(stderr string) string {
 
 func TestStoredFormTooLargeIsRefusedWithWhy(t *testing.T) {
 	want, err := builders.Bundle("never-externalized", "prometheus-operator-crds", "monitoring",
-		builders.WithAnnotations(map[string]string{externalize.Annotation: string(externalize.ModeNever)}))
+		builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeNever)}))
 	if err != nil {
 		t.Fatal(err)
 	}

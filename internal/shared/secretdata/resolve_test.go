@@ -1,4 +1,4 @@
-package externalize
+package secretdata
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 func TestSecretResolverRequestBudget(t *testing.T) {
 	value := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}`)
 	key := content.Key(value)
-	get := func(context.Context, types.NamespacedName) (*corev1.Secret, error) { //nolint:unparam // externalize.GetSecretFunc
+	get := func(context.Context, types.NamespacedName) (*corev1.Secret, error) { //nolint:unparam // GetSecretFunc
 		return &corev1.Secret{Data: map[string][]byte{key: value}}, nil
 	}
 	ref := olmv1.ObjectSourceRef{Name: "s", Key: key}
@@ -53,7 +53,7 @@ func TestSecretResolverRequestBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(content.WithBudget(context.Background(), b))
-			obj, err := SecretResolver(ctx, nil, get, "olmv1-system", 0)(ref)
+			obj, err := SecretResolver(ctx, Limits{}, get, "olmv1-system")(ref)
 			if tc.wantErr {
 				if !errors.Is(err, content.ErrBusy) || obj != nil {
 					t.Fatalf("got %v, want ErrBusy", err)

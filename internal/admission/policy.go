@@ -1,8 +1,4 @@
-// Package externalize holds the admission decisions of the externalizing webhook as pure functions:
-// whether a ClusterObjectSet's inline objects are moved into Secrets, whether an update carries the
-// same content as the stored refs, and how kubectl's last-applied annotation is rewritten. No client,
-// no I/O: the webhook reads, calls these, and writes.
-package externalize
+package admission
 
 import (
 	"fmt"
@@ -11,6 +7,9 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 )
+
+// The externalization policy: whether the inline objects of a ClusterObjectSet are moved into
+// Secrets (Decide), for the mutating webhook, the validating webhook and kubectl cos alike.
 
 // Mode is the externalization policy.
 type Mode string
@@ -31,8 +30,6 @@ const (
 	// DefaultThreshold is the serialized spec size above which ModeOversized externalizes: half the
 	// 256 KiB annotation limit, so client-side kubectl apply keeps working.
 	DefaultThreshold = 128 << 10
-	// LastAppliedAnnotation is where client-side kubectl apply keeps the applied object.
-	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 )
 
 // ParseMode parses a --externalize flag value.

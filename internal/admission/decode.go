@@ -1,4 +1,4 @@
-package externalize
+package admission
 
 import (
 	"encoding/json"

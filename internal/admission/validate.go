@@ -1,0 +1,24 @@
+package admission
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
+)
+
+// ImmutablePhasesHint is added to the CRD's "phases is immutable" refusal: editing an object of an
+// existing ClusterObjectSet is not how revisions change.
+const ImmutablePhasesHint = "; to change its objects, create a new ClusterObjectSet with a new name and the next revision (the reconciler hands the objects over and archives this one)"
+
+// UpdateErrors validates an update from old to obj: the CRD's rules with limits, the webhook's own
+// phase-order rule, and the workflow hint on an immutable-phases refusal.
+func UpdateErrors(limits validation.Limits, old, obj *olmv1.ClusterObjectSet) field.ErrorList {
+	errs := append(limits.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...)
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeInvalid && e.Detail == "phases is immutable" {
+			e.Detail += ImmutablePhasesHint
+		}
+	}
+	return errs
+}

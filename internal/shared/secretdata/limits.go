@@ -1,0 +1,28 @@
+package secretdata
+
+import (
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+)
+
+// Limits bound the resolution of refs: the one value that carries them from the flags to every
+// resolver (the reconciler, the admission pipeline, kubectl cos).
+type Limits struct {
+	// MaxResolvedBytes caps the resolved content of the refs of one ClusterObjectSet
+	// (--max-resolved-bytes); 0 or less means content.DefaultMaxResolvedBytes.
+	MaxResolvedBytes int64
+	// Pool, when set, bounds the resolved content that all the resolutions of this process hold at
+	// once (--max-concurrent-resolved-bytes); nil: no such bound.
+	Pool *content.Pool
+}
+
+// NewBudget returns the budget of one resolution: MaxResolvedBytes, drawn from Pool when it is set.
+// Its owner releases it (content.Budget.Release) once the resolved objects are no longer used.
+func (l Limits) NewBudget() *content.Budget {
+	return l.Pool.NewBudget(l.MaxResolvedBytes)
+}
+
+// WithPool returns l drawing from pool.
+func (l Limits) WithPool(pool *content.Pool) Limits {
+	l.Pool = pool
+	return l
+}
