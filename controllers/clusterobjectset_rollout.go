@@ -20,6 +20,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/rollout"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/phasedigest"
 )
 
@@ -115,7 +116,7 @@ func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[olmv1.LabelOwningRevision] = content.RevisionLabelValue(cos.Name)
+	labels[olmv1.LabelOwningRevision] = naming.RevisionLabelValue(cos.Name)
 	desired.SetLabels(labels)
 	desired.SetOwnerReferences([]metav1.OwnerReference{ownerRef(cos)})
 	desired.SetResourceVersion("")

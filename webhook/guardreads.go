@@ -14,7 +14,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
@@ -53,7 +53,7 @@ func guardCandidates(referrers []string, label string, owners []metav1.OwnerRefe
 			return nil, true
 		}
 	}
-	if content.RevisionLabelValue(label) == label && !add(label) {
+	if naming.RevisionLabelValue(label) == label && !add(label) {
 		return nil, true
 	}
 	for _, ref := range owners {

@@ -40,6 +40,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -398,7 +399,7 @@ func trim(s string) string {
 func (r *runner) checkNoForgedWrite(name string, authenticated bool) error {
 	secrets := &corev1.SecretList{}
 	if err := r.admin.List(r.ctx(), secrets, client.InNamespace(testenv.SystemNamespace),
-		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(name)}); err != nil {
+		client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(name)}); err != nil {
 		return err
 	}
 	if len(secrets.Items) == 0 {
@@ -589,7 +590,7 @@ func (r *runner) olmSecret(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
 	objs := r.m.objects(op.Owner, op.Rev, op.Seed, false)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name + "-olm",
-		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(name), olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}},
+		Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(name), olmv1.LabelOwnerName: r.m.ownerLabel(op.Owner)}},
 		Immutable: ptr.To(true), Type: olmv1.SecretTypeObjectData, Data: map[string][]byte{}}
 	var opts []builders.Option
 	for pi, phase := range objs {

@@ -26,6 +26,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -213,7 +214,7 @@ func (r *runner) apply(op Op) error {
 		// Refused before any Secret was written.
 		secrets := &corev1.SecretList{}
 		if err := r.admin.List(r.ctx(), secrets, client.InNamespace(testenv.SystemNamespace),
-			client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}); err != nil {
+			client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(cos.Name)}); err != nil {
 			return err
 		}
 		if len(secrets.Items) > 0 {
@@ -446,7 +447,7 @@ func (r *runner) secretOp(op Op) error {
 	key := e.refs[int(op.Seed%uint64(len(e.refs)))]
 	if op.Kind == opSecretColl {
 		err := r.alice.DeleteAllOf(r.ctx(), &corev1.Secret{}, client.InNamespace(testenv.SystemNamespace),
-			client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(name)})
+			client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(name)})
 		// Whatever it deleted, the invariants after the step say whether it was allowed to.
 		return expect("deleting the Secrets of "+name+" by label", err, apierrors.IsForbidden)
 	}
@@ -556,7 +557,7 @@ func (r *runner) badRefs(op Op) error {
 		keys = append(keys, key)
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name + "-bad",
-		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(name)}},
+		Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(name)}},
 		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: data}
 	if err := expect("creating a bad Secret", r.admin.Create(r.ctx(), sec), apierrors.IsAlreadyExists); err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
@@ -59,7 +60,7 @@ func (e *Environment) ObjectDataSecrets(t testing.TB, cosName string) []corev1.S
 	t.Helper()
 	list := &corev1.SecretList{}
 	if err := e.Client.List(context.Background(), list, client.InNamespace(SystemNamespace),
-		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}); err != nil {
+		client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(cosName)}); err != nil {
 		t.Fatal(err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
@@ -172,7 +173,7 @@ func (e *Environment) CheckExternalized(t testing.TB, want, stored *olmv1.Cluste
 					t.Fatalf("phase %s object %d: %v", p.Name, j, err)
 				}
 				if sec.Type != olmv1.SecretTypeObjectData || sec.Immutable == nil || !*sec.Immutable ||
-					sec.Labels[olmv1.LabelRevisionName] != content.RevisionLabelValue(stored.Name) || sec.Namespace != SystemNamespace {
+					sec.Labels[olmv1.LabelRevisionName] != naming.RevisionLabelValue(stored.Name) || sec.Namespace != SystemNamespace {
 					t.Errorf("Secret %s: type %q, immutable %v, labels %v, namespace %s", sec.Name, sec.Type, sec.Immutable, sec.Labels, sec.Namespace)
 				}
 				secrets[o.Ref.Name] = sec

@@ -17,6 +17,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/inspect"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
@@ -83,7 +84,7 @@ func (o *inspectOptions) run(ctx context.Context, name string) error {
 	in.Events, in.EventsErr = events(ctx, cl, name)
 	labelled := &corev1.SecretList{}
 	if err := cl.client.List(ctx, labelled, client.InNamespace(o.systemNamespace),
-		client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(name)}); err != nil {
+		client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(name)}); err != nil {
 		in.LabelledErr = err
 	} else {
 		in.Labelled = labelled.Items

@@ -1,5 +1,5 @@
 // Package content is the pure core of externalizing ClusterObjectSet objects: the canonical JSON of
-// an object, its content key, the gzip policy, the packing of objects into Secrets, the Secret names,
+// an object, its content key, the gzip policy, the packing of objects into Secrets (named by naming.SecretName),
 // and the reading side (decode, verify, parse) used by the reconciler.
 //
 // It has no Kubernetes client and does no I/O: callers pass plain objects and bytes in, and get Secret
@@ -14,7 +14,7 @@
 //     by the leading bytes 1f 8b and cap what they inflate);
 //   - its data key is Key(stored value): base64url, no padding, of SHA-256 over the stored bytes;
 //   - Secrets hold at most Options.Budget bytes of data (keys plus values) and are named
-//     SecretName(cosName, data).
+//     naming.SecretName(cosName, data).
 //
 // Errors of this package never contain object content: they name positions, kinds, names and sizes.
 package content

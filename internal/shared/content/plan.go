@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
 const (
@@ -354,7 +356,7 @@ func (p *packer) place(e entry) int {
 func (p *packer) secrets(cosName string) []SecretOut {
 	out := make([]SecretOut, len(p.bins))
 	for i, b := range p.bins {
-		out[i] = SecretOut{Name: SecretName(cosName, b.data), Data: b.data}
+		out[i] = SecretOut{Name: naming.SecretName(cosName, b.data), Data: b.data}
 	}
 	return out
 }

@@ -1,6 +1,8 @@
-// Package naming holds the one format in which messages, Events, logs and reports name a
-// Kubernetes object ("Kind namespace/name", "Kind name" when cluster-scoped) and count things
-// ("1 Secret", "3 Secrets"), so that every component says the same thing the same way.
+// Package naming is the one home of names: the names cos-externalizer gives what it creates (the
+// object-data Secrets' names and the revision-name label value, generated.go), and the one format in
+// which messages, Events, logs and reports name a Kubernetes object ("Kind namespace/name", "Kind
+// name" when cluster-scoped) and count things ("1 Secret", "3 Secrets"), so that every component says
+// the same thing the same way.
 package naming
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
 // ObjectDataSecret returns the Secret to create for one planned Secret of the ClusterObjectSet
@@ -22,7 +23,7 @@ func ObjectDataSecret(cosName, namespace string, s content.SecretOut) *corev1.Se
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      s.Name,
 			Namespace: namespace,
-			Labels:    map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)},
+			Labels:    map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(cosName)},
 		},
 		Type:      olmv1.SecretTypeObjectData,
 		Immutable: ptr.To(true),

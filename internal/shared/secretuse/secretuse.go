@@ -23,7 +23,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
 // Use is a live ClusterObjectSet that references a Secret.
@@ -78,7 +78,7 @@ func OwnerRef(u Use, controller bool) metav1.OwnerReference {
 
 // Owners returns the ownerReferences an object-data Secret should have, and whether they differ from
 // refs. users are the Secret's users (Users); label is its revision-name label (the ClusterObjectSet
-// name, hashed when too long for a label value: content.RevisionLabelValue), or ""; live reports whether the ClusterObjectSet of an owner reference is live (it
+// name, hashed when too long for a label value: naming.RevisionLabelValue), or ""; live reports whether the ClusterObjectSet of an owner reference is live (it
 // exists with that uid and is not being deleted).
 //
 //   - A Secret that no live ClusterObjectSet uses is left as it is: its owners' deletion (the garbage
@@ -119,7 +119,7 @@ func Owners(refs []metav1.OwnerReference, users []Use, label string, live func(t
 	}
 	// The user the label names becomes the controller when nothing controls the Secret.
 	for i := range out {
-		if !controlled && collision.IsClusterObjectSetRef(out[i]) && content.RevisionLabelValue(out[i].Name) == label && isUser(users, out[i].UID) {
+		if !controlled && collision.IsClusterObjectSetRef(out[i]) && naming.RevisionLabelValue(out[i].Name) == label && isUser(users, out[i].UID) {
 			out[i].Controller = ptr.To(true)
 			controlled, change = true, true
 		}
@@ -128,7 +128,7 @@ func Owners(refs []metav1.OwnerReference, users []Use, label string, live func(t
 		if has[u.UID] {
 			continue
 		}
-		controller := !controlled && content.RevisionLabelValue(u.Name) == label
+		controller := !controlled && naming.RevisionLabelValue(u.Name) == label
 		controlled = controlled || controller
 		out = append(out, OwnerRef(u, controller))
 		change = true

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 )
 
 const sys = "olmv1-system"
@@ -113,7 +113,7 @@ func TestOwners(t *testing.T) {
 			users: []Use{use("x", "x")}, label: "x", want: []metav1.OwnerReference{cosRef("x", "x", true)}, change: true},
 		"duplicate references are merged": {refs: []metav1.OwnerReference{cosRef("x", "x", true), cosRef("x", "x", true)},
 			users: []Use{use("x", "x")}, label: "x", want: []metav1.OwnerReference{cosRef("x", "x", true)}, change: true},
-		"a name too long for a label: the hashed label still names its controller": {users: []Use{use(long, "x")}, label: content.RevisionLabelValue(long),
+		"a name too long for a label: the hashed label still names its controller": {users: []Use{use(long, "x")}, label: naming.RevisionLabelValue(long),
 			want: []metav1.OwnerReference{cosRef(long, "x", true)}, change: true},
 		"users in the order given": {users: []Use{use("b", "b"), use("c", "c")}, label: "x",
 			want: []metav1.OwnerReference{cosRef("b", "b", false), cosRef("c", "c", false)}, change: true},

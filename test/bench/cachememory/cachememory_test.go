@@ -27,6 +27,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -194,7 +195,7 @@ func createFixture(b *testing.B, env *testenv.Environment, n, size int) int64 {
 			}
 			key := content.Key(stored)
 			data := map[string][]byte{key: stored}
-			sec := secretdata.ObjectDataSecret(owner, testenv.SystemNamespace, content.SecretOut{Name: content.SecretName(owner, data), Data: data})
+			sec := secretdata.ObjectDataSecret(owner, testenv.SystemNamespace, content.SecretOut{Name: naming.SecretName(owner, data), Data: data})
 			if err := env.Client.Create(ctx, sec); err != nil {
 				return fmt.Errorf("creating Secret %d: %w", i, err)
 			}

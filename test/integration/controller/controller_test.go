@@ -28,6 +28,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -152,7 +153,7 @@ func TestArgoCDRollsOutPhaseByPhase(t *testing.T) {
 	if ref := metav1.GetControllerOf(server); ref == nil || ref.UID != got.UID {
 		t.Errorf("argocd-server controller reference %v, want %s", ref, got.UID)
 	}
-	if server.Labels[olmv1.LabelOwningRevision] != content.RevisionLabelValue(got.Name) {
+	if server.Labels[olmv1.LabelOwningRevision] != naming.RevisionLabelValue(got.Name) {
 		t.Errorf("argocd-server labels %v", server.Labels)
 	}
 }
@@ -342,7 +343,7 @@ func TestMissingSecretThenCreated(t *testing.T) {
 func objectDataSecret(name, cosName string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name,
-			Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}},
+			Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(cosName)}},
 		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: data,
 	}
 }

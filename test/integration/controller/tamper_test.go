@@ -16,6 +16,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -55,7 +56,7 @@ func TestContentChangedAfterSucceededBlocks(t *testing.T) {
 				// A plain key, as users write by hand: only the latched digest can notice a change.
 				return &corev1.Secret{
 					ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: cosName + "-data",
-						Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cosName)}},
+						Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(cosName)}},
 					Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{"configmap": data},
 				}
 			}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -94,7 +94,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 				}
 				list := &corev1.SecretList{}
 				if err := c.List(ctx, list, client.InNamespace(systemNamespace),
-					client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(name)}); err != nil {
+					client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(name)}); err != nil {
 					return false, err.Error()
 				}
 				secrets = list.Items
@@ -143,7 +143,7 @@ func TestManagerRunsWithTheOverlayRBAC(t *testing.T) {
 			// The sweep deletes an object-data Secret that no ClusterObjectSet references.
 			orphan := &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: name + "-orphan",
-					Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(name + "-gone")}},
+					Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(name + "-gone")}},
 				Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{"k": []byte("{}")},
 			}
 			if err := c.Create(ctx, orphan); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -63,10 +64,10 @@ func TestSecretGuard(t *testing.T) {
 	// An unreferenced labelled object-data Secret, and a labelled Secret of another type, may go.
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: "unreferenced",
-			Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue("guarded")}},
+			Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue("guarded")}},
 			Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{"k": []byte("{}")}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: "opaque-labelled",
-			Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue("guarded")}},
+			Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue("guarded")}},
 			Data: map[string][]byte{"k": []byte("v")}},
 	} {
 		if err := testenv.Env.Client.Create(ctx, s); err != nil {
@@ -155,7 +156,7 @@ func TestSecretGuardBypasses(t *testing.T) {
 	}
 	cos = getCOS(t, cos.Name)
 	settledSecrets(t, cos)
-	label := client.MatchingLabels{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}
+	label := client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(cos.Name)}
 	key := client.ObjectKey{Namespace: testenv.SystemNamespace, Name: cos.Spec.Phases[0].Objects[0].Ref.Name}
 
 	err := alice.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(testenv.SystemNamespace), label)
@@ -209,7 +210,7 @@ func TestSecretGuardBypasses(t *testing.T) {
 	if err := testenv.Env.Client.Get(ctx, key, got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels[olmv1.LabelRevisionName] != content.RevisionLabelValue(cos.Name) || metav1.GetControllerOf(got) == nil || metav1.GetControllerOf(got).UID != cos.UID {
+	if got.Labels[olmv1.LabelRevisionName] != naming.RevisionLabelValue(cos.Name) || metav1.GetControllerOf(got) == nil || metav1.GetControllerOf(got).UID != cos.UID {
 		t.Errorf("the referenced Secret changed: labels %v, owners %v", got.Labels, got.OwnerReferences)
 	}
 }
@@ -231,7 +232,7 @@ func TestDeletingANamespaceOfReferencedSecretsDoesNotWedge(t *testing.T) {
 	}
 	cos := builders.COS("guard-namespace", builders.WithPhase("configuration", builders.Ref("data", ns.Name, content.Key(data))))
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "data",
-		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}},
+		Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(cos.Name)}},
 		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{content.Key(data): data}}
 	if err := testenv.Env.Client.Create(ctx, sec); err != nil {
 		t.Fatal(err)
@@ -354,7 +355,7 @@ func TestPreCreatedSecretIsNotTrusted(t *testing.T) {
 	planned := plan.Secrets[0]
 	squatter := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: planned.Name,
-			Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue(cos.Name)}},
+			Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(cos.Name)}},
 		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true),
 		Data: map[string][]byte{"other": []byte(`{"kind":"Secret"}`)},
 	}

@@ -22,6 +22,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -84,7 +85,7 @@ func TestSmallCOSStaysInline(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: "small-inline-data",
-		Labels: map[string]string{olmv1.LabelRevisionName: content.RevisionLabelValue("small-inline")}},
+		Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue("small-inline")}},
 		Type: olmv1.SecretTypeObjectData, Immutable: ptr.To(true), Data: map[string][]byte{content.Key(data): data}}
 	if err := testenv.Env.Client.Create(context.Background(), sec); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package content
+package naming
 
 import (
 	"crypto/sha256"
@@ -9,10 +9,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 )
+
+// The names cos-externalizer gives what it creates: object-data Secrets (SecretName) and the
+// revision-name label value of a ClusterObjectSet (RevisionLabelValue). Deterministic, so that every
+// writer (the webhook, kubectl cos) and every reader (the reconciler, the guard, the sweep) agrees.
 
 // hashHexLength is the length of the hex hash in generated names: 8 bytes of SHA-256.
 const hashHexLength = 16
@@ -87,21 +90,4 @@ func writeField[T string | []byte](h hash.Hash, b T) {
 	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
 	_, _ = h.Write(n[:])
 	_, _ = h.Write([]byte(b))
-}
-
-// LastUsedAnnotation is set on an existing object-data Secret, to the RFC 3339 time (with
-// nanoseconds) of the admission request, whenever an admission reuses or references it for a
-// ClusterObjectSet being created. Writing it is what matters (it changes the Secret's
-// resourceVersion, which the orphan sweep's conditional delete serializes with); the time itself is
-// informational: the sweep measures grace periods on its own clock.
-const LastUsedAnnotation = "cos-externalizer.io/last-used"
-
-// LastUsedValue is the LastUsedAnnotation value for t.
-func LastUsedValue(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-// LastUsed returns the time LastUsedAnnotation holds in annotations, and false when it holds none
-// that parses.
-func LastUsed(annotations map[string]string) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, annotations[LastUsedAnnotation])
-	return t, err == nil
 }
