@@ -407,6 +407,7 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		Admission:    o.admission.limits(), // its own pool: admission never holds up the reconciler
 		Drain:        drain,
 		Unreferenced: o.unrefd.ledger(), // pending.go
+		Clock:        o.SweepClock,      // the sweep's: one clock for both ends of every grace period
 	}, metrics); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}

@@ -6,7 +6,8 @@ import "time"
 // nanoseconds) of the admission request, whenever an admission reuses or references it for a
 // ClusterObjectSet being created. Writing it is what matters (it changes the Secret's
 // resourceVersion, which the orphan sweep's conditional delete serializes with); the time itself is
-// informational: the sweep measures grace periods on its own clock.
+// informational, read on the clock the manager gives both the writer and the sweep
+// (objectdata.Writer.Clock), which measures grace periods from the write it sees.
 const LastUsedAnnotation = "cos-externalizer.io/last-used"
 
 // LastUsedValue is the LastUsedAnnotation value for t.

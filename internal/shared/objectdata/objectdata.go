@@ -48,8 +48,9 @@ type Writer struct {
 	Namespace string
 	// Concurrency bounds the Secrets written at once; 0 or less means DefaultConcurrency.
 	Concurrency int
-	// Clock gives the last-used time written on a reused Secret (informational: the orphan sweep
-	// measures grace periods on its own clock); nil is the real clock.
+	// Clock gives the last-used time touch writes on a reused or touched Secret: the manager injects
+	// the orphan sweep's clock, so that both ends of every grace period read one clock (the sweep
+	// measures from the write, whose resourceVersion it sees); nil is the real clock.
 	Clock clock.PassiveClock
 	// Written, when set, is called once per Secret of the plan as soon as it is written, reused or
 	// (on a dry run) checked, with its index in plan.Secrets and whether it was created. It may be
