@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -225,5 +226,45 @@ func TestEachPartPrints(t *testing.T) {
 	_ = Render(&out, r)
 	if !strings.Contains(out.String(), "Orphaned Secrets:\n  cannot be listed: secrets is forbidden") {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// TestDescribe: inspect words each of the resolver's failures as a check line.
+func TestDescribe(t *testing.T) {
+	const contentKey = "0123456789012345678901234567890123456789abc"
+	fail := func(reason secretdata.Reason, err error) error {
+		return &secretdata.Failure{Reason: reason, Secret: types.NamespacedName{Namespace: sys, Name: "s"}, Key: contentKey, Err: err}
+	}
+	tests := map[string]struct {
+		v    secretdata.Value
+		err  error
+		want Ref
+	}{
+		"resolved": {v: secretdata.Value{Object: map[string]any{"kind": "ConfigMap"}, Stored: 10, Gzip: true, Decoded: 30},
+			want: Ref{Check: "digest verified", OK: true, Stored: 10, Gzip: true, Inline: 30}},
+		"missing Secret": {err: fail(secretdata.SecretMissing, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "s")),
+			want: Ref{Check: "the Secret does not exist"}},
+		"unreadable Secret": {err: fail(secretdata.SecretUnreadable, errors.New("forbidden")), want: Ref{Check: "the Secret cannot be read: forbidden"}},
+		"Secret not read":   {err: fail(secretdata.SecretUnreadable, errNotRead), want: Ref{Check: "Secret not read"}},
+		"key missing":       {err: fail(secretdata.KeyMissing, nil), want: Ref{Check: "key not found in the Secret"}},
+		"digest mismatch": {v: secretdata.Value{Stored: 5}, err: fail(secretdata.DigestMismatch, content.ErrDigestMismatch),
+			want: Ref{Check: "DIGEST MISMATCH: the content does not hash to its key", Stored: 5}},
+		"over budget": {err: fail(secretdata.OverBudget, content.ErrBudgetExceeded),
+			want: Ref{Check: "digest verified; not decoded: the limit of decoded content (--max-resolved-bytes) is reached"}},
+		"too large":     {err: fail(secretdata.TooLarge, content.ErrTooLarge), want: Ref{Check: "digest verified; not decoded: over 10485760 bytes"}},
+		"corrupt":       {err: fail(secretdata.Corrupt, content.ErrCorrupt), want: Ref{Check: "digest verified; cannot be decoded (corrupt)"}},
+		"not an object": {err: fail(secretdata.NotAnObject, content.ErrNotObject), want: Ref{Check: "digest verified; not a JSON object"}},
+		"not a Kubernetes object": {err: fail(secretdata.NotAnObject, secretdata.ErrNotKubernetesObject),
+			want: Ref{Check: "digest verified; not a Kubernetes object (no apiVersion or kind)"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := Ref{Secret: sys + "/s", Key: contentKey}
+			describe(&got, tc.v, tc.err)
+			tc.want.Secret, tc.want.Key = sys+"/s", contentKey
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
