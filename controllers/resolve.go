@@ -23,7 +23,7 @@ import (
 // upstream's (OLM v1 operator-controller) and name Secrets, keys and phases, never content.
 type unresolvedRefs struct {
 	blocking, retryable string
-	// busy: a ref waited for room in ResolvePool and gave up; a later reconcile resolves it.
+	// busy: a ref waited for room in Resolve.Pool and gave up; a later reconcile resolves it.
 	busy bool
 }
 

@@ -1,10 +1,16 @@
 // Package admission is the one admission pipeline of ClusterObjectSets, shared by the mutating webhook
 // and kubectl cos apply: validation with the served CRD's bounds, a create of an existing name,
 // immutable phases and restoring the stored ones, the externalization policy, planning the Secrets
-// (policy.go, plan.go, internal/shared/content), writing them, and healing the Secrets of stored refs. It
-// reads and writes only through Store, and answers with the phases to store, warnings, a refusal and
-// stats; the front ends translate that answer (an admission patch and metrics, or the plugin's
-// requests and output). It never puts Secret or object content in a warning or error.
+// (internal/shared/content), writing them, and healing the Secrets of stored refs. It reads and writes
+// only through Store, and answers with the phases to store, warnings, a refusal and stats; the front
+// ends translate that answer (an admission patch and metrics, or the plugin's requests and output). It
+// never puts Secret or object content in a warning or error.
+//
+// Its steps are pure functions the other front ends call too (the validating webhook, kubectl cos
+// build, size, diff and inspect): the policy (policy.go: Decide), decoding a ClusterObjectSet as sent
+// (decode.go: DecodeCOS), the plan's input and refs (plan.go), comparing submitted and stored content
+// (compare.go: SameContent), the inline form (inline.go), kubectl's last-applied annotation
+// (lastapplied.go) and the update rules (validate.go: UpdateErrors).
 package admission
 
 import (
@@ -444,13 +450,6 @@ func (p *Pipeline) getObjectData(ctx context.Context, key types.NamespacedName) 
 // secretNotFound is the one NotFound error of a Secret, whatever the store answered.
 func secretNotFound(key types.NamespacedName) error {
 	return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
-}
-
-func validate(ctx context.Context, limits Limits, f func(validation.Limits) field.ErrorList) field.ErrorList {
-	if limits == nil {
-		return f(validation.Limits{})
-	}
-	return limits.Validate(ctx, f)
 }
 
 func invalid(reason Reason, errs field.ErrorList) *Refusal {

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -21,4 +23,12 @@ func UpdateErrors(limits validation.Limits, old, obj *olmv1.ClusterObjectSet) fi
 		}
 	}
 	return errs
+}
+
+// validate validates with limits (nil: the generated CRD's bounds).
+func validate(ctx context.Context, limits Limits, f func(validation.Limits) field.ErrorList) field.ErrorList {
+	if limits == nil {
+		return f(validation.Limits{})
+	}
+	return limits.Validate(ctx, f)
 }
