@@ -82,9 +82,9 @@ func (r *Resolver) Key(ref olmv1.ObjectSourceRef) types.NamespacedName {
 	return types.NamespacedName{Namespace: ref.NamespaceOr(r.c.SystemNamespace), Name: ref.Name}
 }
 
-// Secret returns the Secret key as read once by Get; a failed read is a *Failure (SecretMissing or
+// secret returns the Secret key as read once by Get; a failed read is a *Failure (SecretMissing or
 // SecretUnreadable).
-func (r *Resolver) Secret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+func (r *Resolver) secret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
 	read, ok := r.secrets[key]
 	if !ok {
 		sec, err := r.c.Get(ctx, key)
@@ -110,7 +110,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref olmv1.ObjectSourceRef) (map[
 // Value resolves ref as Resolve does, and says what it found on the way, also when it fails.
 func (r *Resolver) Value(ctx context.Context, ref olmv1.ObjectSourceRef) (Value, error) {
 	key := r.Key(ref)
-	sec, err := r.Secret(ctx, key)
+	sec, err := r.secret(ctx, key)
 	if err != nil {
 		return Value{}, err
 	}
