@@ -83,7 +83,8 @@ type Options struct {
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
 	// SweepClock is the orphan sweep's clock, on which it measures every grace period (tests skew it
-	// apart from the reconciler's); nil is the real clock. Not a flag.
+	// apart from the reconciler's), and the clock of the last-used time the webhook's writes set
+	// (webhook.Options.Clock), the other end of those grace periods; nil is the real clock. Not a flag.
 	SweepClock clock.PassiveClock
 	// SweepBeforeDelete, when set (tests), is called by the orphan sweep with the Secrets it is about
 	// to delete, after its live confirmation (controllers.OrphanSweeper.BeforeDelete). Not a flag.
