@@ -113,15 +113,21 @@ manifests: ## Generate the CRD, webhook configurations and RBAC under config/ (k
 dashboard: ## Generate the Grafana dashboard config/grafana/cos-externalizer.json from its spec (hack/gen/dashboardgen).
 	$(GO) run ./hack/gen/dashboardgen -o config/grafana/cos-externalizer.json
 
+.PHONY: reference
+reference: ## Generate the command reference of kubectl cos and the manager's flag reference under docs/reference/.
+	$(GO) run ./hack/gen/cmdref -o docs/reference/kubectl-cos.md
+	$(GO) run ./hack/gen/flagref -o docs/reference/manager-flags.md
+
 # Files that generators and `go mod tidy` own. verify fails when regenerating changes any of them,
 # whatever else is uncommitted in the tree.
 GENERATED := api/v1/zz_generated.deepcopy.go config/crd/bases config/webhook/manifests.yaml config/rbac/role.yaml \
-	config/rbac/rollout/role.yaml go.mod go.sum charts/cos-externalizer config/grafana/cos-externalizer.json
+	config/rbac/rollout/role.yaml go.mod go.sum charts/cos-externalizer config/grafana/cos-externalizer.json \
+	docs/reference/kubectl-cos.md docs/reference/manager-flags.md
 
 .PHONY: verify
 verify: ## Regenerate code, manifests and go.sum; fail if that changed anything.
 	@sum() { find $(GENERATED) -type f | sort | xargs sha256sum; }; before=$$(sum); \
-	$(MAKE) --no-print-directory generate manifests dashboard chart >/dev/null && $(GO) mod tidy; after=$$(sum); \
+	$(MAKE) --no-print-directory generate manifests dashboard reference chart >/dev/null && $(GO) mod tidy; after=$$(sum); \
 	if [ "$$before" != "$$after" ]; then \
 		echo "verify: generated files were out of date and have been regenerated; review and commit:"; \
 		diff <(echo "$$before") <(echo "$$after") | awk '/^>/ {print "  " $$3}'; exit 1; fi
