@@ -457,7 +457,7 @@ test-e2e-local: control-plane testdata certmanager certmanager-crds ## The e2e s
 	$(GO) test -count=1 -timeout 20m -v ./test/e2e/local/
 
 .PHONY: bench
-bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs/benchmarks.md); about 10 minutes once built.
+bench: control-plane testdata certmanager ## Run the benchmarks (how to run them, targets and dated results: docs/benchmarks/); about 10 minutes once built.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
@@ -465,7 +465,7 @@ bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/admission/
 	$(GO) test -run '^$$' -bench . -benchtime=3x -timeout 30m ./test/e2e/local/
 
-# The scale benchmark (test/bench/scale; figures in docs/benchmarks.md, "Scale"): 1,000 ClusterObjectSets
+# The scale benchmark (test/bench/scale; results in docs/benchmarks/, "scale"): 1,000 ClusterObjectSets
 # on one local control plane. Not part of test or bench: about 15 minutes. COS_SCALE_OWNERS=N (200),
 # COS_SCALE_REVISIONS, COS_SCALE_OBJECTS, COS_SCALE_WINDOW, COS_SCALE_DRIFT, COS_SCALE_NOISE make it
 # smaller or shorter; COS_SCALE_MANAGER=path measures another manager binary.
@@ -473,7 +473,7 @@ bench: control-plane testdata certmanager ## Run the benchmarks (figures in docs
 bench-scale: control-plane testdata ## Scale benchmark, 1,000 ClusterObjectSets: writes after a restart and a failover, settling, memory, steady-state requests, admission under 20 clients (~15 min).
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/scale/
 
-# The cache memory benchmark (test/bench/cachememory; figures in docs/benchmarks.md, "Object-data
+# The cache memory benchmark (test/bench/cachememory; results in docs/benchmarks/, "object-data
 # Secrets and the cache"): the manager's memory with 1 GiB of object-data Secrets stored. Not part of
 # test or bench: about 2 minutes a binary. COS_CACHEMEM_SECRETS, COS_CACHEMEM_SIZE make it smaller;
 # COS_CACHEMEM_MANAGER=path measures another manager binary, COS_CACHEMEM_BASELINE=[name=]path,...

@@ -1,7 +1,7 @@
 // Package bench_test measures the reconciler on fresh local control planes: rollout wall time of the
 // Argo CD bundle against kubectl apply plus kubectl wait, the manager's memory with 10,000 unrelated
 // Secrets in the cluster, and reconcile CPU for 100 settled ClusterObjectSets. Each benchmark runs
-// once (make bench uses -benchtime=1x); the figures go to docs/benchmarks.md.
+// once (make bench uses -benchtime=1x); the figures go to docs/benchmarks/.
 package bench_test
 
 import (

@@ -24,7 +24,7 @@ import (
 // allowed are names cited that this repository does not declare, with the reason, when the text
 // does not name their project just before them (elsewhere).
 var allowed = map[string]string{
-	"TestLibraryAgreement": "the issue-12 prototype's test, kept in history at commit 322e375; docs/benchmarks.md says how to check it out and run it",
+	"TestLibraryAgreement": "the issue-12 prototype's test, kept in history at commit 322e375; docs/benchmarks/2026-11-23-validation-library.md says how to check it out and run it",
 }
 
 // elsewhere matches the end of the text before a citation that names another project as its owner:

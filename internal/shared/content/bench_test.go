@@ -13,7 +13,7 @@ import (
 )
 
 // Benchmarks on the real bundles. `go test -run '^$' -bench . -benchmem ./internal/shared/content/`;
-// docs/benchmarks-content.md has the figures and what was chosen from them.
+// docs/benchmarks/2026-11-23-content.md has the figures and what was chosen from them.
 
 func BenchmarkPlanFor(b *testing.B) {
 	for _, bd := range bundles {
@@ -145,7 +145,7 @@ type gzipper interface {
 }
 
 // gzipLibraries are the compressors BenchmarkGzip compares: the standard library and
-// github.com/klauspost/compress/gzip, which Gzip uses (figures and reasons in docs/benchmarks-content.md).
+// github.com/klauspost/compress/gzip, which Gzip uses (figures and reasons in docs/benchmarks/2026-11-23-content.md).
 var gzipLibraries = []struct {
 	name   string
 	levels []int

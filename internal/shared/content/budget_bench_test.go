@@ -17,7 +17,7 @@ const bombRefs = 1000
 // costs; peak-heap-B is the largest heap growth seen after any ref of one such resolution, with
 // every resolved object still held. Without the budget, every ref would inflate its own copy: the
 // one-ref case shows the cost of a single ref, to be multiplied by 1000.
-// `go test -run '^$' -bench BudgetBomb -benchmem ./internal/shared/content/`; figures in docs/benchmarks.md.
+// `go test -run '^$' -bench BudgetBomb -benchmem ./internal/shared/content/`; figures in docs/benchmarks/.
 func BenchmarkBudgetBomb(b *testing.B) {
 	stored, size := bomb(b)
 	key := Key(stored)
@@ -76,7 +76,7 @@ func resolveRefs(b *testing.B, stored []byte, key string, sample func()) []map[s
 // heap parsed), through one default Budget: each is inflated and scanned, and refused before it is
 // parsed. peak-heap-B is the largest heap growth sampled after each value; no-budget/1-value parses
 // one of them (content.Resolve), as the Budget did before it estimated.
-// `go test -run '^$' -bench ContainerBomb -benchmem ./internal/shared/content/`; figures in docs/benchmarks.md.
+// `go test -run '^$' -bench ContainerBomb -benchmem ./internal/shared/content/`; figures in docs/benchmarks/.
 func BenchmarkContainerBomb(b *testing.B) {
 	values := containerBombs(b, 6)
 	b.Run("budget/6-values", func(b *testing.B) {

@@ -9,7 +9,7 @@ import (
 )
 
 // gzipLevel is the level stored values are compressed at, with github.com/klauspost/compress/gzip
-// (docs/benchmarks-content.md has the measurements). Level 4 stores the prometheus-operator CRDs in
+// (docs/benchmarks/2026-11-23-content.md has the measurements). Level 4 stores the prometheus-operator CRDs in
 // 13.6% of their inline size at ~285 MB/s, 4-5x the speed of the standard library at level 6 (12.2%,
 // 60-75 MB/s); klauspost's levels 5 (12.9%) and 6 (12.6%) take 15% and 30% more time, which PlanFor
 // on one core cannot spare if it is to be as fast as upstream's json.Marshal and SHA-256 of every

@@ -12,7 +12,7 @@ const maxDepth = 10000
 
 // The heap that parsing keeps for each part of a JSON value decoded into map[string]any the way
 // unstructured.Unstructured decodes (sigs.k8s.io/json), with Go 1.26's swiss-table maps on 64-bit
-// platforms. BenchmarkHeapEstimate measures them (docs/benchmarks.md): the live heap after a
+// platforms. BenchmarkHeapEstimate measures them (docs/benchmarks/): the live heap after a
 // collection, per container or scalar of arrays of 10,000 of them, against the estimate. Sizes are
 // upper bounds of what is kept. The garbage of growing slices and maps is not counted (parsing
 // allocates 1-2.3 times the estimate in all, B/op), nor is the inflated JSON itself.

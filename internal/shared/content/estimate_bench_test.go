@@ -64,7 +64,7 @@ func shapeValue(elem string, count int) []byte {
 // of the real bundles; B/op is all that parsing allocates, garbage included. Per-shape figures are
 // per element, the array's own share included: the constants of estimate.go are the differences
 // between shapes (object-empty minus null is an empty map's). estimate/retained must stay >= 1.
-// `go test -run '^$' -bench HeapEstimate -benchmem ./internal/shared/content/`; figures in docs/benchmarks.md.
+// `go test -run '^$' -bench HeapEstimate -benchmem ./internal/shared/content/`; figures in docs/benchmarks/.
 func BenchmarkHeapEstimate(b *testing.B) {
 	for _, s := range estimateShapes {
 		data := shapeValue(s.elem, shapeCount)

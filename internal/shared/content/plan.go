@@ -33,7 +33,7 @@ type Options struct {
 	// the budget forces: whatever the policy, an object that would not fit the budget as plain JSON is
 	// compressed.
 	//
-	// The default, 1 KiB, was chosen by measuring both real bundles (docs/benchmarks-content.md).
+	// The default, 1 KiB, was chosen by measuring both real bundles (docs/benchmarks/2026-11-23-content.md).
 	// Compressing only what the budget forces stores the prometheus-operator CRDs (10 objects of 8-693
 	// KiB, 2,812,157 bytes) at 100% of their inline size in 4 Secrets, far over the 15% target;
 	// compressing every object of 1 KiB or more stores them in 381,638 bytes (13.6%, one Secret), and

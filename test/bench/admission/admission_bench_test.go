@@ -4,7 +4,7 @@
 // limit of 1 GiB (MEMORY_LIMIT). It reports, per N: how many were admitted at the first try and
 // with retries (a 429 is retried after its Retry-After, as client-go does), the p50 and p99 of the
 // time until admitted, and the manager's peak RSS during the round. make bench runs it once; the
-// figures go to docs/benchmarks.md. COS_BENCH_MANAGER=path measures another manager binary.
+// figures go to docs/benchmarks/. COS_BENCH_MANAGER=path measures another manager binary.
 package admission_test
 
 import (

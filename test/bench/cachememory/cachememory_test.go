@@ -1,7 +1,7 @@
 // Package cachememory_test measures the manager's memory with 1 GiB of object-data Secrets stored in
 // the system namespace (issue 27, item 1): its resident set and Go heap once it has synced and
 // reconciled, its peak resident set, and the Secret reads of its reconciles. `make bench-cache-memory`
-// runs it; figures in docs/benchmarks.md ("Object-data Secrets and the cache").
+// runs it; figures in docs/benchmarks/ ("Object-data Secrets and the cache").
 //
 // Environment: COS_CACHEMEM_SECRETS (1100) Secrets of COS_CACHEMEM_SIZE (976128 bytes: 953 KiB, 1 GiB
 // in all) random bytes; COS_CACHEMEM_MANAGER=path measures that manager binary instead of one built

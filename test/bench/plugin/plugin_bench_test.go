@@ -1,5 +1,5 @@
 // Package plugin_test measures kubectl cos apply against kubectl apply --server-side through the
-// webhook, on a fresh local control plane (make bench; figures in docs/benchmarks.md).
+// webhook, on a fresh local control plane (make bench; figures in docs/benchmarks/).
 package plugin_test
 
 import (

@@ -1,4 +1,4 @@
-// Package scale_test measures the manager at a platform's size (docs/benchmarks.md, "Scale"): 1,000
+// Package scale_test measures the manager at a platform's size (docs/benchmarks/, "Scale"): 1,000
 // ClusterObjectSets (200 owners, 5 revisions each, 4 Archived and 1 Active, 30 small objects a
 // revision, externalized into Secrets by the webhook) on one local control plane, built once per run.
 // The manager runs as a process of the binary built from this tree, as its own user, so that the
