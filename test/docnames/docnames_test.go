@@ -1,7 +1,15 @@
-// Package docnames checks that the documentation names only code that exists: every test,
-// benchmark, fuzz target or example, and every `pkg.Name` or `Type.Member` it cites, in docs/,
-// README.md and the comments of the Go files, is declared in the repository. A guard the docs claim
-// must be there.
+// Package docnames checks the documentation against the repository:
+//
+//   - the maintainer docs (docs/design.md, CONTRIBUTING.md, docs/adversarial.md, the benchmark index)
+//     and the comments of the Go files name only code that exists: every test, benchmark, fuzz target
+//     or example, and every `pkg.Name` or `Type.Member` they cite, is declared in the repository;
+//   - the user docs name no code of this repository at all (they say what the product does; the code
+//     and the tests that hold it are design.md's);
+//   - every relative link between Markdown files resolves, to a file and, with a #fragment, to one of
+//     its headings.
+//
+// The dated result files under docs/benchmarks/ record the code of their day and are not checked for
+// citations, only for links.
 package docnames
 
 import (
@@ -17,15 +25,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-// allowed are names cited that this repository does not declare, with the reason, when the text
-// does not name their project just before them (elsewhere).
-var allowed = map[string]string{
-	"TestLibraryAgreement": "the issue-12 prototype's test, kept in history at commit 322e375; docs/benchmarks/2026-11-23-validation-library.md says how to check it out and run it",
-}
 
 // elsewhere matches the end of the text before a citation that names another project as its owner:
 // "upstream's TestX", "operator-controller's boxcutter.New", "in controller-runtime, TestX".
@@ -66,19 +69,9 @@ func TestCitedNamesExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts []text
-	mds, err := markdownFiles(root)
+	texts, err := markdownLines(root, maintainerDoc)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, p := range mds {
-		raw, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, line := range strings.Split(string(raw), "\n") {
-			texts = append(texts, text{file: p, line: i + 1, s: line})
-		}
 	}
 	texts = append(texts, comments...)
 
@@ -92,11 +85,206 @@ func TestCitedNamesExist(t *testing.T) {
 	for _, m := range missing {
 		t.Error(m)
 	}
-	// The patterns must keep finding citations: this repository's docs cite hundreds.
+	// The patterns must keep finding citations: design.md and the Go comments cite hundreds.
 	if d.checked < 200 {
 		t.Errorf("only %d citations resolved: are the patterns right?", d.checked)
 	}
 	t.Logf("%d citations checked in %d lines", d.checked, len(texts))
+}
+
+// TestUserDocsCiteNoCode checks that the user docs name no test and no `pkg.Name` of this
+// repository: such a citation belongs in docs/design.md.
+func TestUserDocsCiteNoCode(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := collect(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := markdownLines(root, userDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range texts {
+		for _, c := range d.cited(tx) {
+			t.Errorf("%s:%d: a user doc names code of this repository (%s): say what it does, and cite it in docs/design.md", tx.file, tx.line, c)
+		}
+	}
+}
+
+// TestLinksResolve checks every relative link of every Markdown file: the file it points at exists,
+// and a #fragment names one of the headings of the Markdown file it points at.
+func TestLinksResolve(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds, err := markdownFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]map[string]bool{} // Markdown file -> its heading anchors
+	texts := map[string]string{}
+	for _, p := range mds {
+		raw, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[p] = string(raw)
+		anchors[p] = headingAnchors(string(raw))
+	}
+	links := 0
+	for _, p := range mds {
+		for _, l := range markdownLinks(texts[p]) {
+			if problem := checkLink(root, p, l.target, anchors); problem != "" {
+				t.Errorf("%s:%d: link %s: %s", p, l.line, l.target, problem)
+			}
+			links++
+		}
+	}
+	if links < 100 {
+		t.Errorf("only %d links found: is the pattern right?", links)
+	}
+	t.Logf("%d links checked in %d files", links, len(mds))
+}
+
+type link struct {
+	line   int
+	target string
+}
+
+var (
+	// mdLink is an inline link or image: [text](target "title").
+	mdLink = regexp.MustCompile(`!?\[[^\]]*\]\(([^()\s]+)(?:\s+"[^"]*")?\)`)
+	// codeSpan is inline code, whose brackets are not links.
+	codeSpan = regexp.MustCompile("`[^`]*`")
+)
+
+// markdownLinks returns the relative links of a Markdown text, outside code blocks and code spans.
+func markdownLinks(md string) []link {
+	var out []link
+	fenced := false
+	for i, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		line = codeSpan.ReplaceAllString(line, "")
+		for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			out = append(out, link{line: i + 1, target: target})
+		}
+	}
+	return out
+}
+
+// checkLink returns what is wrong with a relative link of the Markdown file from, or "".
+func checkLink(root, from, target string, anchors map[string]map[string]bool) string {
+	path, fragment, _ := strings.Cut(target, "#")
+	file := from
+	if path != "" {
+		file = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(from), path)))
+		if strings.HasPrefix(file, "../") {
+			return "points outside the repository"
+		}
+		if _, err := os.Stat(filepath.Join(root, file)); err != nil {
+			return "no such file"
+		}
+	}
+	if fragment == "" {
+		return ""
+	}
+	heads, ok := anchors[file]
+	if !ok {
+		return "a #fragment of a file that is not Markdown"
+	}
+	if !heads[fragment] {
+		return "no heading of " + file + " has the anchor #" + fragment
+	}
+	return ""
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a Markdown text: lower case,
+// punctuation but hyphens and underscores dropped, spaces to hyphens, and -1, -2, ... after repeats.
+func headingAnchors(md string) map[string]bool {
+	out := map[string]bool{}
+	fenced := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		for i := 1; out[a]; i++ {
+			a = fmt.Sprintf("%s-%d", b.String(), i)
+		}
+		out[a] = true
+	}
+	return out
+}
+
+// maintainerDoc reports the Markdown files whose citations of code are checked.
+func maintainerDoc(p string) bool {
+	switch p {
+	case "CONTRIBUTING.md", "docs/design.md", "docs/adversarial.md", "docs/benchmarks/README.md":
+		return true
+	}
+	return false
+}
+
+// userDoc reports the Markdown files that must cite no code: the README, SECURITY.md and the
+// guides of docs/ (generated references included), but not the maintainer docs, the changelog and
+// the dated benchmark results.
+func userDoc(p string) bool {
+	switch {
+	case maintainerDoc(p), p == "CHANGELOG.md", p == "docs/release.md", strings.HasPrefix(p, "docs/benchmarks/"):
+		return false
+	case p == "README.md", p == "SECURITY.md", strings.HasPrefix(p, "docs/"):
+		return true
+	}
+	return false
+}
+
+// markdownLines returns the lines of the Markdown files that keep selects.
+func markdownLines(root string, keep func(string) bool) ([]text, error) {
+	mds, err := markdownFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	var texts []text
+	for _, p := range mds {
+		if !keep(p) {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return nil, err
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			texts = append(texts, text{file: p, line: i + 1, s: line})
+		}
+	}
+	return texts, nil
 }
 
 // text is one line of documentation.
@@ -112,7 +300,7 @@ func (d *decls) check(tx text) []string {
 	var out []string
 	seen := map[string]bool{}
 	report := func(name, why string) {
-		if _, ok := allowed[name]; ok || seen[name] {
+		if seen[name] {
 			return
 		}
 		seen[name] = true
@@ -147,6 +335,31 @@ func (d *decls) check(tx text) []string {
 		}
 		if resolvable && !ok {
 			report(cited, "is not declared in this repository")
+		}
+	}
+	return out
+}
+
+// cited returns the names of this repository that tx cites, declared or not: tests, benchmarks,
+// fuzz targets and examples, and `pkg.Name` forms whose qualifier is a package or type of ours.
+func (d *decls) cited(tx text) []string {
+	var out []string
+	for _, loc := range testName.FindAllStringIndex(tx.s, -1) {
+		if !elsewhere.MatchString(tx.s[:loc[0]]) {
+			out = append(out, tx.s[loc[0]:loc[1]])
+		}
+	}
+	for _, loc := range qualified.FindAllStringSubmatchIndex(tx.s, -1) {
+		if elsewhere.MatchString(tx.s[:loc[2]]) {
+			continue
+		}
+		cited := tx.s[loc[2]:loc[3]]
+		parts := strings.Split(cited, ".")
+		if fileExtensions[parts[len(parts)-1]] {
+			continue
+		}
+		if _, resolvable := d.resolve(parts); resolvable {
+			out = append(out, cited)
 		}
 	}
 	return out
@@ -519,7 +732,6 @@ func New() *Policy { return nil }
 		"a test that does not":                {line: "guarded by `TestGuardian`", want: []string{"TestGuardian is not a function of this repository"}},
 		"a test of upstream":                  {line: "as upstream's TestGuardian does"},
 		"a test named after its project":      {line: "operator-controller's `TestGuardian`"},
-		"an allowed name":                     {line: "TestLibraryAgreement measured it"},
 		"pkg.Func":                            {line: "`guard.New` and [guard.Policy]"},
 		"pkg.Func missing":                    {line: "`guard.Old()`", want: []string{"guard.Old is not declared in this repository"}},
 		"an import alias":                     {line: "`gv.New`"},
@@ -544,5 +756,52 @@ func New() *Policy { return nil }
 				t.Errorf("check(%q) (-want +got):\n%s", tc.line, diff)
 			}
 		})
+	}
+}
+
+// TestLinkChecks runs the link checker on a few files of its own.
+func TestLinkChecks(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"README.md":     "# Title\n\n## Beside OLM v1 (`config/webhook-only`)\n\n## Beside OLM v1 (`config/webhook-only`)\n",
+		"docs/guide.md": "# Guide\n\n```\n# not a heading\n```\n",
+		"docs/x.yaml":   "a: b\n",
+	}
+	anchors := map[string]map[string]bool{}
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".md") {
+			anchors[name] = headingAnchors(content)
+		}
+	}
+	cases := map[string]struct {
+		from, target, want string
+	}{
+		"a file":                     {"docs/guide.md", "../README.md", ""},
+		"a heading":                  {"docs/guide.md", "../README.md#beside-olm-v1-configwebhook-only", ""},
+		"a repeated heading":         {"docs/guide.md", "../README.md#beside-olm-v1-configwebhook-only-1", ""},
+		"a heading of the same file": {"README.md", "#title", ""},
+		"no such file":               {"README.md", "docs/gone.md", "no such file"},
+		"no such heading":            {"README.md", "docs/guide.md#not-a-heading", "no heading of docs/guide.md has the anchor #not-a-heading"},
+		"a fragment of another file": {"README.md", "docs/x.yaml#a", "a #fragment of a file that is not Markdown"},
+		"outside the repository":     {"README.md", "../elsewhere.md", "points outside the repository"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := checkLink(root, tc.from, tc.target, anchors); got != tc.want {
+				t.Errorf("checkLink(%s, %s) = %q, want %q", tc.from, tc.target, got, tc.want)
+			}
+		})
+	}
+	got := markdownLinks("[a](a.md) `[b](b.md)` [c](https://x.io/c) ![d](d.png \"t\")\n```\n[e](e.md)\n```\n")
+	want := []link{{1, "a.md"}, {1, "d.png"}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(link{})); diff != "" {
+		t.Errorf("markdownLinks (-want +got):\n%s", diff)
 	}
 }
