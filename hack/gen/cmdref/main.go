@@ -53,6 +53,8 @@ func write(b *bytes.Buffer, root *cobra.Command) {
 	}
 	fmt.Fprintf(b, "\n## Global flags\n\nEvery command takes these (kubectl's connection flags, klog's verbosity and the plugin's own).\n\n")
 	flagTable(b, root.PersistentFlags())
+	fmt.Fprintf(b, "\n`%s` alone takes these too:\n\n", root.DisplayName())
+	flagTable(b, root.LocalNonPersistentFlags())
 	for _, c := range commands(root) {
 		c.InitDefaultHelpFlag()
 		fmt.Fprintf(b, "\n## %s\n\n%s\n\n", c.CommandPath(), c.Short)
