@@ -24,13 +24,15 @@ func main() {
 	out := flag.String("o", "", "output file (default: standard output)")
 	flag.Parse()
 	root := cos.NewCommand(genericiooptions.NewTestIOStreamsDiscard())
+	// A default that depends on the machine that generates: kubectl's --cache-dir is under $HOME.
+	if f := root.PersistentFlags().Lookup("cache-dir"); f != nil {
+		if home := homedir.HomeDir(); home != "" && strings.HasPrefix(f.DefValue, home) {
+			f.DefValue = "$HOME/" + strings.TrimLeft(strings.TrimPrefix(f.DefValue, home), "/")
+		}
+	}
 	var b bytes.Buffer
 	write(&b, root)
 	text := b.Bytes()
-	// Defaults that depend on the machine that generates (--cache-dir is under $HOME).
-	if home := homedir.HomeDir(); home != "" {
-		text = bytes.ReplaceAll(text, []byte(home), []byte("$HOME"))
-	}
 	if *out == "" {
 		_, _ = os.Stdout.Write(text)
 		return
