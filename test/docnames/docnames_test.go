@@ -253,11 +253,11 @@ func maintainerDoc(p string) bool {
 }
 
 // userDoc reports the Markdown files that must cite no code: the README, SECURITY.md and the
-// guides of docs/ (generated references included), but not the maintainer docs, the changelog and
-// the dated benchmark results.
+// guides of docs/ (generated references included), but not the maintainer docs, the changelog,
+// the release and CI docs and the dated benchmark results.
 func userDoc(p string) bool {
 	switch {
-	case maintainerDoc(p), p == "CHANGELOG.md", p == "docs/release.md", strings.HasPrefix(p, "docs/benchmarks/"):
+	case maintainerDoc(p), p == "CHANGELOG.md", p == "docs/release.md", p == "docs/ci.md", strings.HasPrefix(p, "docs/benchmarks/"):
 		return false
 	case p == "README.md", p == "SECURITY.md", strings.HasPrefix(p, "docs/"):
 		return true
