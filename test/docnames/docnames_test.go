@@ -340,8 +340,8 @@ func (d *decls) check(tx text) []string {
 	return out
 }
 
-// cited returns the names of this repository that tx cites, declared or not: tests, benchmarks,
-// fuzz targets and examples, and `pkg.Name` forms whose qualifier is a package or type of ours.
+// cited returns the names of this repository that tx cites: tests, benchmarks, fuzz targets and
+// examples, and `pkg.Name` forms that this repository declares.
 func (d *decls) cited(tx text) []string {
 	var out []string
 	for _, loc := range testName.FindAllStringIndex(tx.s, -1) {
@@ -358,7 +358,8 @@ func (d *decls) cited(tx text) []string {
 		if fileExtensions[parts[len(parts)-1]] {
 			continue
 		}
-		if _, resolvable := d.resolve(parts); resolvable {
+		// Only a declared name: a Helm value whose first part is the name of a package is not code.
+		if ok, resolvable := d.resolve(parts); ok && resolvable {
 			out = append(out, cited)
 		}
 	}
