@@ -341,23 +341,20 @@ func (r *runner) waitNoOrphans() error {
 }
 
 // waitSweepsPast waits until the grace period of every object-data Secret of the run has passed and
-// two sweeps have run since, so that the checks after it see whatever the sweep would delete.
+// two sweeps have run since, so that the checks after it see whatever the sweep would delete. The
+// sweep measures its grace on its own clock from the moment it first sees a Secret unused at its
+// resourceVersion, and every op has completed before quiescence: so the grace starts at the latest
+// now, or at a Secret created later by the API server (on the real clock). The last-used annotation
+// is not read: the touch writes it on the sweep's clock, which sweep-skew shifts by minutes.
 func (r *runner) waitSweepsPast() error {
 	secrets := &corev1.SecretList{}
 	if err := r.admin.List(r.ctx(), secrets, client.InNamespace(testenv.SystemNamespace), client.HasLabels{olmv1.LabelRevisionName}); err != nil {
 		return err
 	}
-	var newest time.Time
+	newest := time.Now()
 	for _, s := range secrets.Items {
-		if !strings.HasPrefix(s.Labels[olmv1.LabelRevisionName], r.m.run+"-") {
-			continue
-		}
-		used := s.CreationTimestamp.Time
-		if u, ok := content.LastUsed(s.Annotations); ok && u.After(used) {
-			used = u
-		}
-		if used.After(newest) {
-			newest = used
+		if strings.HasPrefix(s.Labels[olmv1.LabelRevisionName], r.m.run+"-") && s.CreationTimestamp.After(newest) {
+			newest = s.CreationTimestamp.Time
 		}
 	}
 	// A condition on the clock: the sweep's grace is measured against it.
