@@ -16,10 +16,22 @@ import (
 const fuzzMarker = "ZqXsecretXqZ"
 
 // markValues replaces string values of the object by fuzzMarker where the mask says so (one bit per
-// value, cycling), except those a message may name: apiVersion, kind, metadata.name and
-// metadata.namespace.
+// string, cycling), except those a message may name (replaceMasked).
 func markValues(obj map[string]any, mask uint64) {
+	replaceMasked(obj, mask, fuzzMarker, nil)
+}
+
+// replaceMasked replaces, where the mask says so (one bit per value, cycling), every string value of
+// the object by str and, when num is not nil, every number by num, except the values a message may
+// name: apiVersion, kind, metadata.name and metadata.namespace. With num nil, numbers stay and take
+// no bit.
+func replaceMasked(obj map[string]any, mask uint64, str string, num any) {
 	i := 0
+	pick := func() bool {
+		bit := mask>>(i%64)&1 == 1
+		i++
+		return bit
+	}
 	var walk func(v any, path string) any
 	walk = func(v any, path string) any {
 		switch n := v.(type) {
@@ -38,12 +50,15 @@ func markValues(obj map[string]any, mask uint64) {
 			case ".apiVersion", ".kind", ".metadata.name", ".metadata.namespace":
 				return n
 			}
-			bit := mask>>(i%64)&1 == 1
-			i++
-			if bit {
-				return fuzzMarker
+			if pick() {
+				return str
 			}
 			return n
+		case int64, float64:
+			if num != nil && pick() {
+				return num
+			}
+			return v
 		default:
 			return v
 		}
@@ -132,46 +147,9 @@ const (
 
 // plantValues replaces, where the mask says so (one bit per value, cycling), every string value of
 // the object by openMark+secret+closeMark and every number by numberValue, except the values a
-// message may name: apiVersion, kind, metadata.name and metadata.namespace.
+// message may name (replaceMasked).
 func plantValues(obj map[string]any, mask uint64, secret string) {
-	i := 0
-	pick := func() bool {
-		bit := mask>>(i%64)&1 == 1
-		i++
-		return bit
-	}
-	var walk func(v any, path string) any
-	walk = func(v any, path string) any {
-		switch n := v.(type) {
-		case map[string]any:
-			for k, e := range n {
-				n[k] = walk(e, path+"."+k)
-			}
-			return n
-		case []any:
-			for j, e := range n {
-				n[j] = walk(e, path+".[]")
-			}
-			return n
-		case string:
-			switch path {
-			case ".apiVersion", ".kind", ".metadata.name", ".metadata.namespace":
-				return n
-			}
-			if pick() {
-				return openMark + secret + closeMark
-			}
-			return n
-		case int64, float64:
-			if pick() {
-				return numberValue
-			}
-			return v
-		default:
-			return v
-		}
-	}
-	walk(obj, "")
+	replaceMasked(obj, mask, openMark+secret+closeMark, numberValue)
 }
 
 // FuzzMessagesCarryNoObjectValue checks the property the package promises: a Message never contains
