@@ -473,13 +473,7 @@ func Render(w io.Writer, r *Report) error {
 			}
 		}
 	}
-	p.f("\nEvents:\n")
-	switch {
-	case r.EventsErr != "":
-		p.f("  cannot be listed: %s\n", r.EventsErr)
-	case len(r.Events) == 0:
-		p.f("  none\n")
-	}
+	p.listHeading("Events", r.EventsErr, len(r.Events))
 	for _, e := range r.Events {
 		count := ""
 		if e.Count > 1 {
@@ -488,13 +482,7 @@ func Render(w io.Writer, r *Report) error {
 		p.f("  %s ago\t%s\t%s\t%s%s\n", age(r.now, e.Time), e.Type, e.Reason, e.Message, count)
 	}
 	p.flush()
-	p.f("\nOrphaned Secrets:\n")
-	switch {
-	case r.OrphansErr != "":
-		p.f("  cannot be listed: %s\n", r.OrphansErr)
-	case len(r.Orphans) == 0:
-		p.f("  none\n")
-	}
+	p.listHeading("Orphaned Secrets", r.OrphansErr, len(r.Orphans))
 	for _, o := range r.Orphans {
 		since := fmt.Sprintf("created %s ago", age(r.now, o.Created))
 		if o.LastUsed != nil {
@@ -595,6 +583,18 @@ func (p *printer) f(format string, args ...any) {
 	}
 	if _, err := fmt.Fprintf(p.tw, format, args...); err != nil && p.err == nil {
 		p.err = err
+	}
+}
+
+// listHeading prints the heading of a listed section and, when the list could not be read (listErr)
+// or is empty, says so in place of the entries.
+func (p *printer) listHeading(title, listErr string, entries int) {
+	p.f("\n%s:\n", title)
+	switch {
+	case listErr != "":
+		p.f("  cannot be listed: %s\n", listErr)
+	case entries == 0:
+		p.f("  none\n")
 	}
 }
 
