@@ -136,25 +136,19 @@ func celEqualObject(a, b map[string]any, s *schema) bool {
 func celEqualScalars(a, b any) bool {
 	switch x := a.(type) {
 	case int64:
-		switch y := b.(type) {
-		case int64:
-			return x == y
-		case float64:
+		if y, ok := b.(float64); ok {
 			return intEqualsDouble(x, y)
 		}
-		return false
 	case float64:
-		switch y := b.(type) {
-		case float64:
-			return x == y
-		case int64:
+		if y, ok := b.(int64); ok {
 			return intEqualsDouble(y, x)
 		}
-		return false
 	case string, bool:
-		return a == b
+	default:
+		return false
 	}
-	return false
+	// Scalars of different types are unequal; a's type is comparable, so == does not panic.
+	return a == b
 }
 
 // intEqualsDouble reports whether an int and a double denote the same number.
