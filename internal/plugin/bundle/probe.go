@@ -60,27 +60,13 @@ func ParseProbe(s string) (olmv1.ProgressionProbe, error) {
 				return p, fmt.Errorf("%q: not a label selector: %w", part, err)
 			}
 			p.Selector = olmv1.ObjectSelector{Type: olmv1.SelectorTypeLabel, Label: oneOf(sel)}
-		case "condition":
-			typ, status, found := strings.Cut(val, "=")
+		case "condition", "fields", "value":
+			syntax := assertionSyntax[key]
+			a, b, found := strings.Cut(val, syntax.sep)
 			if !found {
-				return p, fmt.Errorf("%q: want condition=TYPE=True or condition=TYPE=False", part)
+				return p, fmt.Errorf("%q: want %s", part, syntax.want)
 			}
-			p.Assertions = append(p.Assertions, olmv1.Assertion{Type: olmv1.AssertionTypeConditionEqual,
-				ConditionEqual: olmv1.ConditionEqualProbe{Type: typ, Status: status}})
-		case "fields":
-			a, b, found := strings.Cut(val, "==")
-			if !found {
-				return p, fmt.Errorf("%q: want fields=PATH==PATH", part)
-			}
-			p.Assertions = append(p.Assertions, olmv1.Assertion{Type: olmv1.AssertionTypeFieldsEqual,
-				FieldsEqual: olmv1.FieldsEqualProbe{FieldA: a, FieldB: b}})
-		case "value":
-			path, v, found := strings.Cut(val, "=")
-			if !found {
-				return p, fmt.Errorf("%q: want value=PATH=VALUE", part)
-			}
-			p.Assertions = append(p.Assertions, olmv1.Assertion{Type: olmv1.AssertionTypeFieldValue,
-				FieldValue: olmv1.FieldValueProbe{FieldPath: path, Value: v}})
+			p.Assertions = append(p.Assertions, syntax.assertion(a, b))
 		default:
 			return p, fmt.Errorf("%q: unknown key %q; want kind, selector, condition, fields or value", part, key)
 		}
@@ -113,4 +99,24 @@ func oneOf(sel *metav1.LabelSelector) metav1.LabelSelector {
 	slices.SortFunc(out.MatchExpressions, func(a, b metav1.LabelSelectorRequirement) int { return strings.Compare(a.Key, b.Key) })
 	out.MatchExpressions = append(out.MatchExpressions, sel.MatchExpressions...)
 	return out
+}
+
+// assertionSyntax is, per assertion key of a probe's short form, what separates its two operands,
+// the form an error asks for and the assertion the operands make.
+var assertionSyntax = map[string]struct {
+	sep, want string
+	assertion func(a, b string) olmv1.Assertion
+}{
+	"condition": {"=", "condition=TYPE=True or condition=TYPE=False", func(typ, status string) olmv1.Assertion {
+		return olmv1.Assertion{Type: olmv1.AssertionTypeConditionEqual,
+			ConditionEqual: olmv1.ConditionEqualProbe{Type: typ, Status: status}}
+	}},
+	"fields": {"==", "fields=PATH==PATH", func(a, b string) olmv1.Assertion {
+		return olmv1.Assertion{Type: olmv1.AssertionTypeFieldsEqual,
+			FieldsEqual: olmv1.FieldsEqualProbe{FieldA: a, FieldB: b}}
+	}},
+	"value": {"=", "value=PATH=VALUE", func(path, v string) olmv1.Assertion {
+		return olmv1.Assertion{Type: olmv1.AssertionTypeFieldValue,
+			FieldValue: olmv1.FieldValueProbe{FieldPath: path, Value: v}}
+	}},
 }
