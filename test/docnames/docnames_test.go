@@ -61,18 +61,7 @@ type decls struct {
 var fileExtensions = map[string]bool{"go": true, "md": true, "mod": true, "sum": true, "yaml": true, "yml": true, "json": true, "txt": true, "sh": true}
 
 func TestCitedNamesExist(t *testing.T) {
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, comments, err := collect(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts, err := markdownLines(root, maintainerDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, comments, texts := repoDocs(t, maintainerDoc)
 	texts = append(texts, comments...)
 
 	var missing []string
@@ -95,23 +84,31 @@ func TestCitedNamesExist(t *testing.T) {
 // TestUserDocsCiteNoCode checks that the user docs name no test and no `pkg.Name` of this
 // repository: such a citation belongs in docs/design.md.
 func TestUserDocsCiteNoCode(t *testing.T) {
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _, err := collect(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts, err := markdownLines(root, userDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _, texts := repoDocs(t, userDoc)
 	for _, tx := range texts {
 		for _, c := range d.cited(tx) {
 			t.Errorf("%s:%d: a user doc names code of this repository (%s): say what it does, and cite it in docs/design.md", tx.file, tx.line, c)
 		}
 	}
+}
+
+// repoDocs collects the repository's declarations and Go comments (collect) and the lines of the
+// Markdown files keep selects (markdownLines), failing t when either cannot be read.
+func repoDocs(t *testing.T, keep func(string) bool) (*decls, []text, []text) {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, comments, err := collect(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := markdownLines(root, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, comments, texts
 }
 
 // TestLinksResolve checks every relative link of every Markdown file: the file it points at exists,
