@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
 )
 
 // Metrics are the controllers' counters and gauges; the manager creates them once and registers them
@@ -21,30 +22,12 @@ type Metrics struct {
 // NewMetrics creates the metrics, unregistered (tests use their own).
 func NewMetrics() *Metrics {
 	return &Metrics{
-		SecretsSwept: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_secrets_swept_total",
-			Help: "Orphaned object-data Secrets deleted by the sweep.",
-		}),
-		OrphansWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cos_externalizer_orphan_secrets_waiting",
-			Help: "Object-data Secrets the sweep (on the leader) has seen unused and waits to delete until they have stayed so, unchanged, for the grace period.",
-		}),
-		OwnerRefsPatched: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_secret_owner_references_patched_total",
-			Help: "ownerReferences to their ClusterObjectSet added to object-data Secrets.",
-		}),
-		CRDCleanupRetriggers: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_crd_cleanup_retriggers_total",
-			Help: "Deleted CustomResourceDefinitions whose stalled cleanup by the API server the teardown re-triggered.",
-		}),
-		AppliesPerformed: exportedAtZero(prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cos_externalizer_applies_total",
-			Help: "Server-side applies of managed objects, by why the object was applied: absent (it did not exist), digest (the desired object changed, or the object does not carry its digest), managed-fields (no managedFields entry of ours) or field (another manager changed or removed a field of ours).",
-		}, []string{"reason"}), reasonAbsent, drift.ReasonDigest, drift.ReasonManagedFields, drift.ReasonField),
-		AppliesSkipped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_applies_skipped_total",
-			Help: "Server-side applies of managed objects skipped because the live object holds what would be applied.",
-		}),
+		SecretsSwept:         metric.Counter("cos_externalizer_secrets_swept_total", "Orphaned object-data Secrets deleted by the sweep."),
+		OrphansWaiting:       metric.Gauge("cos_externalizer_orphan_secrets_waiting", "Object-data Secrets the sweep (on the leader) has seen unused and waits to delete until they have stayed so, unchanged, for the grace period."),
+		OwnerRefsPatched:     metric.Counter("cos_externalizer_secret_owner_references_patched_total", "ownerReferences to their ClusterObjectSet added to object-data Secrets."),
+		CRDCleanupRetriggers: metric.Counter("cos_externalizer_crd_cleanup_retriggers_total", "Deleted CustomResourceDefinitions whose stalled cleanup by the API server the teardown re-triggered."),
+		AppliesPerformed:     exportedAtZero(metric.CounterVec("cos_externalizer_applies_total", "Server-side applies of managed objects, by why the object was applied: absent (it did not exist), digest (the desired object changed, or the object does not carry its digest), managed-fields (no managedFields entry of ours) or field (another manager changed or removed a field of ours).", "reason"), reasonAbsent, drift.ReasonDigest, drift.ReasonManagedFields, drift.ReasonField),
+		AppliesSkipped:       metric.Counter("cos_externalizer_applies_skipped_total", "Server-side applies of managed objects skipped because the live object holds what would be applied."),
 	}
 }
 

@@ -1,6 +1,10 @@
 package webhook
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
+)
 
 // Refusal reasons, the values of the reason label of cos_externalizer_admission_refusals_total.
 const (
@@ -32,39 +36,18 @@ type Metrics struct {
 // and registers them (Collectors).
 func NewMetrics() *Metrics {
 	return &Metrics{
-		ObjectsExternalized: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_objects_externalized_total",
-			Help: "Inline objects moved into Secrets by the mutating webhook (dry runs included).",
-		}),
-		BytesInline: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_externalized_inline_bytes_total",
-			Help: "Canonical JSON bytes of the objects externalized.",
-		}),
-		BytesStored: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_externalized_stored_bytes_total",
-			Help: "Bytes stored in Secrets for the objects externalized (after compression and deduplication).",
-		}),
-		SecretsWritten: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_secrets_written_total",
-			Help: "object-data Secrets created (a Secret that already held the same content is not counted).",
-		}),
-		DryRuns: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cos_externalizer_dry_runs_total",
-			Help: "Dry-run admission requests answered without writing.",
-		}),
-		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cos_externalizer_admission_refusals_total",
-			Help: "Admission requests refused, by reason.",
-		}, []string{"reason"}),
+		ObjectsExternalized: metric.Counter("cos_externalizer_objects_externalized_total", "Inline objects moved into Secrets by the mutating webhook (dry runs included)."),
+		BytesInline:         metric.Counter("cos_externalizer_externalized_inline_bytes_total", "Canonical JSON bytes of the objects externalized."),
+		BytesStored:         metric.Counter("cos_externalizer_externalized_stored_bytes_total", "Bytes stored in Secrets for the objects externalized (after compression and deduplication)."),
+		SecretsWritten:      metric.Counter("cos_externalizer_secrets_written_total", "object-data Secrets created (a Secret that already held the same content is not counted)."),
+		DryRuns:             metric.Counter("cos_externalizer_dry_runs_total", "Dry-run admission requests answered without writing."),
+		Refusals:            metric.CounterVec("cos_externalizer_admission_refusals_total", "Admission requests refused, by reason.", "reason"),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cos_externalizer_admission_duration_seconds",
 			Help:    "Time to answer an admission request, by webhook and operation.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10},
 		}, []string{"webhook", "operation"}),
-		ExemptionMismatch: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cos_externalizer_secret_guard_exemption_mismatch",
-			Help: "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start).",
-		}),
+		ExemptionMismatch: metric.Gauge("cos_externalizer_secret_guard_exemption_mismatch", "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start)."),
 	}
 }
 

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
 )
 
 // Where the serving certificate comes from (--webhook-cert-source).
@@ -224,14 +225,8 @@ type Metrics struct {
 // NewMetrics creates the metrics, unregistered (tests use their own).
 func NewMetrics() *Metrics {
 	return &Metrics{
-		NotAfter: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cos_externalizer_webhook_certificate_expiry_timestamp_seconds",
-			Help: "When the webhook serving certificate this replica serves expires (Unix seconds).",
-		}),
-		Changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cos_externalizer_webhook_certificate_changes_total",
-			Help: "Serving certificates this replica switched to, by source (secret, self-signed).",
-		}, []string{"source"}),
+		NotAfter: metric.Gauge("cos_externalizer_webhook_certificate_expiry_timestamp_seconds", "When the webhook serving certificate this replica serves expires (Unix seconds)."),
+		Changes:  metric.CounterVec("cos_externalizer_webhook_certificate_changes_total", "Serving certificates this replica switched to, by source (secret, self-signed).", "source"),
 	}
 }
 
