@@ -16,21 +16,16 @@ import (
 // docs/benchmarks/2026-11-23-content.md has the figures and what was chosen from them.
 
 func BenchmarkPlanFor(b *testing.B) {
-	for _, bd := range bundles {
-		b.Run(bd.name, func(b *testing.B) {
-			in := loadBundle(b, bd.name, bd.namespace)
-			b.SetBytes(in.inline)
-			b.ReportAllocs()
-			var p *Plan
-			for b.Loop() {
-				var err error
-				if p, err = PlanFor("bench", in.in, Options{}); err != nil {
-					b.Fatal(err)
-				}
+	benchBundles(b, func(b *testing.B, in *bundleInput) {
+		var p *Plan
+		for b.Loop() {
+			var err error
+			if p, err = PlanFor("bench", in.in, Options{}); err != nil {
+				b.Fatal(err)
 			}
-			reportPlan(b, p)
-		})
-	}
+		}
+		reportPlan(b, p)
+	})
 }
 
 // BenchmarkUpstreamPack is the yardstick for BenchmarkPlanFor: the work of OLM v1 operator-controller's
@@ -39,31 +34,26 @@ func BenchmarkPlanFor(b *testing.B) {
 // 900 KiB, which no object of the two bundles is. Building the Secrets is left out, as it is from
 // PlanFor's figures' comparison (PlanFor's own packing is a small part of its time).
 func BenchmarkUpstreamPack(b *testing.B) {
-	for _, bd := range bundles {
-		b.Run(bd.name, func(b *testing.B) {
-			in := loadBundle(b, bd.name, bd.namespace)
-			b.SetBytes(in.inline)
-			b.ReportAllocs()
-			var stored int
-			for b.Loop() {
-				stored = 0
-				for _, o := range in.objects {
-					data, err := json.Marshal(o)
-					if err != nil {
-						b.Fatal(err)
-					}
-					sum := sha256.Sum256(data)
-					_ = sum
-					if len(data) > upstreamCompressAbove {
-						data = gzipAt(b, data, gzip.DefaultCompression)
-					}
-					stored += len(data)
+	benchBundles(b, func(b *testing.B, in *bundleInput) {
+		var stored int
+		for b.Loop() {
+			stored = 0
+			for _, o := range in.objects {
+				data, err := json.Marshal(o)
+				if err != nil {
+					b.Fatal(err)
 				}
+				sum := sha256.Sum256(data)
+				_ = sum
+				if len(data) > upstreamCompressAbove {
+					data = gzipAt(b, data, gzip.DefaultCompression)
+				}
+				stored += len(data)
 			}
-			b.ReportMetric(float64(stored), "stored-B")
-			b.ReportMetric(100*float64(stored)/float64(in.inline), "stored-%")
-		})
-	}
+		}
+		b.ReportMetric(float64(stored), "stored-B")
+		b.ReportMetric(100*float64(stored)/float64(in.inline), "stored-%")
+	})
 }
 
 // upstreamCompressAbove is the size over which upstream's SecretPacker gzips an object.
@@ -89,6 +79,19 @@ func BenchmarkPolicy(b *testing.B) {
 	}
 }
 
+// benchBundles runs bench as a sub-benchmark of each bundle, given its objects loaded, with the
+// throughput counted in their inline bytes and allocations reported.
+func benchBundles(b *testing.B, bench func(b *testing.B, in *bundleInput)) {
+	for _, bd := range bundles {
+		b.Run(bd.name, func(b *testing.B) {
+			in := loadBundle(b, bd.name, bd.namespace)
+			b.SetBytes(in.inline)
+			b.ReportAllocs()
+			bench(b, in)
+		})
+	}
+}
+
 // reportPlan adds the size figures of a plan to a benchmark's output.
 func reportPlan(b *testing.B, p *Plan) {
 	b.ReportMetric(float64(p.Stats.Secrets), "secrets")
@@ -98,44 +101,34 @@ func reportPlan(b *testing.B, p *Plan) {
 }
 
 func BenchmarkCanonical(b *testing.B) {
-	for _, bd := range bundles {
-		b.Run(bd.name, func(b *testing.B) {
-			in := loadBundle(b, bd.name, bd.namespace)
-			b.SetBytes(in.inline)
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, o := range in.objects {
-					if _, err := Canonical(o); err != nil {
-						b.Fatal(err)
-					}
+	benchBundles(b, func(b *testing.B, in *bundleInput) {
+		for b.Loop() {
+			for _, o := range in.objects {
+				if _, err := Canonical(o); err != nil {
+					b.Fatal(err)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkResolve reads back every entry of a bundle's plan, as the reconciler does.
 func BenchmarkResolve(b *testing.B) {
-	for _, bd := range bundles {
-		b.Run(bd.name, func(b *testing.B) {
-			in := loadBundle(b, bd.name, bd.namespace)
-			p, err := PlanFor("bench", in.in, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(in.inline)
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, s := range p.Secrets {
-					for k, v := range s.Data {
-						if _, err := Resolve(v, k, 0); err != nil {
-							b.Fatal(err)
-						}
+	benchBundles(b, func(b *testing.B, in *bundleInput) {
+		p, err := PlanFor("bench", in.in, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			for _, s := range p.Secrets {
+				for k, v := range s.Data {
+					if _, err := Resolve(v, k, 0); err != nil {
+						b.Fatal(err)
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // gzipper is the part of a gzip writer the comparison needs.
@@ -194,24 +187,19 @@ func BenchmarkGzip(b *testing.B) {
 
 // BenchmarkGunzip inflates every object of a bundle compressed by Gzip, through Decode.
 func BenchmarkGunzip(b *testing.B) {
-	for _, bd := range bundles {
-		b.Run(bd.name, func(b *testing.B) {
-			in := loadBundle(b, bd.name, bd.namespace)
-			var zipped [][]byte
-			for _, c := range canonicalAll(b, in.objects) {
-				zipped = append(zipped, Gzip(c))
-			}
-			b.SetBytes(in.inline)
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, z := range zipped {
-					if _, err := Decode(z, 0); err != nil {
-						b.Fatal(err)
-					}
+	benchBundles(b, func(b *testing.B, in *bundleInput) {
+		var zipped [][]byte
+		for _, c := range canonicalAll(b, in.objects) {
+			zipped = append(zipped, Gzip(c))
+		}
+		for b.Loop() {
+			for _, z := range zipped {
+				if _, err := Decode(z, 0); err != nil {
+					b.Fatal(err)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 func canonicalAll(tb testing.TB, objs []map[string]any) [][]byte {
