@@ -49,6 +49,13 @@ func cosRef(name string, uid types.UID) metav1.OwnerReference {
 	}
 }
 
+// cosRefAt is cosRef with another apiVersion.
+func cosRefAt(apiVersion, name string, uid types.UID) metav1.OwnerReference {
+	r := cosRef(name, uid)
+	r.APIVersion = apiVersion
+	return r
+}
+
 func meta(refs ...metav1.OwnerReference) *metav1.ObjectMeta {
 	return &metav1.ObjectMeta{Name: "obj", Namespace: "ns", OwnerReferences: refs}
 }
@@ -201,19 +208,11 @@ func TestDecide(t *testing.T) {
 			want: Decision{Verdict: Adopt, Message: "adopting: controlling ClusterObjectSet gone no longer exists (collision protection None)"},
 		},
 		"other version of the group counts as a ClusterObjectSet": {
-			in: Input{Protection: ifNoCtl, Self: self, Existing: meta(func() metav1.OwnerReference {
-				r := cosRef("gone", "uid-g")
-				r.APIVersion = "olm.operatorframework.io/v2"
-				return r
-			}())},
+			in:   Input{Protection: ifNoCtl, Self: self, Existing: meta(cosRefAt("olm.operatorframework.io/v2", "gone", "uid-g"))},
 			want: Decision{Verdict: Adopt, Message: "adopting: controlling ClusterObjectSet gone no longer exists (collision protection IfNoController)"},
 		},
 		"same kind in another group is a foreign controller": {
-			in: Input{Protection: ifNoCtl, Self: self, Existing: meta(func() metav1.OwnerReference {
-				r := cosRef("imposter", "uid-i")
-				r.APIVersion = "example.com/v1"
-				return r
-			}())},
+			in:   Input{Protection: ifNoCtl, Self: self, Existing: meta(cosRefAt("example.com/v1", "imposter", "uid-i"))},
 			want: Decision{Verdict: Collide, Message: "controlled by ClusterObjectSet imposter (collision protection IfNoController)"},
 		},
 
