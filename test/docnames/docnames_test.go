@@ -607,28 +607,19 @@ func skipDir(rel string) bool {
 	return strings.HasPrefix(filepath.Base(rel), ".") && rel != "."
 }
 
+// goFiles lists the repository's Go files, outside testdata folders (repoFiles).
 func goFiles(root string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if e.IsDir() {
-			if skipDir(rel) || e.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(p, ".go") {
-			out = append(out, rel)
-		}
-		return nil
-	})
-	return out, err
+	return repoFiles(root, ".go", "testdata")
 }
 
+// markdownFiles lists the repository's Markdown files (repoFiles).
 func markdownFiles(root string) ([]string, error) {
+	return repoFiles(root, ".md", "")
+}
+
+// repoFiles lists, relative to root and slash-separated, the files whose name ends in suffix, outside
+// the folders skipDir leaves out and those named also (none when empty).
+func repoFiles(root, suffix, also string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -636,12 +627,12 @@ func markdownFiles(root string) ([]string, error) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		if e.IsDir() {
-			if skipDir(rel) {
+			if skipDir(rel) || also != "" && e.Name() == also {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if strings.HasSuffix(p, ".md") {
+		if strings.HasSuffix(p, suffix) {
 			out = append(out, filepath.ToSlash(rel))
 		}
 		return nil
