@@ -43,22 +43,14 @@ func checkEmbedded(p *field.Path, v any, s *schema) field.ErrorList {
 
 func checkEmbeddedResource(p *field.Path, x map[string]any) field.ErrorList {
 	var errs field.ErrorList
-	if v, ok := x["apiVersion"]; !ok {
-		errs = append(errs, field.Required(p.Child("apiVersion"), ""))
-	} else if apiVersion, isString := v.(string); !isString {
-		errs = append(errs, field.Invalid(p.Child("apiVersion"), v, "must be a string"))
-	} else if apiVersion == "" {
-		errs = append(errs, field.Invalid(p.Child("apiVersion"), apiVersion, "must not be empty"))
+	if apiVersion, err := nonEmptyString(p, x, "apiVersion"); err != nil {
+		errs = append(errs, err)
 	} else if _, err := runtimeschema.ParseGroupVersion(apiVersion); err != nil {
 		errs = append(errs, field.Invalid(p.Child("apiVersion"), apiVersion, err.Error()))
 	}
 
-	if v, ok := x["kind"]; !ok {
-		errs = append(errs, field.Required(p.Child("kind"), ""))
-	} else if kind, isString := v.(string); !isString {
-		errs = append(errs, field.Invalid(p.Child("kind"), v, "must be a string"))
-	} else if kind == "" {
-		errs = append(errs, field.Invalid(p.Child("kind"), kind, "must not be empty"))
+	if kind, err := nonEmptyString(p, x, "kind"); err != nil {
+		errs = append(errs, err)
 	} else if msgs := utilvalidation.IsDNS1035Label(strings.ToLower(kind)); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(p.Child("kind"), kind, "may have mixed case, but should otherwise match: "+strings.Join(msgs, ",")))
 	}
@@ -72,6 +64,23 @@ func checkEmbeddedResource(p *field.Path, x map[string]any) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// nonEmptyString is x[key] when it is a non-empty string, else the error of an embedded resource's
+// required string field: missing, not a string or empty.
+func nonEmptyString(p *field.Path, x map[string]any, key string) (string, *field.Error) {
+	v, ok := x[key]
+	if !ok {
+		return "", field.Required(p.Child(key), "")
+	}
+	s, isString := v.(string)
+	switch {
+	case !isString:
+		return "", field.Invalid(p.Child(key), v, "must be a string")
+	case s == "":
+		return "", field.Invalid(p.Child(key), s, "must not be empty")
+	}
+	return s, nil
 }
 
 // checkObjectMeta validates the metadata of an inline object as kube-apiserver v1.36 does: an empty
