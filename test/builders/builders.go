@@ -3,6 +3,7 @@ package builders
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,26 +63,21 @@ func WithProbes(p ...olmv1.ProgressionProbe) Option {
 
 // WithLabels merges labels into metadata.labels.
 func WithLabels(kv map[string]string) Option {
-	return func(c *olmv1.ClusterObjectSet) {
-		if c.Labels == nil {
-			c.Labels = map[string]string{}
-		}
-		for k, v := range kv {
-			c.Labels[k] = v
-		}
-	}
+	return func(c *olmv1.ClusterObjectSet) { c.Labels = merged(c.Labels, kv) }
 }
 
 // WithAnnotations merges annotations into metadata.annotations.
 func WithAnnotations(kv map[string]string) Option {
-	return func(c *olmv1.ClusterObjectSet) {
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		for k, v := range kv {
-			c.Annotations[k] = v
-		}
+	return func(c *olmv1.ClusterObjectSet) { c.Annotations = merged(c.Annotations, kv) }
+}
+
+// merged is dst with kv's entries set, in a new map when dst is nil.
+func merged(dst, kv map[string]string) map[string]string {
+	if dst == nil {
+		dst = make(map[string]string, len(kv))
 	}
+	maps.Copy(dst, kv)
+	return dst
 }
 
 // WithPhase appends a phase.
