@@ -185,11 +185,7 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 	t.Helper()
 	cl := newClient(t, c)
 	secretSerial := func(ctx context.Context) string {
-		s := &corev1.Secret{}
-		if err := cl.Get(ctx, types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCertSecret}, s); err != nil {
-			return ""
-		}
-		cert, err := parseCert(s.Data[corev1.TLSCertKey])
+		cert, err := secretCert(ctx, cl, types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCertSecret})
 		if err != nil {
 			return ""
 		}
@@ -236,13 +232,7 @@ func CertManagerCARenewalUnderLoad(t *testing.T, c Cluster) {
 		t.Fatal(err)
 	}
 	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: CACertificateName}
-	ca := func(ctx context.Context) (*x509.Certificate, error) {
-		s := &corev1.Secret{}
-		if err := cl.Get(ctx, caKey, s); err != nil {
-			return nil, err
-		}
-		return parseCert(s.Data[corev1.TLSCertKey])
-	}
+	ca := func(ctx context.Context) (*x509.Certificate, error) { return secretCert(ctx, cl, caKey) }
 	first, err := ca(ctx)
 	if err != nil {
 		t.Fatalf("cert-manager's CA Secret after deploying: %v", err)
@@ -322,13 +312,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	cl := newClient(t, c)
 	framework.EnsureNamespace(context.Background(), t, cl, "e2e-load")
 	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCASecret}
-	signing := func(ctx context.Context) (*x509.Certificate, error) {
-		s := &corev1.Secret{}
-		if err := cl.Get(ctx, caKey, s); err != nil {
-			return nil, err
-		}
-		return parseCert(s.Data[corev1.TLSCertKey])
-	}
+	signing := func(ctx context.Context) (*x509.Certificate, error) { return secretCert(ctx, cl, caKey) }
 	first, err := signing(ctx)
 	if err != nil {
 		t.Fatalf("the CA Secret after deploying: %v", err)
@@ -528,11 +512,7 @@ func ModeSwitchedUnderLoad(t *testing.T, c Cluster) {
 	switched := time.Since(start)
 	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCASecret}
 	framework.Eventually(framework.Within(t, 2*time.Minute), t, "every replica to serve a certificate of the self-signed CA", func(ctx context.Context) (bool, string) {
-		s := &corev1.Secret{}
-		if err := cl.Get(ctx, caKey, s); err != nil {
-			return false, err.Error()
-		}
-		ca, err := parseCert(s.Data[corev1.TLSCertKey])
+		ca, err := secretCert(ctx, cl, caKey)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -614,6 +594,15 @@ func injectedBundle(t testing.TB, cl client.Client) []byte {
 		t.Fatal(err)
 	}
 	return pemBytes
+}
+
+// secretCert reads the certificate of the Secret key (parseCert of its tls.crt).
+func secretCert(ctx context.Context, cl client.Client, key types.NamespacedName) (*x509.Certificate, error) {
+	s := &corev1.Secret{}
+	if err := cl.Get(ctx, key, s); err != nil {
+		return nil, err
+	}
+	return parseCert(s.Data[corev1.TLSCertKey])
 }
 
 // parseCert reads the first certificate of a PEM bundle.
