@@ -63,6 +63,15 @@ func findBinaries() (binaries, error) {
 	return b, errors.Join(errs...)
 }
 
+// repoPath is the path of elem inside the repository (RepoRoot).
+func repoPath(elem ...string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append([]string{root}, elem...)...), nil
+}
+
 // RepoRoot returns the directory of this repository's go.mod, searched upwards from the working
 // directory.
 func RepoRoot() (string, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -169,11 +168,10 @@ func (cm *CertManager) PIDs() map[string]int {
 func CertManagerCRDDir() (string, error) {
 	dir := os.Getenv("COS_CERTMANAGER_CRDS_DIR")
 	if dir == "" {
-		root, err := RepoRoot()
-		if err != nil {
+		var err error
+		if dir, err = repoPath("bin", "testdata", "certmanager-crds"); err != nil {
 			return "", err
 		}
-		dir = filepath.Join(root, "bin", "testdata", "certmanager-crds")
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return "", fmt.Errorf("cert-manager's CRDs: %w: run `make certmanager` to fetch them", err)

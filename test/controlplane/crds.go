@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,11 +18,7 @@ import (
 
 // CRDDir returns the repository's generated CRD folder.
 func CRDDir() (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "config", "crd", "bases"), nil
+	return repoPath("config", "crd", "bases")
 }
 
 // InstallCRDs creates or updates every CustomResourceDefinition in the YAML files of dir and waits

@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,11 +19,7 @@ import (
 
 // WebhookManifests returns the repository's generated webhook configurations file.
 func WebhookManifests() (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "config", "webhook", "manifests.yaml"), nil
+	return repoPath("config", "webhook", "manifests.yaml")
 }
 
 // InstallWebhooks creates or replaces the webhook configurations of the manifests file, pointing each
