@@ -122,7 +122,13 @@ func Start(ctx context.Context) (*Environment, error) {
 	if os.Getenv("USE_EXISTING_CLUSTER") == "true" && os.Getenv("KUBECONFIG") != "" {
 		cp, err = controlplane.FromKubeconfig(os.Getenv("KUBECONFIG"))
 	} else {
-		cp, err = controlplane.Start(ctx, controlplane.Options{})
+		// The CRDs before the controller-manager: its garbage collector watches ClusterObjectSets
+		// from its start (newEnvironment installs them again, a no-op, for an existing cluster).
+		dir, derr := controlplane.CRDDir()
+		if derr != nil {
+			return nil, derr
+		}
+		cp, err = controlplane.Start(ctx, controlplane.Options{CRDDir: dir})
 	}
 	if err != nil {
 		return nil, err
