@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -92,7 +93,8 @@ func (e *Environment) WaitOwned(t testing.TB, name string) []corev1.Secret {
 }
 
 // DeleteWithSecrets deletes a ClusterObjectSet and waits until it and its object-data Secrets are
-// gone (teardown by the reconciler, then the garbage collector). It first waits until the reconciler
+// gone (teardown by the reconciler, then the Secrets it owned, deleted as the garbage collector
+// would: collectDependents). It first waits until the reconciler
 // owns the Secrets, as an admin who deletes a ClusterObjectSet minutes after applying it finds them: a
 // ClusterObjectSet deleted before that leaves its Secrets to the orphan sweep, by design.
 func (e *Environment) DeleteWithSecrets(t testing.TB, name string) {
@@ -106,6 +108,7 @@ func (e *Environment) DeleteWithSecrets(t testing.TB, name string) {
 	if err == nil && len(e.ObjectDataSecrets(t, name)) > 0 {
 		e.WaitOwned(t, name)
 	}
+	uid := cos.UID
 	if err := e.Client.Delete(ctx, cos); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +131,11 @@ func (e *Environment) DeleteWithSecrets(t testing.TB, name string) {
 			return false, err.Error()
 		}
 		if left := e.ObjectDataSecrets(t, name); len(left) > 0 {
+			// Once the ClusterObjectSet is gone, delete the Secrets it alone owned, as the garbage
+			// collector would: after CRDs come and go the collector pauses for its discovery resync
+			// (up to 30s a time) before it gets to them. What others own, or nobody, stays: the wait
+			// names it.
+			e.collectDependents(ctx, left, uid)
 			var names []string
 			for _, s := range left {
 				names = append(names, fmt.Sprintf("%s (owners %v, deleting %v)", s.Name, s.OwnerReferences, s.DeletionTimestamp != nil))
@@ -136,6 +144,27 @@ func (e *Environment) DeleteWithSecrets(t testing.TB, name string) {
 		}
 		return true, ""
 	})
+}
+
+// collectDependents deletes, under a UID precondition, the Secrets whose every owner is the deleted
+// owner's UID; errors are left to the caller's wait, which lists the Secrets until they are gone.
+func (e *Environment) collectDependents(ctx context.Context, secrets []corev1.Secret, owner types.UID) {
+	if owner == "" {
+		return
+	}
+	for i := range secrets {
+		s := &secrets[i]
+		if s.DeletionTimestamp != nil || len(s.OwnerReferences) == 0 {
+			continue
+		}
+		alone := true
+		for _, ref := range s.OwnerReferences {
+			alone = alone && ref.UID == owner
+		}
+		if alone {
+			_ = e.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID})
+		}
+	}
 }
 
 // ResourceVersions maps Secret names to their resourceVersions: what tests compare to show that
