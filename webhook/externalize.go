@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
@@ -68,7 +69,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	if req.Operation == admissionv1.Update {
 		oldRaw = req.OldObject.Raw
 	}
-	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.Resolve.MaxResolvedBytes, req.Object.Raw, oldRaw)
+	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, req.Object.Raw, oldRaw)
 	if refused != nil {
 		return refused.resp, refused.reason
 	}
@@ -130,6 +131,6 @@ func (e *Externalizer) pipeline() *cosadmission.Pipeline {
 		SystemNamespace: e.Options.SystemNamespace,
 		Mode:            e.Options.Mode,
 		Threshold:       e.Options.Threshold,
-		Resolve:         e.Options.Resolve,
+		Resolve:         secretdata.Limits{MaxResolvedBytes: e.Options.MaxResolvedBytes},
 	}
 }

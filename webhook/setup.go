@@ -23,7 +23,6 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
 // Paths the webhooks are served on.
@@ -53,10 +52,10 @@ type Options struct {
 	// WebhookConfiguration names the ValidatingWebhookConfiguration holding the secret guard, whose
 	// matchCondition ExemptConditionName is checked at start against ExemptUsers; empty: no check.
 	WebhookConfiguration string
-	// Resolve bounds the resolved content of the refs of one ClusterObjectSet that an update is
-	// compared with (--max-resolved-bytes); its Pool is not used: every request draws from Admission's.
-	Resolve   secretdata.Limits
-	Admission AdmissionLimits // the memory of the requests served at once (limits.go)
+	// MaxResolvedBytes bounds the resolved content of the refs of one ClusterObjectSet that an update
+	// is compared with (--max-resolved-bytes); every request draws it from Admission's pool.
+	MaxResolvedBytes int64
+	Admission        AdmissionLimits // the memory of the requests served at once (limits.go)
 	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
 	// never.
 	Drain *Drain
@@ -109,7 +108,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 		Options: opts, Metrics: metrics, Limits: limits,
 	}}})))
 	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
-	validate.Handler = finishing{opts.Admission.charging(opts.Resolve.MaxResolvedBytes, metrics, validate.Handler)}
+	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
 	server.Register(ValidatePath, opts.Drain.Wrap(callerGone(ctx, validate)))
 	server.Register(SecretGuardPath, opts.Drain.Wrap(callerGone(ctx, &webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,

@@ -404,11 +404,11 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		// The secret guard's exemption lives in its matchConditions; checked against the flag.
 		WebhookConfiguration: o.webhookConfig,
 
-		Resolve:      o.resolveLimits(),
-		Admission:    o.admission.limits(), // its own pool: admission never holds up the reconciler
-		Drain:        drain,
-		Unreferenced: o.unrefd.ledger(), // pending.go
-		Clock:        o.SweepClock,      // the sweep's: one clock for both ends of every grace period
+		MaxResolvedBytes: o.maxResolvedBytes,
+		Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
+		Drain:            drain,
+		Unreferenced:     o.unrefd.ledger(), // pending.go
+		Clock:            o.SweepClock,      // the sweep's: one clock for both ends of every grace period
 	}, metrics); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
@@ -419,12 +419,6 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		return fmt.Errorf("setting up the serving certificate: %w", err)
 	}
 	return nil
-}
-
-// resolveLimits is the one bound on the resolved content of one ClusterObjectSet
-// (--max-resolved-bytes), for the webhooks and the reconciler alike; without a pool.
-func (o *Options) resolveLimits() secretdata.Limits {
-	return secretdata.Limits{MaxResolvedBytes: o.maxResolvedBytes}
 }
 
 // setupControllers registers the controllers, counted in metrics: the rollout, or where rollOut is
@@ -441,9 +435,9 @@ func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *cont
 			ExternalRefCheck: o.externalRefs,
 			Clock:            o.Clock,
 
-			// The reconciler's bound on resolved content, and its own pool; the webhooks draw from
-			// theirs (o.admission).
-			Resolve: o.resolveLimits().WithPool(content.NewPool(o.maxConcurrentResolvedBytes)),
+			// --max-resolved-bytes, the webhooks' bound too, drawn from the reconciler's own pool; the
+			// webhooks draw from theirs (o.admission).
+			Resolve: secretdata.Limits{MaxResolvedBytes: o.maxResolvedBytes}.WithPool(content.NewPool(o.maxConcurrentResolvedBytes)),
 			Metrics: metrics,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the rollout: %w", err)
