@@ -587,7 +587,8 @@ HELM_K8S_MINOR := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {pri
 
 .PHONY: chart
 chart: $(KUBE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from the overlays of config/.
-	$(GO) run ./hack/gen/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION)
+	$(GO) run ./hack/gen/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION) \
+		-registry $(REGISTRY)
 
 .PHONY: helm
 helm: $(HELM_STAMP) ## Build helm into bin/ (pinned in hack/tools/helm; the chart test runs it).
