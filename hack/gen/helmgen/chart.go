@@ -29,14 +29,14 @@ const SystemNamespace = "olmv1-system"
 
 // Known names and paths the values land on.
 const (
-	managerContainer   = "manager"
-	metricsPortName    = "metrics"
-	metricsBindFlag    = "--metrics-bind-address="
-	metricsSecureFlag  = "--metrics-secure="
-	exemptUsersFlag    = "--secret-guard-exempt-users="
+	managerContainer  = "manager"
+	metricsPortName   = "metrics"
+	metricsBindFlag   = "--metrics-bind-address="
+	metricsSecureFlag = "--metrics-secure="
+	exemptUsersFlag   = "--secret-guard-exempt-users="
 	// The manager's log flags (--zap-log-level and --zap-encoder once it has them).
-	logLevelFlag  = "--log-level="
-	logFormatFlag = "--log-format="
+	logLevelFlag       = "--log-level="
+	logFormatFlag      = "--log-format="
 	exemptCondition    = "not-exempt"
 	webhookPolicy      = "cos-externalizer-webhook" // the NetworkPolicy of the webhook port
 	managedByLabel     = "app.kubernetes.io/managed-by"
