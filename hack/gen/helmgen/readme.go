@@ -116,7 +116,7 @@ func chartReadme(values []byte) ([]byte, error) {
 		if r.def == `""` {
 			def = `""`
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.path, def, cell.Replace(r.doc))
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", cell.Replace(r.path), def, cell.Replace(r.doc))
 	}
 	return []byte(b.String()), nil
 }
