@@ -852,7 +852,7 @@ podAnnotations: {}
 logLevel: ""
 logFormat: ""
 
-# More arguments of the manager (docs/reference), after the chart's own: a flag given twice takes
+# More arguments of the manager (docs/reference/manager-flags.md), after the chart's own: a flag given twice takes
 # the last value.
 extraArgs: []
 
