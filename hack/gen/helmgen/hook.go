@@ -53,118 +53,55 @@ func uninstallHook(modes []ModeObjects) ([]byte, error) {
 	}
 	r := strings.NewReplacer("DEPLOYMENT", names.Deployment, "MUTATING", names.Mutating, "VALIDATING", names.Validating,
 		"HOOK", UninstallHookName)
-	return []byte(r.Replace(hookTemplate)), nil
+	return []byte(r.Replace(hookTemplate())), nil
 }
+
+// hookHeader is the start of a hook object of the kind: its metadata (namespaced or not) and
+// hook weight.
+func hookHeader(apiVersion, kind string, namespaced bool, weight string) string {
+	namespace := ""
+	if namespaced {
+		namespace = "\n  namespace: {{ .Release.Namespace }}"
+	}
+	return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: HOOK%s\n  {{- include \"cos-externalizer.hookMetadata\" . }}\n    helm.sh/hook-weight: %q\n",
+		apiVersion, kind, namespace, weight)
+}
+
+// hookBinding binds the hook's ClusterRole or Role (in the release's namespace) to its ServiceAccount.
+func hookBinding(role string) string {
+	return hookHeader(rbacV1, role+"Binding", role == "Role", "-10") + "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: " + role +
+		"\n  name: HOOK\nsubjects:\n- kind: ServiceAccount\n  name: HOOK\n  namespace: {{ .Release.Namespace }}\n"
+}
+
+const rbacV1 = "rbac.authorization.k8s.io/v1"
 
 // UninstallHookName names the hook's Job, ServiceAccount, roles and bindings.
 const UninstallHookName = "cos-externalizer-uninstall"
 
-const hookTemplate = generatedHeader + `{{- if .Values.uninstallHook.enabled }}
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: HOOK
-  namespace: {{ .Release.Namespace }}
-  {{- include "cos-externalizer.hookMetadata" . }}
-    helm.sh/hook-weight: "-10"
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: HOOK
-  {{- include "cos-externalizer.hookMetadata" . }}
-    helm.sh/hook-weight: "-10"
-rules:
-- apiGroups:
-  - admissionregistration.k8s.io
-  resources:
-  - mutatingwebhookconfigurations
-  resourceNames:
-  - MUTATING
-  verbs:
-  - delete
-- apiGroups:
-  - admissionregistration.k8s.io
-  resources:
-  - validatingwebhookconfigurations
-  resourceNames:
-  - VALIDATING
-  verbs:
-  - delete
-- apiGroups:
-  - olm.operatorframework.io
-  resources:
-  - clusterobjectsets
-  verbs:
-  - get
-  - list
-  - patch
-  - update
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: HOOK
-  {{- include "cos-externalizer.hookMetadata" . }}
-    helm.sh/hook-weight: "-10"
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: HOOK
-subjects:
-- kind: ServiceAccount
-  name: HOOK
-  namespace: {{ .Release.Namespace }}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: HOOK
-  namespace: {{ .Release.Namespace }}
-  {{- include "cos-externalizer.hookMetadata" . }}
-    helm.sh/hook-weight: "-10"
-rules:
-- apiGroups:
-  - apps
-  resources:
-  - deployments
-  resourceNames:
-  - DEPLOYMENT
-  verbs:
-  - get
-  - delete
-- apiGroups:
-  - ""
-  resources:
-  - pods
-  verbs:
-  - list
-  - watch
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: HOOK
-  namespace: {{ .Release.Namespace }}
-  {{- include "cos-externalizer.hookMetadata" . }}
-    helm.sh/hook-weight: "-10"
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: HOOK
-subjects:
-- kind: ServiceAccount
-  name: HOOK
-  namespace: {{ .Release.Namespace }}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: HOOK
-  namespace: {{ .Release.Namespace }}
-  {{- include "cos-externalizer.hookMetadata" . }}
-    helm.sh/hook-weight: "0"
-spec:
+// hookTemplate is the hook's template, with the names uninstallHook replaces.
+func hookTemplate() string {
+	return generatedHeader + "{{- if .Values.uninstallHook.enabled }}\n" + strings.Join([]string{
+		hookHeader("v1", "ServiceAccount", true, "-10"),
+		hookHeader(rbacV1, "ClusterRole", false, "-10") + clusterRules,
+		hookBinding("ClusterRole"),
+		hookHeader(rbacV1, "Role", true, "-10") + namespaceRules,
+		hookBinding("Role"),
+		hookHeader("batch/v1", "Job", true, "0") + jobSpec,
+	}, "---\n") + "{{- end }}\n"
+}
+
+const clusterRules = `rules:
+- {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], resourceNames: [MUTATING], verbs: [delete]}
+- {apiGroups: [admissionregistration.k8s.io], resources: [validatingwebhookconfigurations], resourceNames: [VALIDATING], verbs: [delete]}
+- {apiGroups: [olm.operatorframework.io], resources: [clusterobjectsets], verbs: [get, list, patch, update]}
+`
+
+const namespaceRules = `rules:
+- {apiGroups: [apps], resources: [deployments], resourceNames: [DEPLOYMENT], verbs: [get, delete]}
+- {apiGroups: [""], resources: [pods], verbs: [list, watch]}
+`
+
+const jobSpec = `spec:
   backoffLimit: 3
   activeDeadlineSeconds: 600
   template:
@@ -215,5 +152,4 @@ spec:
             drop:
             - ALL
           readOnlyRootFilesystem: true
-{{- end }}
 `

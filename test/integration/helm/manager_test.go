@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -218,30 +219,26 @@ func renderedManager(t *testing.T, manifest []byte) (args, environ []string) {
 // of the Service, which no kube-proxy routes to a process here.
 func pointWebhooksAt(ctx context.Context, t *testing.T, url string) {
 	t.Helper()
-	cs := testenv.Env.Clientset.AdmissionregistrationV1()
-	m, err := cs.MutatingWebhookConfigurations().Get(ctx, "cos-externalizer", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range m.Webhooks {
-		cc := &m.Webhooks[i].ClientConfig
-		u := url + *cc.Service.Path
-		cc.Service, cc.URL = nil, &u
-	}
-	if _, err := cs.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	v, err := cs.ValidatingWebhookConfigurations().Get(ctx, "cos-externalizer", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range v.Webhooks {
-		cc := &v.Webhooks[i].ClientConfig
-		u := url + *cc.Service.Path
-		cc.Service, cc.URL = nil, &u
-	}
-	if _, err := cs.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("admissionregistration.k8s.io/v1")
+		u.SetKind(kind)
+		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Name: "cos-externalizer"}, u); err != nil {
+			t.Fatal(err)
+		}
+		hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		for _, h := range hooks {
+			cc := h.(map[string]any)["clientConfig"].(map[string]any)
+			path, _, _ := unstructured.NestedString(cc, "service", "path")
+			delete(cc, "service")
+			cc["url"] = url + path
+		}
+		if err := unstructured.SetNestedSlice(u.Object, hooks, "webhooks"); err != nil {
+			t.Fatal(err)
+		}
+		if err := testenv.Env.Client.Update(ctx, u); err != nil {
+			t.Fatalf("pointing %s at %s: %v", kind, url, err)
+		}
 	}
 }
 
