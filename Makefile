@@ -269,7 +269,8 @@ image-check: image image-layout ## Check both images: entrypoint, numeric non-ro
 # install manifest per overlay (install.yaml is config/default) with the image pinned by its index
 # digest in $REGISTRY, the multi-arch image as an OCI image layout (image/) with its SPDX SBOM, the
 # plugin archives and krew manifest (cos.yaml), the Helm chart (cos-externalizer-X.Y.Z.tgz: version
-# and appVersion stamped, reproducible under SOURCE_DATE_EPOCH; helm push makes it an OCI artifact),
+# and appVersion stamped, image.repository $REGISTRY, reproducible under SOURCE_DATE_EPOCH; helm push
+# makes it an OCI artifact),
 # and sha256sums.txt over all of it. Nothing is pushed.
 RELEASE_OVERLAYS ?= default self-signed webhook-only production
 RELEASE_DIR = $(ROOT)/dist/$(VERSION)
@@ -300,6 +301,8 @@ release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...)
 	@v='$(VERSION)' && mkdir -p $(LOCAL) && tmp=$$(mktemp -d $(LOCAL)/chart.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	HOME=$$tmp $(BIN)/helm package charts/cos-externalizer --version "$${v#v}" --app-version "$$v" --destination $$tmp >/dev/null && \
 	tar -xmzf $$tmp/cos-externalizer-$${v#v}.tgz -C $$tmp && \
+	sed -i 's|^  repository: .*|  repository: $(REGISTRY)|' $$tmp/cos-externalizer/values.yaml && \
+	grep -qx '  repository: $(REGISTRY)' $$tmp/cos-externalizer/values.yaml && \
 	tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner --mode=u+rw,go=rX -cf - -C $$tmp cos-externalizer | \
 		gzip -n -9 > $(RELEASE_DIR)/cos-externalizer-$${v#v}.tgz && \
 	HOME=$$tmp $(BIN)/helm lint --strict $(RELEASE_DIR)/cos-externalizer-$${v#v}.tgz >/dev/null && \
