@@ -268,13 +268,16 @@ image-check: image image-layout ## Check both images: entrypoint, numeric non-ro
 # `make release VERSION=vX.Y.Z` writes what a release ships into dist/$VERSION/ (docs/release.md): an
 # install manifest per overlay (install.yaml is config/default) with the image pinned by its index
 # digest in $REGISTRY, the multi-arch image as an OCI image layout (image/) with its SPDX SBOM, the
-# plugin archives and krew manifest (cos.yaml), and sha256sums.txt over all of it. Nothing is pushed.
+# plugin archives and krew manifest (cos.yaml), the Helm chart (cos-externalizer-X.Y.Z.tgz: version
+# and appVersion stamped, image.repository $REGISTRY, reproducible under SOURCE_DATE_EPOCH; helm push
+# makes it an OCI artifact),
+# and sha256sums.txt over all of it. Nothing is pushed.
 RELEASE_OVERLAYS ?= default self-signed webhook-only production
 RELEASE_DIR = $(ROOT)/dist/$(VERSION)
 RELEASE_WORK = $(BIN)/release/$(VERSION)
 
 .PHONY: release
-release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...): install manifests pinned by digest, multi-arch OCI image + SBOM, plugin archives, krew manifest, sha256sums.txt.
+release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...): install manifests pinned by digest, multi-arch OCI image + SBOM, plugin archives, krew manifest, Helm chart, sha256sums.txt.
 	@[[ '$(VERSION)' =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "release needs VERSION=vX.Y.Z, not '$(VERSION)'"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=no)" || \
 		echo "release: warning: uncommitted changes; this release is not what $(REVISION) builds"
@@ -294,6 +297,16 @@ release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...)
 		echo "wrote $$f: config/$$o, image $(REGISTRY)@$$digest"; done
 	$(MAKE) --no-print-directory plugin-dist VERSION=$(VERSION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) PLUGIN_DIST=$(RELEASE_WORK)/plugin
 	mv $(RELEASE_WORK)/plugin/* $(RELEASE_DIR)/
+	$(MAKE) --no-print-directory helm
+	@v='$(VERSION)' && mkdir -p $(LOCAL) && tmp=$$(mktemp -d $(LOCAL)/chart.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	HOME=$$tmp $(BIN)/helm package charts/cos-externalizer --version "$${v#v}" --app-version "$$v" --destination $$tmp >/dev/null && \
+	tar -xmzf $$tmp/cos-externalizer-$${v#v}.tgz -C $$tmp && \
+	sed -i 's|^  repository: .*|  repository: $(REGISTRY)|' $$tmp/cos-externalizer/values.yaml && \
+	grep -qx '  repository: $(REGISTRY)' $$tmp/cos-externalizer/values.yaml && \
+	tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner --mode=u+rw,go=rX -cf - -C $$tmp cos-externalizer | \
+		gzip -n -9 > $(RELEASE_DIR)/cos-externalizer-$${v#v}.tgz && \
+	HOME=$$tmp $(BIN)/helm lint --strict $(RELEASE_DIR)/cos-externalizer-$${v#v}.tgz >/dev/null && \
+	echo "wrote cos-externalizer-$${v#v}.tgz: the chart, version $${v#v}, appVersion $$v"
 	$(RELEASE_WORK)/image-builder check-layout -layout $(RELEASE_DIR)/image -version $(VERSION) -revision '$(REVISION)' \
 		-sbom $(RELEASE_DIR)/sbom.spdx.json -arches $(IMAGE_ARCHES_CSV)
 	chmod -R a+rX $(RELEASE_DIR)
@@ -587,7 +600,8 @@ HELM_K8S_MINOR := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {pri
 
 .PHONY: chart
 chart: $(KUBE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from the overlays of config/.
-	$(GO) run ./hack/gen/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION)
+	$(GO) run ./hack/gen/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION) \
+		-registry $(REGISTRY)
 
 .PHONY: helm
 helm: $(HELM_STAMP) ## Build helm into bin/ (pinned in hack/tools/helm; the chart test runs it).

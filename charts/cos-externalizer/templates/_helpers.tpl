@@ -10,6 +10,18 @@ app.kubernetes.io/version: {{ . | quote }}
 {{- end }}
 {{- end }}
 
+{{/* The metadata of the uninstall hook's objects, but their hook-weight. */}}
+{{- define "cos-externalizer.hookMetadata" }}
+  labels:
+    {{- include "cos-externalizer.labels" . | nindent 4 }}
+    app.kubernetes.io/component: uninstall
+    app.kubernetes.io/name: cos-externalizer
+    app.kubernetes.io/part-of: cos-externalizer
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end }}
+
 {{/* The manager's image: repository@digest, or repository:tag (the chart's appVersion by default). */}}
 {{- define "cos-externalizer.image" -}}
 {{- if .Values.image.digest -}}

@@ -29,14 +29,19 @@ const SystemNamespace = "olmv1-system"
 
 // Known names and paths the values land on.
 const (
-	managerContainer   = "manager"
-	metricsPortName    = "metrics"
-	metricsBindFlag    = "--metrics-bind-address="
-	metricsSecureFlag  = "--metrics-secure="
-	exemptUsersFlag    = "--secret-guard-exempt-users="
+	managerContainer  = "manager"
+	metricsPortName   = "metrics"
+	metricsBindFlag   = "--metrics-bind-address="
+	metricsSecureFlag = "--metrics-secure="
+	exemptUsersFlag   = "--secret-guard-exempt-users="
+	// The manager's log flags (--zap-log-level and --zap-encoder once it has them).
+	logLevelFlag       = "--log-level="
+	logFormatFlag      = "--log-format="
 	exemptCondition    = "not-exempt"
 	webhookPolicy      = "cos-externalizer-webhook" // the NetworkPolicy of the webhook port
 	managedByLabel     = "app.kubernetes.io/managed-by"
+	resourcePolicy     = "helm.sh/resource-policy"
+	systemNSFlag       = "--system-namespace="
 	kustomizeManagedBy = "kustomize"
 )
 
@@ -53,6 +58,8 @@ type Input struct {
 	Modes     []ModeObjects
 	Namespace string
 	Version   string
+	// Registry is the default image.repository: the published image (empty: the overlays' own).
+	Registry string
 }
 
 // defaults are the values the overlays hold, which values.yaml repeats.
@@ -68,6 +75,7 @@ type defaults struct {
 	PriorityClassName string
 	MetricsPort       int64
 	MetricsSecure     bool
+	MinAvailable      any
 }
 
 // Generate returns the chart's files by path: Chart.yaml, values.yaml, values.schema.json,
@@ -95,6 +103,7 @@ func Generate(in Input) (map[string][]byte, error) {
 	type entry struct {
 		file       string
 		monitoring bool
+		cond       string // a value the object is rendered under, by its kind
 		present    []string
 		variants   []*variant
 	}
@@ -112,6 +121,9 @@ func Generate(in Input) (map[string][]byte, error) {
 				objs = m.Monitoring
 			}
 			for _, obj := range objs {
+				if str(obj, "kind") == "Namespace" {
+					continue // the release's namespace is Helm's (--create-namespace), not the chart's
+				}
 				key := objectKey(obj)
 				text, err := templatize(obj, in.Namespace, exempt)
 				if err != nil {
@@ -119,7 +131,7 @@ func Generate(in Input) (map[string][]byte, error) {
 				}
 				e, ok := entries[key]
 				if !ok {
-					e = &entry{file: fileName(obj, files), monitoring: monitoring}
+					e = &entry{file: fileName(obj, files), monitoring: monitoring, cond: kindConditions[str(obj, "kind")]}
 					entries[key] = e
 					order = append(order, key)
 				}
@@ -145,6 +157,9 @@ func Generate(in Input) (map[string][]byte, error) {
 		if e.monitoring {
 			b.WriteString("{{- if .Values.metrics.serviceMonitor.enabled }}\n")
 		}
+		if e.cond != "" {
+			fmt.Fprintf(&b, "{{- if %s }}\n", e.cond)
+		}
 		if len(e.present) < len(in.Modes) {
 			fmt.Fprintf(&b, "{{- if %s }}\n", modeCondition(e.present))
 		}
@@ -154,6 +169,9 @@ func Generate(in Input) (map[string][]byte, error) {
 		}
 		b.WriteString(guardLines(merged, e.present))
 		if len(e.present) < len(in.Modes) {
+			b.WriteString("{{- end }}\n")
+		}
+		if e.cond != "" {
 			b.WriteString("{{- end }}\n")
 		}
 		if e.monitoring {
@@ -167,11 +185,26 @@ func Generate(in Input) (map[string][]byte, error) {
 		appVersion = in.Version
 	}
 	out["Chart.yaml"] = []byte(fmt.Sprintf(chartYAML, in.Version, strconv.Quote(appVersion)))
+	if in.Registry != "" {
+		def.Repository = in.Registry
+	}
+	hook, err := uninstallHook(in.Modes)
+	if err != nil {
+		return nil, err
+	}
+	if hook != nil {
+		out["templates/uninstall-hook.yaml"] = hook
+	}
 	values, err := valuesYAML(def)
 	if err != nil {
 		return nil, err
 	}
 	out["values.yaml"] = values
+	readme, err := chartReadme(values)
+	if err != nil {
+		return nil, err
+	}
+	out["README.md"] = readme
 	schema, err := valuesSchema()
 	if err != nil {
 		return nil, err
@@ -179,7 +212,14 @@ func Generate(in Input) (map[string][]byte, error) {
 	out["values.schema.json"] = schema
 	out["templates/_helpers.tpl"] = []byte(helpers)
 	out["templates/NOTES.txt"] = []byte(notes)
+	out["icon.svg"] = []byte(icon)
 	return out, nil
+}
+
+// kindConditions are the values that turn the objects of a kind off.
+var kindConditions = map[string]string{
+	"CustomResourceDefinition": ".Values.crds.enabled",
+	"PodDisruptionBudget":      ".Values.podDisruptionBudget.enabled",
 }
 
 // line is a line of an object's template and the modes whose rendering has it.
@@ -355,6 +395,11 @@ func readDefaults(objs []map[string]any) (*defaults, error) {
 			}
 		}
 	}
+	for _, obj := range objs {
+		if str(obj, "kind") == "PodDisruptionBudget" {
+			d.MinAvailable = get(obj, "spec", "minAvailable")
+		}
+	}
 	_, port, ok := strings.Cut(bind, ":")
 	if d.MetricsPort, err = strconv.ParseInt(port, 10, 32); !ok || err != nil {
 		return nil, fmt.Errorf("the manager's %s%q is not host:port", metricsBindFlag, bind)
@@ -471,6 +516,23 @@ func (p *placeholders) ipBlocks(path string) string {
 	})
 }
 
+// block replaces the line `token: ""` of a map, or the list item `- token`, with the entries or
+// items of the map or list at path, only when it is set.
+func (p *placeholders) block(path string) string {
+	return p.add(func(line, _ string) string {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		return fmt.Sprintf("%[1]s{{- with %[2]s }}\n%[1]s{{- toYaml . | nindent %[3]d }}\n%[1]s{{- end }}", strings.Repeat(" ", indent), path, indent)
+	})
+}
+
+// entry replaces the line `token: ""` of a map with the line `text` when cond holds.
+func (p *placeholders) entry(cond, text string) string {
+	return p.add(func(line, _ string) string {
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		return fmt.Sprintf("%[1]s{{- %[2]s }}\n%[1]s%[3]s\n%[1]s{{- end }}", indent, cond, text)
+	})
+}
+
 // labels replaces the line `token: ""` of metadata.labels with the labels Helm's charts carry.
 func (p *placeholders) labels() string {
 	return p.add(func(line, _ string) string {
@@ -502,6 +564,19 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 	}
 
 	switch str(obj, "kind") {
+	case "CustomResourceDefinition":
+		// crds.keep: the overlays' keep annotation only when it is set.
+		if annotations, ok := get(obj, "metadata", "annotations").(map[string]any); ok && annotations[resourcePolicy] == "keep" {
+			delete(annotations, resourcePolicy)
+			annotations[p.entry("if .Values.crds.keep", resourcePolicy+": keep")] = ""
+		}
+	case "PodDisruptionBudget":
+		if spec, ok := obj["spec"].(map[string]any); ok && spec["minAvailable"] != nil && spec["maxUnavailable"] == nil {
+			spec["minAvailable"] = p.add(func(line, _ string) string {
+				indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+				return fmt.Sprintf("%[1]s{{- with .Values.podDisruptionBudget.maxUnavailable }}\n%[1]smaxUnavailable: {{ . }}\n%[1]s{{- else }}\n%[1]sminAvailable: {{ .Values.podDisruptionBudget.minAvailable }}\n%[1]s{{- end }}", indent)
+			})
+		}
 	case "Deployment":
 		if c := managerOf(obj); c != nil {
 			templatizeManager(obj, c, exempt, &p)
@@ -620,7 +695,27 @@ func templatizeManager(deploy, c map[string]any, exempt []string, p *placeholder
 		args = append(args, p.item("with .Values.secretGuard.extraExemptUsers",
 			exemptUsersFlag+braces.Replace(strings.Join(exempt, ","))+"{{ range . }},{{ . }}{{ end }}"))
 	}
+	for _, flag := range []struct{ value, flag string }{{"logLevel", logLevelFlag}, {"logFormat", logFormatFlag}} {
+		args = append(args, p.item("with .Values."+flag.value, flag.flag+"{{ . }}"))
+	}
+	args = append(args, p.item("range .Values.extraArgs", "{{ . | quote }}"))
 	c["args"] = args
+	env, _ := c["env"].([]any)
+	c["env"] = append(env, p.block(".Values.extraEnv"))
+	pod["imagePullSecrets"] = p.optional(".Values.imagePullSecrets", true)
+	meta, _ := get(deploy, "spec", "template", "metadata").(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		get(deploy, "spec", "template").(map[string]any)["metadata"] = meta
+	}
+	for key, path := range map[string]string{"labels": ".Values.podLabels", "annotations": ".Values.podAnnotations"} {
+		m, _ := meta[key].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			meta[key] = m
+		}
+		m[p.block(path)] = ""
+	}
 }
 
 // replaceNamespace replaces the namespace in every string of obj with token, but in the secret
@@ -745,6 +840,48 @@ networkPolicy:
   webhookIngressCIDRs: []
 `)
 	fmt.Fprintf(&b, `
+# Secrets with the credentials to pull the image from a private registry: [{name: ...}].
+imagePullSecrets: []
+
+# Labels and annotations added to the manager's pods.
+podLabels: {}
+podAnnotations: {}
+
+# The manager's log level (debug, info, warn or error) and format (json or console); empty: the
+# manager's defaults, info and json.
+logLevel: ""
+logFormat: ""
+
+# More arguments of the manager (docs/reference/manager-flags.md), after the chart's own: a flag given twice takes
+# the last value.
+extraArgs: []
+
+# More environment variables of the manager container: [{name: ..., value: ...}].
+extraEnv: []
+
+# The PodDisruptionBudget of the manager's pods.
+podDisruptionBudget:
+  enabled: true
+  # Used when maxUnavailable is empty.
+  minAvailable: %[1]v
+  # Wins over minAvailable when set (a number or a percentage).
+  maxUnavailable: ""
+
+# The ClusterObjectSet CRD (modes cert-manager and self-signed; webhook-only uses OLM's).
+crds:
+  # Install the CRD with the chart; false leaves it to you.
+  enabled: true
+  # Keep the CRD on helm uninstall (helm.sh/resource-policy: keep): deleting it deletes every
+  # ClusterObjectSet.
+  keep: true
+
+# A pre-delete hook Job that runs "cos-externalizer uninstall" before helm uninstall deletes the
+# chart: it deletes the webhook configurations and the manager, then releases the manager's
+# teardown finalizer from every ClusterObjectSet without tearing anything down.
+uninstallHook:
+  enabled: true
+`, d.MinAvailable)
+	fmt.Fprintf(&b, `
 # The metrics endpoint (/metrics) of every replica.
 metrics:
   # Port of --metrics-bind-address and of the container port "metrics".
@@ -786,6 +923,7 @@ func valuesSchema() ([]byte, error) {
 	for _, m := range Modes {
 		modes = append(modes, m.Name)
 	}
+	intOrPercent := map[string]any{"type": []string{"integer", "string"}, "minimum": 0, "pattern": `^([0-9]+%?)?$`}
 	user := map[string]any{"type": "string", "minLength": 1, "pattern": `^[^'"\\,{}]+$`}
 	schema := obj(map[string]any{
 		"mode":     map[string]any{"type": "string", "enum": modes},
@@ -808,6 +946,20 @@ func valuesSchema() ([]byte, error) {
 			"webhookIngressCIDRs": map[string]any{"type": "array", "items": map[string]any{
 				"type": "string", "pattern": `^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*/[0-9]{1,3})$`}},
 		}),
+		"imagePullSecrets": map[string]any{"type": "array", "items": obj(map[string]any{"name": map[string]any{"type": "string", "minLength": 1}})},
+		"podLabels":        map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+		"podAnnotations":   map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+		"logLevel":         map[string]any{"type": "string", "enum": []string{"", "debug", "info", "warn", "error"}},
+		"logFormat":        map[string]any{"type": "string", "enum": []string{"", "json", "console"}},
+		"extraArgs":        map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": "^--[a-z]"}},
+		"extraEnv":         map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"name"}}},
+		"podDisruptionBudget": obj(map[string]any{
+			"enabled":        map[string]any{"type": "boolean"},
+			"minAvailable":   intOrPercent,
+			"maxUnavailable": intOrPercent,
+		}),
+		"crds":          obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "keep": map[string]any{"type": "boolean"}}),
+		"uninstallHook": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
 		"metrics": obj(map[string]any{
 			"port":           map[string]any{"type": "integer", "minimum": 1, "maximum": 65535},
 			"secure":         map[string]any{"type": "boolean"},
@@ -835,6 +987,28 @@ kubeVersion: ">= 1.30.0-0"
 keywords:
 - olm
 - clusterobjectset
+home: https://github.com/cos-externalizer/cos-externalizer
+sources:
+- https://github.com/cos-externalizer/cos-externalizer
+icon: https://raw.githubusercontent.com/cos-externalizer/cos-externalizer/main/charts/cos-externalizer/icon.svg
+annotations:
+  artifacthub.io/license: Apache-2.0
+  artifacthub.io/category: integration-delivery
+  artifacthub.io/links: |
+    - name: Install
+      url: https://github.com/cos-externalizer/cos-externalizer/blob/main/docs/install.md
+    - name: Security
+      url: https://github.com/cos-externalizer/cos-externalizer/blob/main/docs/security.md
+  artifacthub.io/crds: |
+    - kind: ClusterObjectSet
+      version: v1
+      name: clusterobjectsets.olm.operatorframework.io
+      displayName: ClusterObjectSet
+      description: A set of cluster objects rolled out in phases, its inline objects kept in Secrets.
+`
+
+// icon is the chart's icon (Chart.yaml's icon is its URL on GitHub).
+const icon = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect x="4" y="4" width="56" height="56" rx="8" fill="#326ce5"/><path d="M18 20h28v6H18zm0 10h28v6H18zm0 10h18v6H18z" fill="#fff"/></svg>
 `
 
 const helpers = `{{/* Generated by hack/gen/helmgen (make chart): do not edit. */}}
@@ -847,6 +1021,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- with .Chart.AppVersion }}
 app.kubernetes.io/version: {{ . | quote }}
 {{- end }}
+{{- end }}
+
+{{/* The metadata of the uninstall hook's objects, but their hook-weight. */}}
+{{- define "cos-externalizer.hookMetadata" }}
+  labels:
+    {{- include "cos-externalizer.labels" . | nindent 4 }}
+    app.kubernetes.io/component: uninstall
+    app.kubernetes.io/name: cos-externalizer
+    app.kubernetes.io/part-of: cos-externalizer
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
 
 {{/* The manager's image: repository@digest, or repository:tag (the chart's appVersion by default). */}}
@@ -868,10 +1054,16 @@ Check it:
 The webhooks' serving certificate comes from cert-manager (v1.19 or later), which must be installed.
 {{- end }}
 
-Uninstalling: helm uninstall alone leaves our finalizers on the ClusterObjectSets. Keep every
-workload with hack/uninstall.sh first (docs/install.md, "Helm"):
-  helm get manifest {{ .Release.Name }} -n {{ .Release.Namespace }} > manifest.yaml
-  hack/uninstall.sh -f manifest.yaml
+Uninstalling keeps every workload:
   helm uninstall {{ .Release.Name }} -n {{ .Release.Namespace }}
-The CRD and the namespace stay (helm.sh/resource-policy: keep).
+{{- if .Values.uninstallHook.enabled }}
+Its pre-delete hook (a Job of this image) deletes the webhook configurations and the manager, then
+releases the manager's finalizer from every ClusterObjectSet, without tearing anything down.
+{{- else }}
+The uninstall hook is off (uninstallHook.enabled=false): run "kubectl cos uninstall" first, or
+helm uninstall leaves the manager's finalizers on the ClusterObjectSets.
+{{- end }}
+{{- if and .Values.crds.enabled .Values.crds.keep }}
+The CRD stays (crds.keep), with every ClusterObjectSet and its Secrets.
+{{- end }}
 `

@@ -2,7 +2,7 @@
 // config/, so that Helm and kustomize never drift apart (`make chart`; `make verify` fails when the
 // committed chart differs):
 //
-//	helmgen -kubectl bin/kubectl -config config -out charts/cos-externalizer -version 0.1.0
+//	helmgen -kubectl bin/kubectl -config config -out charts/cos-externalizer -version 0.1.0 -registry ghcr.io/cos-externalizer/cos-externalizer
 //
 // It renders each mode's overlay (Modes) and monitoring overlay (MonitoringOverlay) with `kubectl kustomize`, keeps an
 // object that every mode renders alike once, guards the others with the modes that render them, and
@@ -29,8 +29,9 @@ func main() {
 	config := flag.String("config", "config", "the kustomize folder holding the overlays")
 	out := flag.String("out", "charts/cos-externalizer", "the chart's folder, replaced whole")
 	version := flag.String("version", "0.1.0", "the chart's version")
+	registry := flag.String("registry", "", "the default image.repository (empty: the overlays' image)")
 	flag.Parse()
-	if err := run(*kubectl, *config, *out, *version); err != nil {
+	if err := run(*kubectl, *config, *out, *version, *registry); err != nil {
 		fmt.Fprintln(os.Stderr, "helmgen:", err)
 		os.Exit(1)
 	}
@@ -84,8 +85,8 @@ func monitoringOverlay(config, overlay string) (dir string, cleanup func(), err 
 	return tmp, cleanup, nil
 }
 
-func run(kubectl, config, out, version string) error {
-	in := Input{Version: version, Namespace: SystemNamespace}
+func run(kubectl, config, out, version, registry string) error {
+	in := Input{Version: version, Namespace: SystemNamespace, Registry: registry}
 	render := func(overlay string) ([]map[string]any, error) {
 		dir := overlay
 		if !filepath.IsAbs(dir) {

@@ -213,9 +213,10 @@ func checkDeployment(t *testing.T, o overlay, d *appsv1.Deployment) {
 		t.Errorf("image %q, want cos-externalizer:dev", c.Image)
 	}
 	// The serving certificate: cert-manager's Secret read through the API server, or the manager's own.
-	want := []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081", "--webhook-cert-source=self-signed"}
+	want := []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+		"--system-namespace=" + olmv1.DefaultSystemNamespace, "--webhook-cert-source=self-signed"}
 	if o.certManager {
-		want[3] = "--webhook-cert-source=secret"
+		want[4] = "--webhook-cert-source=secret"
 	}
 	if !o.rollout {
 		want = append(want, "--rollout=false", webhookOnlyExemption)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,17 +53,25 @@ var modes = map[string]struct {
 	"production":   {set: []string{"mode=cert-manager", "replicas=3"}, certManager: true},
 }
 
-// TestChartMatchesOverlays: `helm template` of each mode with default values holds the objects of
-// its overlay, equal but for Helm's labels; with metrics.serviceMonitor.enabled also those of its
-// monitoring overlay (config/prometheus/<overlay> where there is one, else config/prometheus).
+// overlayValues are the values that make the chart render what the overlays render, but for the
+// intended differences: the chart pulls the published image (the overlays name a local one, which
+// make deploy and make release replace) and has an uninstall hook (a Helm hook, not an object of
+// the release); the overlays' Namespace is not in the chart (compare leaves it out).
+var overlayValues = []string{"image.repository=cos-externalizer", "uninstallHook.enabled=false"}
+
+// TestChartMatchesOverlays: `helm template` of each mode with default values (and overlayValues)
+// holds the objects of its overlay, equal but for Helm's labels and the overlay's Namespace; with
+// metrics.serviceMonitor.enabled also those of its monitoring overlay (config/prometheus/<overlay>
+// where there is one, else config/prometheus).
 func TestChartMatchesOverlays(t *testing.T) {
 	for overlay, m := range modes {
+		set := slices.Concat(overlayValues, m.set)
 		t.Run(overlay, func(t *testing.T) {
-			compare(t, helmTemplate(t, m.set...), kustomize(t, overlay))
+			compare(t, helmTemplate(t, set...), kustomize(t, overlay))
 		})
 		t.Run(overlay+"+monitoring", func(t *testing.T) {
 			want := append(kustomize(t, overlay), kustomizeMonitoring(t, overlay)...)
-			compare(t, helmTemplate(t, append(m.set, "metrics.serviceMonitor.enabled=true")...), want)
+			compare(t, helmTemplate(t, append(set, "metrics.serviceMonitor.enabled=true")...), want)
 		})
 	}
 }
@@ -111,16 +120,8 @@ func TestChartServerDryRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Namespaced objects cannot be dry-run into a missing namespace: the default mode's, for real.
-	for _, u := range helmTemplate(t) {
-		if u.GetKind() == "Namespace" {
-			b, err := u.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			testenv.MustKubectl(t, b, "apply", "--server-side", "--field-manager="+fieldManager, "-f", "-")
-		}
-	}
+	// Namespaced objects cannot be dry-run into a missing namespace.
+	testenv.Env.EnsureNamespace(t, namespace)
 	for overlay, m := range modes {
 		t.Run(overlay, func(t *testing.T) {
 			yaml := helmTemplateYAML(t, append(m.set, "metrics.serviceMonitor.enabled=true")...)
@@ -135,9 +136,9 @@ func TestChartServerDryRun(t *testing.T) {
 	}
 }
 
-// TestChartInstall installs the chart as docs/install.md says, into a namespace created first (Helm
-// keeps its release there) that the chart adopts, and uninstalls it as it says: hack/uninstall.sh on
-// the release's manifest, then helm uninstall; the CRD and the namespace stay.
+// TestChartInstall installs the chart over a CRD an earlier install kept, into a namespace created
+// first (--take-ownership adopts the CRD), and uninstalls it without its hook: hack/uninstall.sh on
+// the release's manifest, then helm uninstall --no-hooks; the CRD and the namespace stay.
 func TestChartInstall(t *testing.T) {
 	ctx := context.Background()
 	// The namespace stays: a new one for each run (-count).
@@ -154,13 +155,6 @@ func TestChartInstall(t *testing.T) {
 		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 			t.Errorf("after helm install: %v", err)
 		}
-	}
-	got := &corev1.Namespace{}
-	if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Labels["pod-security.kubernetes.io/enforce"] != "restricted" || got.Annotations["helm.sh/resource-policy"] != "keep" {
-		t.Errorf("the adopted namespace: labels %v, annotations %v; want the chart's", got.Labels, got.Annotations)
 	}
 
 	manifest, err := helmEnv(t, env, "get", "manifest", release, "-n", ns)
@@ -180,7 +174,8 @@ func TestChartInstall(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/uninstall.sh -f manifest.yaml: %v\n%s", err, out)
 	}
-	if out, err := helmEnv(t, env, "uninstall", release, "-n", ns, "--wait"); err != nil {
+	// The pre-delete hook's Job needs a kubelet to run (TestUninstallHook checks what it would do).
+	if out, err := helmEnv(t, env, "uninstall", release, "-n", ns, "--wait", "--no-hooks"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
 	if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cos-externalizer"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
@@ -273,6 +268,26 @@ func TestChartValues(t *testing.T) {
 			{"Deployment", "cos-externalizer", append(manager("ports"), "1", "containerPort"), int64(9090)},
 			{"ServiceMonitor", "cos-externalizer", []string{"spec", "endpoints", "0", "scheme"}, "http"},
 		}, true},
+		"log": {[]string{"logLevel=debug", "logFormat=console"}, []check{
+			{"Deployment", "cos-externalizer", append(manager("args"), "-2"), "--log-level=debug"},
+			{"Deployment", "cos-externalizer", append(manager("args"), "-1"), "--log-format=console"},
+		}, true},
+		"extra args and env": {[]string{"extraArgs={--externalize=always}", "extraEnv[0].name=GOGC", "extraEnv[0].value=off"}, []check{
+			{"Deployment", "cos-externalizer", append(manager("args"), "-1"), "--externalize=always"},
+			{"Deployment", "cos-externalizer", append(manager("env"), "-1"), map[string]any{"name": "GOGC", "value": "off"}},
+		}, true},
+		"pod metadata and pull secrets": {[]string{"podLabels.team=platform", "podAnnotations.owner=platform", "imagePullSecrets[0].name=regcred"}, []check{
+			{"Deployment", "cos-externalizer", []string{"spec", "template", "metadata", "labels", "team"}, "platform"},
+			{"Deployment", "cos-externalizer", []string{"spec", "template", "metadata", "annotations", "owner"}, "platform"},
+			{"Deployment", "cos-externalizer", pod("imagePullSecrets"), []any{map[string]any{"name": "regcred"}}},
+		}, false},
+		"disruption budget": {[]string{"podDisruptionBudget.maxUnavailable=50%"}, []check{
+			{"PodDisruptionBudget", "cos-externalizer", []string{"spec", "maxUnavailable"}, "50%"},
+			{"PodDisruptionBudget", "cos-externalizer", []string{"spec", "minAvailable"}, nil},
+		}, false},
+		"crds not kept": {[]string{"crds.keep=false"}, []check{
+			{"CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io", []string{"metadata", "annotations", "helm.sh/resource-policy"}, nil},
+		}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs := helmTemplate(t, tc.set...)
@@ -311,6 +326,21 @@ func TestChartValues(t *testing.T) {
 		})
 	}
 
+	t.Run("off", func(t *testing.T) {
+		for set, kinds := range map[string][]string{
+			"crds.enabled=false":                {"CustomResourceDefinition"},
+			"podDisruptionBudget.enabled=false": {"PodDisruptionBudget"},
+			"uninstallHook.enabled=false":       {"Job"},
+		} {
+			on, off := kindsOf(helmTemplate(t)), kindsOf(helmTemplate(t, set))
+			for _, k := range kinds {
+				if !on[k] || off[k] {
+					t.Errorf("--set %s: %s rendered %v by default, %v with it; want only by default", set, k, on[k], off[k])
+				}
+			}
+		}
+	})
+
 	t.Run("release namespace", func(t *testing.T) {
 		for overlay, m := range modes {
 			for _, u := range helmTemplateIn(t, "platform", m.set...) {
@@ -332,7 +362,8 @@ func TestChartValues(t *testing.T) {
 
 	t.Run("schema", func(t *testing.T) {
 		for _, set := range []string{"mode=olm", "replicas=0", "image.digest=latest", "metrics.port=70000",
-			"secretGuard.extraExemptUsers={it's}", "unknown=1"} {
+			"secretGuard.extraExemptUsers={it's}", "unknown=1", "logLevel=verbose", "logFormat=text",
+			"extraArgs={externalize}", "podDisruptionBudget.maxUnavailable=half", "extraEnv[0].value=x"} {
 			if out, err := helm(t, "template", release, chartDir(t), "-n", namespace, "--set", set); err == nil {
 				t.Errorf("--set %s: rendered, want refused by the schema", set)
 			} else if !strings.Contains(out, "schema") {
@@ -358,6 +389,9 @@ func compare(t *testing.T, got, want []*unstructured.Unstructured) {
 				delete(labels, k)
 			}
 			u.SetLabels(labels)
+			if u.GetKind() == "Namespace" {
+				continue // Helm's (--create-namespace), not the chart's
+			}
 			key := u.GroupVersionKind().GroupKind().String() + " " + u.GetNamespace() + "/" + u.GetName()
 			if _, dup := out[key]; dup {
 				t.Errorf("%s twice", key)
@@ -369,6 +403,15 @@ func compare(t *testing.T, got, want []*unstructured.Unstructured) {
 	if diff := cmp.Diff(index(want), index(got)); diff != "" {
 		t.Errorf("helm template differs from the overlay (-overlay +chart):\n%s", diff)
 	}
+}
+
+// kindsOf is the set of the objects' kinds.
+func kindsOf(objs []*unstructured.Unstructured) map[string]bool {
+	kinds := map[string]bool{}
+	for _, u := range objs {
+		kinds[u.GetKind()] = true
+	}
+	return kinds
 }
 
 func chartDir(t *testing.T) string {
@@ -467,7 +510,8 @@ func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 	return nil
 }
 
-// at returns the value at path: map keys and list indexes (-1 the last item); nil when missing.
+// at returns the value at path: map keys and list indexes (-1 the last item, -2 the one before);
+// nil when missing.
 func at(v any, path []string) any {
 	for _, p := range path {
 		switch x := v.(type) {
@@ -500,8 +544,11 @@ func setAt(v any, path []string) {
 }
 
 func index(p string, n int) int {
-	if p == "-1" {
-		return n - 1
+	if back, ok := strings.CutPrefix(p, "-"); ok {
+		if i := index(back, n); i > 0 {
+			return n - i
+		}
+		return -1
 	}
 	i := 0
 	for _, c := range p {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestWebhookIngressCIDRs(t *testing.T) {
 			if np := find(want, "NetworkPolicy", "cos-externalizer-webhook"); np == nil || !strings.Contains(mustJSON(t, np.Object), `"ipBlock":{"cidr":"192.0.2.0/24"}`) {
 				t.Fatalf("the component did not restrict the webhook policy: %v", np)
 			}
-			compare(t, helmTemplate(t, append(m.set, "networkPolicy.webhookIngressCIDRs={192.0.2.0/24}")...), want)
+			compare(t, helmTemplate(t, append(slices.Concat(overlayValues, m.set), "networkPolicy.webhookIngressCIDRs={192.0.2.0/24}")...), want)
 		})
 	}
 	t.Run("schema", func(t *testing.T) {
