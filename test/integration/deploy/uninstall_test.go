@@ -264,14 +264,17 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 	}
 }
 
+// managerKinds are the kinds of the overlay's objects applyManager applies.
+var managerKinds = []string{"Deployment", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service", "PodDisruptionBudget"}
+
 // applyManager applies the overlay's Deployment, RBAC, Services and PodDisruptionBudget for real
-// (its pods run on kwok's node: nothing runs), waits for a pod, and returns them.
-func applyManager(t *testing.T, overlay string) []*unstructured.Unstructured {
+// (its pods run on kwok's node: nothing runs), waits for a pod, and returns them; extraKinds are
+// applied too.
+func applyManager(t *testing.T, overlay string, extraKinds ...string) []*unstructured.Unstructured {
 	t.Helper()
 	var objs []*unstructured.Unstructured
 	for _, u := range parse(t, render(t, overlay)) {
-		switch u.GetKind() {
-		case "Deployment", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service", "PodDisruptionBudget":
+		if slices.Contains(managerKinds, u.GetKind()) || slices.Contains(extraKinds, u.GetKind()) {
 			objs = append(objs, u)
 			mustKubectl(t, mustJSON(t, u), "apply", "--server-side", "--field-manager="+fieldManager, "-f", "-")
 		}
