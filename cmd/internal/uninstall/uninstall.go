@@ -245,7 +245,7 @@ func (r *runner) managerGone(ctx context.Context, selector labels.Selector) (boo
 var errChanged = errors.New("changed meanwhile")
 
 // releaseFinalizers releases our finalizer from every ClusterObjectSet where it is ours alone, in up
-// to passes passes over the list.
+// to as many passes over the list as the constant passes says.
 func (r *runner) releaseFinalizers(ctx context.Context) (Result, error) {
 	var res Result
 	for pass := 1; ; pass++ {

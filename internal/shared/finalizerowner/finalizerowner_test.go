@@ -18,7 +18,7 @@ const (
 // entry is a managedFields entry of manager whose fieldsV1 is raw.
 func entry(manager, raw string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(raw)}
 }
 
 // owning is the fieldsV1 of an entry that owns the finalizers named.
