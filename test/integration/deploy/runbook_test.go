@@ -14,10 +14,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
@@ -141,6 +143,14 @@ func TestRunbookCommands(t *testing.T) {
 	})
 	installed := applyManager(t, "default", "Certificate", "Issuer", "ResourceQuota")
 	leaderPod(t, installed)
+	framework.Eventually(ctx, t, "the manager holding the Lease", func(ctx context.Context) (bool, string) {
+		lease := &coordinationv1.Lease{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease); err != nil {
+			return false, err.Error()
+		}
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		return holder != "", "holder " + holder
+	})
 
 	dir := t.TempDir()
 	kubectl, err := controlplane.Binary("kubectl")

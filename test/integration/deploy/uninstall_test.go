@@ -73,24 +73,30 @@ const olmManager = "operator-controller"
 // namespace; our finalizers, the webhook configurations and the Deployment go (and, with the script,
 // the RBAC). The same with the webhook-only overlay (which holds neither CRD nor namespace); and with
 // the system namespace being deleted as well: the uninstaller completes and says so. A dry run
-// changes nothing; a second run does nothing.
+// changes nothing; a second run does nothing (with the Go uninstall, the manager's subcommand runs,
+// kubectl cos does the dry run and the second run).
 func TestUninstallKeepsWorkloads(t *testing.T) {
 	for name, tc := range map[string]struct {
 		overlay     string
 		terminating bool // the system namespace is being deleted
 		run         uninstaller
+		// again, if set, does the dry run and the second run instead of run.
+		again *uninstaller
 	}{
-		"manager gone":                   {overlay: "self-signed", run: script},
-		"webhook-only":                   {overlay: "webhook-only", run: script},
-		"namespace being deleted":        {overlay: "default", terminating: true, run: script},
-		"subcommand manager gone":        {overlay: "self-signed", run: managerUninstall},
-		"plugin webhook-only":            {overlay: "webhook-only", run: pluginUninstall},
-		"plugin namespace being deleted": {overlay: "default", terminating: true, run: pluginUninstall},
+		"manager gone":                       {overlay: "self-signed", run: script},
+		"webhook-only":                       {overlay: "webhook-only", run: script},
+		"namespace being deleted":            {overlay: "default", terminating: true, run: script},
+		"subcommand manager gone":            {overlay: "self-signed", run: managerUninstall, again: &pluginUninstall},
+		"subcommand namespace being deleted": {overlay: "default", terminating: true, run: managerUninstall},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := testenv.Env.Client
 			prefix := "uninstall-" + strings.ReplaceAll(name, " ", "-")
+			again := tc.run
+			if tc.again != nil {
+				again = *tc.again
+			}
 			kept, deleted, olms := prefix+"-kept", prefix+"-deleted", prefix+"-olm"
 
 			applySystemNamespace(t)
@@ -157,7 +163,7 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 
 			if !tc.terminating {
 				// A dry run changes nothing.
-				mustUninstall(t, tc.run, tc.overlay, "--dry-run")
+				mustUninstall(t, again, tc.overlay, "--dry-run")
 				cos := &olmv1.ClusterObjectSet{}
 				if err := c.Get(ctx, client.ObjectKey{Name: kept}, cos); err != nil || !controllerutil.ContainsFinalizer(cos, controllers.Finalizer) {
 					t.Fatalf("after a dry run, %s: %v, finalizers %v", kept, err, cos.Finalizers)
@@ -239,7 +245,7 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 
 			if !tc.terminating {
 				// Again: nothing more to do.
-				if out := mustUninstall(t, tc.run, tc.overlay); !strings.Contains(out, "done: 0 finalizers released") {
+				if out := mustUninstall(t, again, tc.overlay); !strings.Contains(out, "done: 0 finalizers released") {
 					t.Errorf("the second run did something:\n%s", out)
 				}
 				if !tc.run.script {
