@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -10,10 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
 )
 
 // FinalizerReleaseReconciler takes the rollout controller's place where this manager does not roll
@@ -69,15 +69,5 @@ func finalizedByUs(cos *olmv1.ClusterObjectSet) bool {
 	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
 		return false
 	}
-	want := fieldpath.MakePathOrDie("metadata", "finalizers", value.NewValueInterface(Finalizer))
-	for _, mf := range cos.ManagedFields {
-		if mf.Manager != FieldOwner || mf.FieldsV1 == nil {
-			continue
-		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err == nil && set.Has(want) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(finalizerowner.Owners(cos.ManagedFields, Finalizer), FieldOwner)
 }

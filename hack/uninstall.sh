@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Uninstalls cos-externalizer and keeps every workload (docs/install.md#uninstall). `make undeploy`
-# runs it; so can you, with kubectl alone.
+# runs it; so can you, with kubectl alone. Without a checkout, `kubectl cos uninstall` (or the
+# manager's `cos-externalizer uninstall`, the Helm chart's pre-delete hook) does steps 1-3 below.
 #
 #   hack/uninstall.sh [--dry-run] [-k <kustomization dir> | -f <rendered manifests>]
 #   hack/uninstall.sh --delete-workloads --yes [-k ... | -f ...]     (make undeploy-all CONFIRM=yes)

@@ -15,6 +15,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == app.UninstallCommand {
+		os.Exit(app.UninstallMain(ctrl.SetupSignalHandler(), os.Args[2:]))
+	}
 	var o app.Options
 	o.Bind(flag.CommandLine)
 	version := flag.Bool("version", false, "Print the version and exit.")

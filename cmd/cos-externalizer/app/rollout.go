@@ -14,11 +14,10 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 )
 
@@ -178,23 +177,6 @@ func GateFromArgs(args []string, gate string) Gate {
 	return state
 }
 
-// FinalizerOwners returns the field managers that own finalizer in managedFields, sorted.
-func FinalizerOwners(managed []metav1.ManagedFieldsEntry, finalizer string) []string {
-	want := fieldpath.MakePathOrDie("metadata", "finalizers", value.NewValueInterface(finalizer))
-	var out []string
-	for _, mf := range managed {
-		if mf.FieldsV1 == nil || slices.Contains(out, mf.Manager) {
-			continue
-		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err == nil && set.Has(want) {
-			out = append(out, mf.Manager)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // The reads of --rollout=auto, each of one named object besides the ClusterObjectSets' metadata:
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=clusterextensions.olm.operatorframework.io,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=deployments,resourceNames=operator-controller-controller-manager,verbs=get,namespace=olmv1-system
@@ -305,7 +287,7 @@ func (r olmReader) foreignFinalizers(ctx context.Context) error {
 		return r.unreadable("ClusterObjectSets", err)
 	}
 	for i := range sets.Items {
-		for _, m := range FinalizerOwners(sets.Items[i].ManagedFields, controllers.Finalizer) {
+		for _, m := range finalizerowner.Owners(sets.Items[i].ManagedFields, controllers.Finalizer) {
 			if m != controllers.FieldOwner {
 				r.o.ForeignFinalizers = append(r.o.ForeignFinalizers, sets.Items[i].Name+" ("+m+")")
 			}

@@ -3,9 +3,6 @@ package app
 import (
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestDecideAuto(t *testing.T) {
@@ -144,30 +141,4 @@ func FuzzGateFromArgs(f *testing.F) {
 			t.Fatalf("GateFromArgs(%q, %q) = %q without the gate's name", a, b, got)
 		}
 	})
-}
-
-func TestFinalizerOwners(t *testing.T) {
-	const fin = "olm.operatorframework.io/teardown"
-	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: metav1.NewFieldsV1(fields)}
-	}
-	finalizer := `{"f:metadata":{"f:finalizers":{".":{},"v:\"olm.operatorframework.io/teardown\"":{}}}}`
-	tests := map[string]struct {
-		managed []metav1.ManagedFieldsEntry
-		want    []string
-	}{
-		"none":   {},
-		"ours":   {managed: []metav1.ManagedFieldsEntry{entry("cos-externalizer", finalizer)}, want: []string{"cos-externalizer"}},
-		"OLM's":  {managed: []metav1.ManagedFieldsEntry{entry("operator-controller", finalizer), entry("kubectl", `{"f:spec":{}}`)}, want: []string{"operator-controller"}},
-		"both":   {managed: []metav1.ManagedFieldsEntry{entry("operator-controller", finalizer), entry("cos-externalizer", finalizer)}, want: []string{"cos-externalizer", "operator-controller"}},
-		"other":  {managed: []metav1.ManagedFieldsEntry{entry("x", `{"f:metadata":{"f:finalizers":{"v:\"other\"":{}}}}`)}},
-		"broken": {managed: []metav1.ManagedFieldsEntry{entry("x", `{`), {Manager: "y"}}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, FinalizerOwners(tc.managed, fin)); diff != "" {
-				t.Errorf("FinalizerOwners (-want +got):\n%s", diff)
-			}
-		})
-	}
 }

@@ -94,7 +94,7 @@ against the platform's limits, and checks that the webhook is reachable.`,
 	addKlogFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&r.systemNamespace, "system-namespace", olmv1.DefaultSystemNamespace,
 		"The namespace of the object-data Secrets: the manager's --system-namespace, and what an empty ref.namespace means.")
-	cmd.AddCommand(r.buildCommand(), r.applyCommand(), r.inspectCommand(), r.diffCommand(), r.sizeCommand(), r.checkCommand(), r.versionCommand())
+	cmd.AddCommand(r.buildCommand(), r.applyCommand(), r.inspectCommand(), r.diffCommand(), r.sizeCommand(), r.checkCommand(), r.uninstallCommand(), r.versionCommand())
 	return cmd
 }
 

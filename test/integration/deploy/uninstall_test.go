@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,10 +16,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -58,28 +63,40 @@ func TestOverlaysProtectFromPrune(t *testing.T) {
 // name as ours.
 const olmManager = "operator-controller"
 
-// TestUninstallKeepsWorkloads runs hack/uninstall.sh, as `make undeploy` does, after the manager
-// rolled ClusterObjectSets out and stopped (the break-glass case: our finalizers present, the
-// fail-closed webhook configurations still installed, one ClusterObjectSet already being deleted and
-// held by our finalizer), with the overlay's manager Deployment and RBAC applied. Every workload
-// stays: the rolled-out objects, every ClusterObjectSet but the one being deleted (it goes, its
-// objects orphaned), OLM's finalizer, the object-data Secrets, the CRD and the namespace; our
-// finalizers, the webhook configurations, the Deployment and the RBAC go. The same with the
-// webhook-only overlay (which holds neither CRD nor namespace); and with the system namespace being
-// deleted as well: the script completes and says so.
+// TestUninstallKeepsWorkloads runs each uninstaller (hack/uninstall.sh, as `make undeploy` does; the
+// manager's `cos-externalizer uninstall`, as the Helm chart's pre-delete hook does; `kubectl cos
+// uninstall`) after the manager rolled ClusterObjectSets out and stopped (the break-glass case: our
+// finalizers present, the fail-closed webhook configurations still installed, one ClusterObjectSet
+// already being deleted and held by our finalizer), with the overlay's manager Deployment and RBAC
+// applied. Every workload stays: the rolled-out objects, every ClusterObjectSet but the one being
+// deleted (it goes, its objects orphaned), OLM's finalizer, the object-data Secrets, the CRD and the
+// namespace; our finalizers, the webhook configurations and the Deployment go (and, with the script,
+// the RBAC). The same with the webhook-only overlay (which holds neither CRD nor namespace); and with
+// the system namespace being deleted as well: the uninstaller completes and says so. A dry run
+// changes nothing; a second run does nothing (with the Go uninstall, the manager's subcommand runs,
+// kubectl cos does the dry run and the second run).
 func TestUninstallKeepsWorkloads(t *testing.T) {
 	for name, tc := range map[string]struct {
 		overlay     string
 		terminating bool // the system namespace is being deleted
+		run         uninstaller
+		// again, if set, does the dry run and the second run instead of run.
+		again *uninstaller
 	}{
-		"manager gone":            {overlay: "self-signed"},
-		"webhook-only":            {overlay: "webhook-only"},
-		"namespace being deleted": {overlay: "default", terminating: true},
+		"manager gone":                       {overlay: "self-signed", run: script},
+		"webhook-only":                       {overlay: "webhook-only", run: script},
+		"namespace being deleted":            {overlay: "default", terminating: true, run: script},
+		"subcommand manager gone":            {overlay: "self-signed", run: managerUninstall, again: &pluginUninstall},
+		"subcommand namespace being deleted": {overlay: "default", terminating: true, run: managerUninstall},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := testenv.Env.Client
 			prefix := "uninstall-" + strings.ReplaceAll(name, " ", "-")
+			again := tc.run
+			if tc.again != nil {
+				again = *tc.again
+			}
 			kept, deleted, olms := prefix+"-kept", prefix+"-deleted", prefix+"-olm"
 
 			applySystemNamespace(t)
@@ -146,7 +163,7 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 
 			if !tc.terminating {
 				// A dry run changes nothing.
-				runUninstall(t, tc.overlay, "--dry-run")
+				mustUninstall(t, again, tc.overlay, "--dry-run")
 				cos := &olmv1.ClusterObjectSet{}
 				if err := c.Get(ctx, client.ObjectKey{Name: kept}, cos); err != nil || !controllerutil.ContainsFinalizer(cos, controllers.Finalizer) {
 					t.Fatalf("after a dry run, %s: %v, finalizers %v", kept, err, cos.Finalizers)
@@ -158,18 +175,18 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 				}
 			}
 
-			out := runUninstall(t, tc.overlay)
+			out := mustUninstall(t, tc.run, tc.overlay)
 			for _, want := range []string{
 				"clusterobjectset " + kept + ": released our finalizer",
 				"clusterobjectset " + deleted + " is being deleted: its objects are kept",
 				"clusterobjectset " + olms + " (" + olmManager + "): the finalizer is another controller's",
 			} {
 				if !strings.Contains(out, want) {
-					t.Errorf("the script did not say %q", want)
+					t.Errorf("the uninstaller did not say %q", want)
 				}
 			}
 			if tc.terminating && !strings.Contains(out, "namespace "+systemNamespace+" is being deleted") {
-				t.Errorf("the script did not say the namespace is being deleted")
+				t.Errorf("the uninstaller did not say the namespace is being deleted")
 			}
 
 			// The workloads: every rolled-out object, no longer owned by the deleted ClusterObjectSet.
@@ -214,16 +231,25 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Name: "clusterobjectsets.olm.operatorframework.io"}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
 				t.Errorf("the CRD: %v", err)
 			}
-			// What goes: the webhook configurations, the manager and its RBAC.
-			for _, u := range append(ofKind(parse(t, render(t, tc.overlay)), "MutatingWebhookConfiguration"),
-				append(ofKind(parse(t, render(t, tc.overlay)), "ValidatingWebhookConfiguration"), installed...)...) {
+			// What goes: the webhook configurations, the manager and, with the script, its RBAC.
+			goes := append(ofKind(parse(t, render(t, tc.overlay)), "MutatingWebhookConfiguration"),
+				ofKind(parse(t, render(t, tc.overlay)), "ValidatingWebhookConfiguration")...)
+			if tc.run.script {
+				goes = append(goes, installed...)
+			} else {
+				goes = append(goes, find(installed, "Deployment", deploymentName))
+			}
+			for _, u := range goes {
 				framework.WaitGone(ctx, t, c, u)
 			}
 
 			if !tc.terminating {
 				// Again: nothing more to do.
-				if out := runUninstall(t, tc.overlay); !strings.Contains(out, "done: 0 finalizers released") {
+				if out := mustUninstall(t, again, tc.overlay); !strings.Contains(out, "done: 0 finalizers released") {
 					t.Errorf("the second run did something:\n%s", out)
+				}
+				if !tc.run.script {
+					return
 				}
 				// Tearing down needs --yes, and a running manager: without one, deleting the
 				// ClusterObjectSets would hang on our finalizer (webhook-only leaves them to OLM).
@@ -244,14 +270,17 @@ func TestUninstallKeepsWorkloads(t *testing.T) {
 	}
 }
 
+// managerKinds are the kinds of the overlay's objects applyManager applies.
+var managerKinds = []string{"Deployment", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service", "PodDisruptionBudget"}
+
 // applyManager applies the overlay's Deployment, RBAC, Services and PodDisruptionBudget for real
-// (its pods run on kwok's node: nothing runs), waits for a pod, and returns them.
-func applyManager(t *testing.T, overlay string) []*unstructured.Unstructured {
+// (its pods run on kwok's node: nothing runs), waits for a pod, and returns them; extraKinds are
+// applied too.
+func applyManager(t *testing.T, overlay string, extraKinds ...string) []*unstructured.Unstructured {
 	t.Helper()
 	var objs []*unstructured.Unstructured
 	for _, u := range parse(t, render(t, overlay)) {
-		switch u.GetKind() {
-		case "Deployment", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service", "PodDisruptionBudget":
+		if slices.Contains(managerKinds, u.GetKind()) || slices.Contains(extraKinds, u.GetKind()) {
 			objs = append(objs, u)
 			mustKubectl(t, mustJSON(t, u), "apply", "--server-side", "--field-manager="+fieldManager, "-f", "-")
 		}
@@ -345,15 +374,48 @@ func cleanupSets(t *testing.T, names ...string) {
 	})
 }
 
+// uninstaller is one way to uninstall: run it with the overlay and args, and get its output.
+type uninstaller struct {
+	name   string
+	script bool // hack/uninstall.sh, which deletes the rest of the overlay too
+	run    func(t *testing.T, overlay string, args ...string) (string, error)
+}
+
+var (
+	script = uninstaller{name: "hack/uninstall.sh", script: true, run: uninstall}
+	// managerUninstall is the manager's subcommand, in the process.
+	managerUninstall = uninstaller{name: "cos-externalizer uninstall", run: func(t *testing.T, _ string, args ...string) (string, error) {
+		var out bytes.Buffer
+		err := app.Uninstall(context.Background(), func() (*rest.Config, error) { return testenv.Env.Config, nil }, args, &out, &out)
+		return out.String(), err
+	}}
+	// pluginUninstall is kubectl cos uninstall, in the process.
+	pluginUninstall = uninstaller{name: "kubectl cos uninstall", run: func(t *testing.T, _ string, args ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := cos.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		cmd.SetArgs(append([]string{"--kubeconfig=" + testenv.Env.Kubeconfig, "uninstall"}, args...))
+		err := cmd.ExecuteContext(context.Background())
+		return out.String(), err
+	}}
+)
+
+// mustUninstall runs u on the overlay with args and returns its output; it fails the test when u
+// fails.
+func mustUninstall(t *testing.T, u uninstaller, overlay string, args ...string) string {
+	t.Helper()
+	out, err := u.run(t, overlay, args...)
+	t.Logf("%s %s:\n%s", u.name, strings.Join(args, " "), out)
+	if err != nil {
+		t.Fatalf("%s: %v", u.name, err)
+	}
+	return out
+}
+
 // runUninstall runs hack/uninstall.sh on the overlay (with args) and the control plane's kubectl, as
 // `make undeploy` does, and returns its output; it fails the test when the script fails.
 func runUninstall(t *testing.T, overlay string, args ...string) string {
 	t.Helper()
-	out, err := uninstall(t, overlay, args...)
-	if err != nil {
-		t.Fatalf("hack/uninstall.sh: %v", err)
-	}
-	return out
+	return mustUninstall(t, script, overlay, args...)
 }
 
 // uninstall runs hack/uninstall.sh and returns its output and error.
@@ -370,7 +432,6 @@ func uninstall(t *testing.T, overlay string, args ...string) (string, error) {
 	cmd := exec.Command("bash", append([]string{filepath.Join(root, "hack", "uninstall.sh"), "-k", filepath.Join(root, "config", overlay)}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECTL="+kubectl, "KUBECONFIG="+testenv.Env.Kubeconfig)
 	out, err := cmd.CombinedOutput()
-	t.Logf("hack/uninstall.sh %s:\n%s", strings.Join(args, " "), out)
 	return string(out), err
 }
 
