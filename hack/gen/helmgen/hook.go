@@ -93,7 +93,7 @@ func hookTemplate() string {
 const clusterRules = `rules:
 - {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], resourceNames: [MUTATING], verbs: [delete]}
 - {apiGroups: [admissionregistration.k8s.io], resources: [validatingwebhookconfigurations], resourceNames: [VALIDATING], verbs: [delete]}
-- {apiGroups: [olm.operatorframework.io], resources: [clusterobjectsets], verbs: [get, list, patch, update]}
+- {apiGroups: [olm.operatorframework.io], resources: [clusterobjectsets], verbs: [get, list, patch, delete]}
 `
 
 const namespaceRules = `rules:

@@ -3,15 +3,20 @@ package helm_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -79,7 +84,9 @@ func TestUninstallHook(t *testing.T) {
 		{"get", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
 		{"list", "olm.operatorframework.io", "clusterobjectsets", "", ""},
 		{"patch", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
-		{"update", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
+		// delete: a ClusterObjectSet already being deleted is switched to orphan deletion before
+		// its finalizer is released, so that the garbage collector keeps what it installed.
+		{"delete", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
 	}
 	denied := []access{
 		{"delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "other"},
@@ -94,7 +101,7 @@ func TestUninstallHook(t *testing.T) {
 		{"get", "", "secrets", ns, "any"},
 		{"list", "", "secrets", "", ""},
 		{"create", "olm.operatorframework.io", "clusterobjectsets", "", ""},
-		{"delete", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
+		{"update", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
 		{"update", "olm.operatorframework.io", "clusterobjectsets/status", "", "any"},
 	}
 	check := func(a access, want bool) {
@@ -119,6 +126,38 @@ func TestUninstallHook(t *testing.T) {
 	}
 	for _, a := range denied {
 		check(a, false)
+	}
+
+	// The Job's own command line, as the hook's ServiceAccount, as a dry run (every write a
+	// server-side dry run, authorized as the write would be) against a Deployment of that name: the
+	// RBAC is enough for what the subcommand does, not only for what the list above names.
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cos-externalizer"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "hook-test"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "hook-test"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "none"}}}},
+		}}
+	if err := testenv.Env.Client.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	framework.RemoveAfter(t, testenv.Env.Client, deploy)
+	bin, err := local.BuildManager(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := find(helmTemplateIn(t, ns), "Job", hookName)
+	var args []string
+	for _, a := range at(job.Object, []string{"spec", "template", "spec", "containers", "0", "args"}).([]any) {
+		args = append(args, a.(string))
+	}
+	cmd := exec.CommandContext(ctx, bin, append(args, "--dry-run")...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+serviceAccountKubeconfig(ctx, t, ns, hookName))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s as the hook's ServiceAccount: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	if err := testenv.Env.Client.Get(ctx, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{}); err != nil {
+		t.Errorf("after the dry run, the Deployment: %v", err)
 	}
 }
 
