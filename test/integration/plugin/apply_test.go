@@ -57,7 +57,6 @@ func generateBundle(t testing.TB, ns string, n, size int) string {
 // carry inline, is built into a ClusterObjectSet, applied with kubectl cos apply, and rolls out to
 // Succeeded; a second apply writes nothing.
 func TestTenMegabyteBundleRollsOut(t *testing.T) {
-	t.Parallel() // with the package's other parallel tests: its own name, namespace and objects
 	const name, ns = "ten-megabytes", "ten-megabytes"
 	testenv.Env.RemoveWithSecretsAfter(t, name)
 	dir := generateBundle(t, ns, 200, 50_000)
