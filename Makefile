@@ -309,7 +309,7 @@ release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...)
 # TEST_FIRST: the packages that run longest, longest first, then every other package (go list drops
 # the repeats). go test starts the packages' runs in the order given, two at a time on 2 cores, so the
 # long ones start at once and the short ones fill both lanes at the end: in name order the longest
-# started last and ran alone. Times: docs/benchmarks/2026-11-26-make-test-time.md.
+# started last and ran alone. Times: docs/benchmarks/2026-11-26-make-test-order.md.
 TEST_FIRST := ./test/integration/plugin ./test/integration/deploy ./test/adversarial ./test/integration/webhook \
 	./test/integration/controller ./test/controlplane ./test/integration/helm ./test/cmd/localcluster \
 	./test/integration/api ./certs/servingcert ./test/integration/objectdata
