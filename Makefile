@@ -319,13 +319,25 @@ release: ## Build the release into dist/$VERSION/ (VERSION=vX.Y.Z, REGISTRY=...)
 ##@ Test
 
 .PHONY: test
+# TEST_FIRST: the packages that run longest, longest first, then every other package (go list drops
+# the repeats). go test starts the packages' runs in the order given, two at a time on 2 cores, so the
+# long ones start at once and the short ones fill both lanes at the end: in name order the longest
+# started last and ran alone. Times: docs/benchmarks/2026-11-26-make-test-order.md.
+TEST_FIRST := ./test/integration/plugin ./test/integration/deploy ./test/adversarial ./test/integration/webhook \
+	./test/integration/controller ./test/controlplane ./test/integration/helm ./test/cmd/localcluster \
+	./test/integration/api ./certs/servingcert ./test/integration/objectdata
 # -vet=off: lint has run go vet ./..., whose analyzers include every one go test runs; go test's own
 # subset would analyze every package and dependency again (its flags key another cache entry).
+# TEST_LDFLAGS: the test binaries are linked anew at every run (the build cache keeps compiled
+# packages, not test binaries), one per package; without DWARF (-w) each link takes about a third
+# less CPU. Stack traces and t.Errorf keep their files and lines (the runtime's line table stays).
+TEST_LDFLAGS := -w
 test: test-tools verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
-	$(GO) test -count=1 -vet=off -timeout 30m $$($(GO) list ./... | grep -v '/test/e2e/local$$')
+	pkgs=$$($(GO) list $(TEST_FIRST) ./... | grep -v '/test/e2e/local$$') && \
+	$(GO) test -count=1 -vet=off -ldflags='$(TEST_LDFLAGS)' -timeout 30m $$pkgs
 	@# The e2e suite runs alone: its two managers, cert-manager and ten load clients would otherwise
 	@# share the two cores with the other packages' control planes.
-	$(GO) test -count=1 -vet=off -timeout 20m ./test/e2e/local/
+	$(GO) test -count=1 -vet=off -ldflags='$(TEST_LDFLAGS)' -timeout 20m ./test/e2e/local/
 
 # The tools and data make test needs, TOOLS_JOBS recipes at a time: on a fresh machine one build's
 # module downloads and its tail (the last packages, the links) leave a core idle that another takes.

@@ -14,20 +14,34 @@ import (
 var cluster *Cluster
 
 func TestMain(m *testing.M) {
-	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
+	// The manager is built while the control plane and cert-manager start: the build is mostly
+	// compiler and linker work, their start mostly waiting.
+	type build struct {
+		dir, manager string
+		err          error
+	}
+	built := make(chan build, 1)
+	go func() {
 		dir, err := os.MkdirTemp("", "cos-e2e-")
 		if err != nil {
-			return nil, err
+			built <- build{err: err}
+			return
 		}
 		manager, err := BuildManager(dir)
-		if err != nil {
-			return nil, err
-		}
+		built <- build{dir: dir, manager: manager, err: err}
+	}()
+	testenv.RunWith(m, func(ctx context.Context, env *testenv.Environment) (func(), error) {
 		cm, err := env.StartCertManager(ctx)
+		b := <-built
 		if err != nil {
 			return nil, fmt.Errorf("starting cert-manager: %w", err)
 		}
-		if cluster, err = New(env.ControlPlane, manager); err != nil {
+		if b.err != nil {
+			_ = cm.Stop()
+			return nil, b.err
+		}
+		dir := b.dir
+		if cluster, err = New(env.ControlPlane, b.manager); err != nil {
 			return nil, err
 		}
 		return func() {

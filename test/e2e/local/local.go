@@ -103,15 +103,19 @@ func (c *Cluster) Close() error {
 	return errors.Join(append(errs, c.lb.Close())...)
 }
 
+// stopAll stops every replica, all at once: each drains its connections for its shutdown drain
+// period, and one after another they would add up, for every case's Deploy.
 func (c *Cluster) stopAll() error {
 	c.mu.Lock()
 	reps := c.replicas
 	c.replicas = nil
 	c.mu.Unlock()
-	var errs []error
-	for _, r := range reps {
-		errs = append(errs, r.proc.Stop(30*time.Second))
+	errs := make([]error, len(reps))
+	var wg sync.WaitGroup
+	for i, r := range reps {
+		wg.Go(func() { errs[i] = r.proc.Stop(30 * time.Second) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -331,7 +335,9 @@ func (c *Cluster) start(deploy, i int, mode string, extra []string) (*replica, e
 }
 
 // serviceAccountKubeconfig is the admin kubeconfig impersonating the manager's ServiceAccount, so the
-// replicas run with the overlay's RBAC and nothing more.
+// replicas run with the overlay's RBAC and nothing more. It is written beside and renamed into
+// place: a replica started just before may be reading it (written in place, it read an empty file
+// now and then, and exited).
 func (c *Cluster) serviceAccountKubeconfig() (string, error) {
 	path := filepath.Join(c.cp.Dir, "kubeconfig-manager")
 	cfg, err := clientcmd.LoadFromFile(c.cp.Kubeconfig)
@@ -342,7 +348,14 @@ func (c *Cluster) serviceAccountKubeconfig() (string, error) {
 		a.Impersonate = "system:serviceaccount:" + c.Namespace() + ":" + serviceAccount
 		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + c.Namespace(), "system:authenticated"}
 	}
-	return path, clientcmd.WriteToFile(*cfg, path)
+	tmp := path + ".new"
+	if err := clientcmd.WriteToFile(*cfg, tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
 }
 
 func (c *Cluster) replica(i int) (*replica, error) {

@@ -210,9 +210,13 @@ func viewOf(secrets []corev1.Secret) []secretView {
 
 // TestPluginAndWebhookStoreTheSame applies the same inline ClusterObjectSet through the webhook
 // (kubectl apply --server-side) and with kubectl cos apply, under the same name one after the other,
-// and compares what is stored: the refs and the Secrets, byte for byte.
+// and compares what is stored: the refs and the Secrets, byte for byte. Both are archived at
+// creation: what is stored is the same, the reconciler still owns the Secrets, and nothing is rolled
+// out, so the ten CRDs are not created and torn down between the two (their rollout:
+// TestInspectPrometheusOperator, TestBuildExternalizeEqualsTheWebhook).
 func TestPluginAndWebhookStoreTheSame(t *testing.T) {
-	prometheus, err := builders.Bundle("same-prometheus", "prometheus-operator-crds", "monitoring")
+	archived := builders.WithLifecycleState(olmv1.LifecycleStateArchived)
+	prometheus, err := builders.Bundle("same-prometheus", "prometheus-operator-crds", "monitoring", archived)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +234,7 @@ func TestPluginAndWebhookStoreTheSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Over 900 KiB of poorly compressible data: more than one Secret; small objects stay plain JSON.
-	mixed := builders.COS("same-mixed", builders.WithPhase("namespaces", builders.Inline(namespace("same-mixed"))),
+	mixed := builders.COS("same-mixed", archived, builders.WithPhase("namespaces", builders.Inline(namespace("same-mixed"))),
 		builders.WithPhase("configuration", append(bigConfigMaps("same-mixed", 12, 150_000),
 			builders.Inline(builders.ConfigMap("same-mixed", "small", map[string]string{"a": "b"})),
 			builders.Ref("given", userNS, content.Key(data)))...))
@@ -452,6 +456,7 @@ func TestApplyWithoutWebhook(t *testing.T) {
 // TestKubectlRunsThePlugin: kubectl finds kubectl-cos on PATH, and completes its arguments through
 // kubectl_complete-cos.
 func TestKubectlRunsThePlugin(t *testing.T) {
+	t.Parallel() // it writes nothing to the cluster
 	dir := pluginBinaries(t)
 	out, stderr, err := kubectlWithPlugin(t, "plugin", "list")
 	if err != nil || !strings.Contains(out, filepath.Join(dir, "kubectl-cos")) {

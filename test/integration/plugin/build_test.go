@@ -27,6 +27,7 @@ func sent(t *testing.T, c *olmv1.ClusterObjectSet) string {
 // TestBuildEqualsTheTestHelper: kubectl cos build of the real bundles' folders gives exactly the
 // ClusterObjectSet the tests' helper (builders.Bundle, with its own manifest reader) makes of them.
 func TestBuildEqualsTheTestHelper(t *testing.T) {
+	t.Parallel() // offline
 	for name, tc := range map[string]struct{ bundle, namespace string }{
 		"argocd":              {"argocd-install", "argocd"},
 		"prometheus-operator": {"prometheus-operator-crds", "monitoring"},

@@ -17,6 +17,7 @@ import (
 // PATH, and the link the manifest's caveats add): completion through the link, the version
 // subcommand, and -v=6 logging client-go's requests as kubectl does.
 func TestKubectlPluginEdges(t *testing.T) {
+	t.Parallel() // it writes nothing to the cluster
 	krewBin := t.TempDir()
 	if err := os.Symlink(filepath.Join(pluginBinaries(t), "kubectl-cos"), filepath.Join(krewBin, "kubectl-cos")); err != nil {
 		t.Fatal(err)

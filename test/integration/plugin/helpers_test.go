@@ -1,6 +1,14 @@
 // Package plugin_test drives kubectl cos against a real API server with the manager (webhooks and
 // reconciler) running in this process: the plugin's commands run in the process too (cos.NewCommand),
 // except where kubectl itself must find the plugin's binaries.
+//
+// A test that neither stops the manager nor shares cluster objects with another may call t.Parallel:
+// the testing package runs those once every other test has ended, so they never overlap a test that
+// stops the manager or sweeps the system namespace, and their waits (a rollout, the API server's
+// teardown of CRDs, a build) overlap one another's. One of them at most writes to the cluster
+// (TestBuildExternalizeEqualsTheWebhook, whose CRDs come and go): TestTenMegabyteBundleRollsOut,
+// run beside it under heavy load, did not see its own teardown (a Namespace and 200 ConfigMaps)
+// end within the wait's 3 minutes, and stays serial.
 package plugin_test
 
 import (
