@@ -47,6 +47,20 @@ const NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-con
 // are then not refused either (it makes none: the garbage collector deletes them, and is not exempt).
 const OperatorControllerUser = "system:serviceaccount:olmv1-system:operator-controller-controller-manager"
 
+// ObjectControllerUser is the identity of OLM v1's object-controller (ServiceAccount
+// object-controller-controller-manager in olmv1-system), which reconciles ClusterObjectSets in OLM's
+// newer layout, a Deployment of its own beside operator-controller. It reads Secrets (uncached, in
+// any namespace) and writes none: only ClusterObjectSets' finalizers, lifecycleState and status.
+const ObjectControllerUser = "system:serviceaccount:olmv1-system:object-controller-controller-manager"
+
+// OLMUsers are OLM v1's identities that write ClusterObjectSets, in both of its layouts. The
+// check-refs webhook's matchCondition OLMConditionName keeps their requests from reaching it
+// (config/webhook/matchconditions.yaml), so OLM never waits on its timeout while no manager answers.
+var OLMUsers = []string{OperatorControllerUser, ObjectControllerUser}
+
+// OLMConditionName is the name of that matchCondition.
+const OLMConditionName = "not-olm"
+
 // ExemptConditionName is the name of the secret-guard webhook's matchCondition that keeps the exempt
 // users (--secret-guard-exempt-users) from reaching the guard at all: the API server never calls it
 // for them, so their requests pass also when no manager answers (the namespace controller emptying
