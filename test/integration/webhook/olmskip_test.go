@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,7 +87,7 @@ func TestObjectControllerWrites(t *testing.T) {
 	if err := oc.Patch(ctx, cos, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("object-controller")); err != nil {
 		t.Fatalf("object-controller's finalizer: %v", err)
 	}
-	meta.SetStatusCondition(&cos.Status.Conditions, metav1.Condition{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "RollingOut", Message: "Revision is rolling out."})
+	apimeta.SetStatusCondition(&cos.Status.Conditions, metav1.Condition{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "RollingOut", Message: "Revision is rolling out."})
 	if err := oc.Status().Update(ctx, cos); err != nil {
 		t.Fatalf("object-controller's status: %v", err)
 	}
