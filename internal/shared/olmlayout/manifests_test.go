@@ -69,22 +69,8 @@ func TestDecideOnOLMManifests(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("observations (-want +got):\n%s", diff)
 			}
-			d, err := Decide(got)
-			if len(tc.errs) > 0 {
-				if err == nil {
-					t.Fatalf("Decide = %+v, want an error", d)
-				}
-				for _, s := range tc.errs {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("the error does not name %q: %v", s, err)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Layout != tc.layout || d.RollOut != (tc.layout == LayoutNone) {
+			d, ok := decide(t, got, tc.errs)
+			if ok && d.Layout != tc.layout || d.RollOut != (tc.layout == LayoutNone) {
 				t.Errorf("Decide = %+v, want layout %q", d, tc.layout)
 			}
 		})

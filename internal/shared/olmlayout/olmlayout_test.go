@@ -101,22 +101,11 @@ func TestDecide(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			d, err := Decide(tc.obs)
-			got, why := d.RollOut, d.Why
-			if len(tc.errs) > 0 {
-				if err == nil {
-					t.Fatalf("Decide = %t (%s), want an error", got, why)
-				}
-				for _, s := range tc.errs {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("the error does not name %q: %v", s, err)
-					}
-				}
+			d, ok := decide(t, tc.obs, tc.errs)
+			if !ok {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, why := d.RollOut, d.Why
 			if got != tc.want {
 				t.Errorf("Decide = %t, want %t (%s)", got, tc.want, why)
 			}
@@ -205,4 +194,26 @@ func TestFinalizerOwners(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decide decides o; with errs, it wants an error naming each of them and returns false, else it wants
+// no error.
+func decide(t *testing.T, o Observations, errs []string) (Decision, bool) {
+	t.Helper()
+	d, err := Decide(o)
+	if len(errs) == 0 {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, true
+	}
+	if err == nil {
+		t.Fatalf("Decide = %+v, want an error", d)
+	}
+	for _, s := range errs {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("the error does not name %q: %v", s, err)
+		}
+	}
+	return d, false
 }

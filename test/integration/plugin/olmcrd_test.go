@@ -8,17 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/manifests"
@@ -28,8 +26,8 @@ import (
 // TestReadCommandsOnOLMsCRD: beside OLM the API server serves OLM's ClusterObjectSet CRD, not ours
 // (no `cos` short name, other columns): on a control plane of its own with OLM's CRD, as its
 // release renders it (internal/shared/olmlayout/testdata), in place of ours, the read commands work:
-// inspect resolves and verifies a ClusterObjectSet of refs as OLM writes it, check finds the API
-// served, and size reads the served CRD's limits.
+// inspect resolves and verifies a ClusterObjectSet of refs to object-data Secrets, check finds the
+// API served, and size reads the served CRD's limits.
 func TestReadCommandsOnOLMsCRD(t *testing.T) {
 	env := testenv.StartFor(t)
 	c := env.Client
@@ -67,23 +65,18 @@ func TestReadCommandsOnOLMsCRD(t *testing.T) {
 		return false, fmt.Sprint(got.Status.Conditions)
 	})
 
-	t.Log("a ClusterObjectSet of refs, as OLM writes it")
+	t.Log("a ClusterObjectSet of refs to object-data Secrets")
 	const name = "olm-crd-1"
 	env.EnsureNamespace(t, testenv.SystemNamespace)
-	data, err := content.Canonical(builders.ConfigMap("default", name, map[string]string{"a": "b"}).Object)
+	set, plan, err := testenv.StoredForm(builders.COS(name, builders.WithPhase("deploy", builders.InlineConfigMaps("default", name, 2)...)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := content.Key(data)
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name + "-0123456789abcdef",
-			Labels: map[string]string{olmv1.LabelRevisionName: name}},
-		Immutable: ptr.To(true), Type: olmv1.SecretTypeObjectData, Data: map[string][]byte{key: data},
+	for _, s := range plan.Secrets {
+		if err := c.Create(ctx, secretdata.ObjectDataSecret(name, testenv.SystemNamespace, s)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := c.Create(ctx, sec); err != nil {
-		t.Fatal(err)
-	}
-	set := builders.COS(name, builders.WithPhase("deploy", builders.Ref(sec.Name, testenv.SystemNamespace, key)))
 	framework.Eventually(ctx, t, "OLM's CRD to serve ClusterObjectSets", func(ctx context.Context) (bool, string) {
 		err := c.Create(ctx, set.DeepCopy())
 		return err == nil, fmt.Sprint(err)
@@ -101,7 +94,7 @@ func TestReadCommandsOnOLMsCRD(t *testing.T) {
 	if err != nil {
 		t.Fatalf("inspect: %v\n%s", err, out)
 	}
-	for _, s := range []string{"ConfigMap default/" + name, "digest verified;", "immutable, type " + olmv1.SecretTypeObjectData} {
+	for _, s := range []string{"ConfigMap default/" + name + "-1", "digest verified;", "immutable, type " + olmv1.SecretTypeObjectData} {
 		if !strings.Contains(out, s) {
 			t.Errorf("inspect lacks %q:\n%s", s, out)
 		}
