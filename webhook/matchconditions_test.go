@@ -51,7 +51,6 @@ func TestMatchConditions(t *testing.T) {
 
 	nsController := NamespaceControllerUser
 	olm := OperatorControllerUser
-	const someone = "alice"
 	for name, tc := range map[string]struct {
 		req sampleRequest
 		// want on config/webhook (and the overlays that take it as it is: default, self-signed,
@@ -71,6 +70,31 @@ func TestMatchConditions(t *testing.T) {
 		"create refs-only (what OLM writes)": {
 			req:  create(cos(refs("a"), refs("b"))),
 			want: called{CheckRefs: true},
+		},
+		// OLM's own identities skip check-refs (both layouts), never externalize or validate.
+		"create refs-only by OLM's operator-controller": {
+			req:  as(olm, create(cos(refs("a"), refs("b")))),
+			want: called{},
+		},
+		"create refs-only by OLM's object-controller": {
+			req:  as(ObjectControllerUser, create(cos(refs("a")))),
+			want: called{},
+		},
+		"create refs-only by a look-alike of OLM's ServiceAccount": {
+			req:  as("system:serviceaccount:other:operator-controller-controller-manager", create(cos(refs("a")))),
+			want: called{CheckRefs: true},
+		},
+		"create with inline objects by OLM": {
+			req:  as(olm, create(cos(refs("a"), inline("b")))),
+			want: called{Externalize: true, Validate: true},
+		},
+		"update giving the first phases, refs-only, by OLM": {
+			req:  as(olm, update(cos(), cos(refs("a")))),
+			want: called{Validate: true},
+		},
+		"update adding inline objects by OLM": {
+			req:  as(ObjectControllerUser, update(cos(refs("a")), cos(refs("a"), inline("b")))),
+			want: called{Externalize: true, Validate: true},
 		},
 		"create with a phase of no objects": {
 			req:  create(cos(phase("a"))),
@@ -379,12 +403,21 @@ type sampleRequest struct {
 	user     string
 }
 
+// someone is a user of no special standing: the one of create and update.
+const someone = "alice"
+
 func create(obj *unstructured.Unstructured) sampleRequest {
-	return sampleRequest{op: admission.Create, obj: obj, user: OperatorControllerUser}
+	return sampleRequest{op: admission.Create, obj: obj, user: someone}
 }
 
 func update(old, obj *unstructured.Unstructured) sampleRequest {
-	return sampleRequest{op: admission.Update, obj: obj, old: old, user: OperatorControllerUser}
+	return sampleRequest{op: admission.Update, obj: obj, old: old, user: someone}
+}
+
+// as makes req one of user.
+func as(user string, req sampleRequest) sampleRequest {
+	req.user = user
+	return req
 }
 
 func secretUpdate(user string, old, obj *corev1.Secret) sampleRequest {
@@ -516,5 +549,21 @@ func secret(withLabel bool) *corev1.Secret {
 func must(err error) {
 	if err != nil {
 		panic(fmt.Sprintf("building a sample: %v", err))
+	}
+}
+
+// TestOLMCondition: every overlay's check-refs webhook skips exactly OLMUsers, in the form
+// ExemptCondition writes.
+func TestOLMCondition(t *testing.T) {
+	for _, overlay := range []string{"webhook", "webhook-only"} {
+		var got []string
+		for _, mc := range renderHooks(t, overlay)["check-refs.cos-externalizer.io"].accessor.GetMatchConditions() {
+			if mc.Name == OLMConditionName {
+				got = append(got, mc.Expression)
+			}
+		}
+		if diff := gocmp.Diff([]string{ExemptCondition(OLMUsers)}, got); diff != "" {
+			t.Errorf("config/%s: check-refs' matchCondition %s (-want +got):\n%s", overlay, OLMConditionName, diff)
+		}
 	}
 }

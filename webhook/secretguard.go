@@ -21,6 +21,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/olmlayout"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
@@ -45,7 +46,21 @@ const NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-con
 // when it drops another user's reference, and, with no manager answering, every such patch. The
 // webhook-only overlay exempts it beside NamespaceControllerUser; its deletes of referenced Secrets
 // are then not refused either (it makes none: the garbage collector deletes them, and is not exempt).
-const OperatorControllerUser = "system:serviceaccount:olmv1-system:operator-controller-controller-manager"
+const OperatorControllerUser = "system:serviceaccount:" + olmlayout.Namespace + ":" + olmlayout.OperatorControllerDeployment
+
+// ObjectControllerUser is the identity of OLM v1's object-controller (ServiceAccount
+// object-controller-controller-manager in olmv1-system), which reconciles ClusterObjectSets in OLM's
+// newer layout, a Deployment of its own beside operator-controller. It reads Secrets (uncached, in
+// any namespace) and writes none: only ClusterObjectSets' finalizers, lifecycleState and status.
+const ObjectControllerUser = "system:serviceaccount:" + olmlayout.Namespace + ":" + olmlayout.ObjectControllerDeployment
+
+// OLMUsers are OLM v1's identities that write ClusterObjectSets, in both of its layouts. The
+// check-refs webhook's matchCondition OLMConditionName keeps their requests from reaching it
+// (config/webhook/matchconditions.yaml), so OLM never waits on its timeout while no manager answers.
+var OLMUsers = []string{OperatorControllerUser, ObjectControllerUser}
+
+// OLMConditionName is the name of that matchCondition.
+const OLMConditionName = "not-olm"
 
 // ExemptConditionName is the name of the secret-guard webhook's matchCondition that keeps the exempt
 // users (--secret-guard-exempt-users) from reaching the guard at all: the API server never calls it

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,15 +19,18 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/olmlayout"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 // TestRolloutAuto: --rollout=auto on clusters as OLM's releases leave them: nothing of OLM, standard
 // OLM (only its ClusterExtension CRD), OLM with its ClusterObjectSet CRD (experimental,
 // BoxcutterRuntime), and ours beside OLM with signals that disagree (another controller's teardown
-// finalizer, operator-controller's gate on). The manager's RBAC reads every signal.
+// finalizer, operator-controller's gate on, object-controller's Deployment of OLM's newer layout).
+// The manager's RBAC reads every signal.
 func TestRolloutAuto(t *testing.T) {
 	ctx := context.Background()
 	c := testenv.Env.Client
@@ -56,7 +60,7 @@ func TestRolloutAuto(t *testing.T) {
 	t.Log("standard OLM: its ClusterExtension CRD")
 	ce := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "clusterextensions.olm.operatorframework.io",
-			Annotations: map[string]string{app.OLMGeneratorAnnotation: "standard"}},
+			Annotations: map[string]string{olmlayout.GeneratorAnnotation: "standard"}},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "olm.operatorframework.io", Scope: apiextensionsv1.ClusterScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "clusterextensions", Singular: "clusterextension", Kind: "ClusterExtension", ListKind: "ClusterExtensionList"},
@@ -86,7 +90,7 @@ func TestRolloutAuto(t *testing.T) {
 	t.Log("experimental OLM, our CRD, operator-controller's gate on: they disagree")
 	applySystemNamespace(t)
 	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app.OLMNamespace, Name: app.OperatorControllerDeployment},
+		ObjectMeta: metav1.ObjectMeta{Namespace: olmlayout.Namespace, Name: olmlayout.OperatorControllerDeployment},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "operator-controller-controller-manager"}},
@@ -114,9 +118,33 @@ func TestRolloutAuto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := app.OLMObservations{ClusterExtensionServed: true, FeatureSet: "experimental", ClusterObjectSetCRD: app.CRDOther, Gate: app.GateOn}
+	want := olmlayout.Observations{ClusterExtensionServed: true, FeatureSet: "experimental", ClusterObjectSetCRD: olmlayout.CRDOther, Gate: olmlayout.GateOn, ObjectController: olmlayout.Absent}
 	if diff := cmp.Diff(want, obs); diff != "" {
 		t.Errorf("as the manager (-want +got):\n%s", diff)
+	}
+
+	t.Log("OLM's newer layout: object-controller's Deployment as its chart renders it, read as the manager")
+	objs, err := manifests.ReadFile(filepath.Join("..", "..", "..", "internal", "shared", "olmlayout", "testdata", "object-controller.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objectController := &appsv1.Deployment{}
+	convert(t, find(objs, "Deployment", olmlayout.ObjectControllerDeployment), objectController)
+	if err := c.Create(ctx, objectController); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Delete(ctx, objectController); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+	framework.Eventually(ctx, t, "the manager to see object-controller's Deployment", func(ctx context.Context) (bool, string) {
+		obs, err := app.ObserveOLM(ctx, env.Config)
+		return err == nil && obs.ObjectController == olmlayout.Present && len(obs.Unreadable) == 0, fmt.Sprintf("%+v %v", obs, err)
+	})
+	decide(t, "error", "disagree", "object-controller's Deployment olmv1-system/object-controller-controller-manager exists", "not OLM's")
+	if err := c.Delete(ctx, objectController); err != nil {
+		t.Fatal(err)
 	}
 
 	t.Log("standard OLM, our CRD, another controller holds the teardown finalizer: they disagree")
@@ -154,7 +182,7 @@ func annotateCRD(t *testing.T, name, value string) {
 		v = fmt.Sprintf("%q", value)
 	}
 	obj := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, app.OLMGeneratorAnnotation, v)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, olmlayout.GeneratorAnnotation, v)
 	if err := testenv.Env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +190,7 @@ func annotateCRD(t *testing.T, name, value string) {
 		return
 	}
 	t.Cleanup(func() {
-		remove := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, app.OLMGeneratorAnnotation)
+		remove := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, olmlayout.GeneratorAnnotation)
 		if err := testenv.Env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(remove))); client.IgnoreNotFound(err) != nil {
 			t.Error(err)
 		}
