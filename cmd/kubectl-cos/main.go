@@ -8,6 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	// The kubeconfig auth providers client-go still ships (OIDC; azure and gcp are stubs that say to
+	// use their exec plugins), as krew's plugin guide asks: a kubeconfig with an auth-provider works
+	// with kubectl cos as with kubectl. Exec plugins need no import.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
 )
 
