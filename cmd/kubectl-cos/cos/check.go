@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -430,6 +431,12 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 		if from := h.annotations[injectCAAnnotation]; from != "" && in.InjectFrom == "" {
 			in.InjectFrom = from
 		}
+		if in.URL == "" && h.client.URL != nil {
+			in.URL = *h.client.URL
+			if u, err := url.Parse(in.URL); err == nil && u.Host != "" {
+				in.URL = u.Scheme + "://" + u.Host
+			}
+		}
 		if in.CACommonName == "" {
 			if block, _ := pem.Decode(h.client.CABundle); block != nil {
 				if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
@@ -449,7 +456,7 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 		}
 	}
 	c.mode = detectMode(in)
-	if c.mode.Cert == "" {
+	if c.mode.Cert == "" && c.mode.URL == "" {
 		c.warn("mode", "%s", c.mode.describe())
 	} else {
 		c.ok("mode", "%s", c.mode.describe())
