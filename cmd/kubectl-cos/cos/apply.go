@@ -376,20 +376,20 @@ func unchanged(before, after *unstructured.Unstructured) bool {
 }
 
 // withLastApplied sets kubectl's last-applied annotation on u to u itself (without the annotation),
-// as client-side kubectl apply does, and returns u's JSON.
+// as client-side kubectl apply does, and returns u's JSON. As kubectl's, the annotation's object has
+// its other annotations, an empty map when there are none ("annotations":{}): so kubectl cos apply
+// after kubectl apply of the same file (whose annotation the webhook rewrote to refs) computes an
+// empty patch, and the other way round.
 func withLastApplied(u *unstructured.Unstructured) ([]byte, error) {
 	annotations := u.GetAnnotations()
 	delete(annotations, cosadmission.LastAppliedAnnotation)
-	if len(annotations) == 0 {
-		annotations = nil
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
 	u.SetAnnotations(annotations)
 	b, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, err
-	}
-	if annotations == nil {
-		annotations = map[string]string{}
 	}
 	annotations[cosadmission.LastAppliedAnnotation] = string(b) + "\n"
 	u.SetAnnotations(annotations)

@@ -157,8 +157,8 @@ func TestCompute(t *testing.T) {
 			if tc.clientSide && !strings.Contains(r.Advice, byteSize(r.Inline.ClientSideApply)+", the object and its last-applied annotation") {
 				t.Errorf("advice: %q does not give the body's size %d", r.Advice, r.Inline.ClientSideApply)
 			}
-			if min := 2*r.Inline.ClusterObjectSet + len(admission.LastAppliedAnnotation); r.Inline.ClientSideApply < min {
-				t.Errorf("client-side apply body %d, want at least twice the object and the annotation's key, %d", r.Inline.ClientSideApply, min)
+			if least := 2*r.Inline.ClusterObjectSet + len(admission.LastAppliedAnnotation); r.Inline.ClientSideApply < least {
+				t.Errorf("client-side apply body %d, want at least twice the object and the annotation's key, %d", r.Inline.ClientSideApply, least)
 			}
 			if r.Externalized == nil || len(r.Externalized.Secrets) != tc.secrets {
 				t.Fatalf("externalized: %+v, want %d Secrets", r.Externalized, tc.secrets)
