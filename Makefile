@@ -697,7 +697,7 @@ cluster-down: ## Stop the local control plane started by cluster-up.
 WEBHOOK_PORT ?= 0
 
 .PHONY: run
-run: control-plane build ## Run the manager: against $KUBECONFIG (webhooks off) if set, else on a fresh local control plane with its webhooks (ARGS=... adds flags, WEBHOOK_PORT=N fixes the port).
+run: control-plane build ## Run the manager: against $KUBECONFIG (webhooks off) if set, else on a fresh local control plane with its webhooks, as its ServiceAccount with config/rbac's RBAC (ARGS=... adds flags, WEBHOOK_PORT=N fixes the port).
 	$(GO) build -o $(BIN)/localcluster ./test/cmd/localcluster
 	$(BIN)/localcluster run --webhooks --webhook-port=$(WEBHOOK_PORT) -- $(BIN)/cos-externalizer $(ARGS)
 

@@ -40,23 +40,23 @@ func TestSetStatus(t *testing.T) {
 		"first pass latches, completes the first phase": {
 			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.RollingOut, Message: "probe"}, latched: latched, completed: []string{"crds"}},
 			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: metav1.NewTime(now)}, {Name: "deploy", Digest: "sha256:bb"}},
-			wantReason: olmv1.ReasonRollingOut, wantMsg: "Revision  is rolling out.",
+			wantReason: olmv1.ReasonRollingOut, wantMsg: "Revision is rolling out.",
 			wantEvents: []string{`Normal PhaseComplete phase "crds" is rolled out and ready`},
 		},
 		"a phase completed before keeps its time and says nothing": {
 			observed:   []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}, {Name: "deploy", Digest: "sha256:bb"}},
-			conditions: []metav1.Condition{progressing(olmv1.ReasonRollingOut, "Revision  is rolling out.")},
+			conditions: []metav1.Condition{progressing(olmv1.ReasonRollingOut, "Revision is rolling out.")},
 			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.Complete}, completed: []string{"crds", "deploy"}},
 			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}, {Name: "deploy", Digest: "sha256:bb", CompletedAt: metav1.NewTime(now)}},
-			wantReason: olmv1.ReasonSucceeded, wantMsg: "Revision  has rolled out.",
+			wantReason: olmv1.ReasonSucceeded, wantMsg: "Revision has rolled out.",
 			wantEvents: []string{`Normal PhaseComplete phase "deploy" is rolled out and ready`, "Normal Succeeded every phase is rolled out and ready"},
 		},
 		"complete again: no Event": {
 			observed:   []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}},
-			conditions: []metav1.Condition{progressing(olmv1.ReasonSucceeded, "Revision  has rolled out."), succeeded},
+			conditions: []metav1.Condition{progressing(olmv1.ReasonSucceeded, "Revision has rolled out."), succeeded},
 			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.Complete}, completed: []string{"crds"}},
 			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}},
-			wantReason: olmv1.ReasonSucceeded, wantMsg: "Revision  has rolled out.",
+			wantReason: olmv1.ReasonSucceeded, wantMsg: "Revision has rolled out.",
 		},
 		"a new cause of a block is an Event": {
 			observed: latched, found: rolloutFound{outcome: conditions.Outcome{Kind: conditions.Blocked, Message: "content changed"}},

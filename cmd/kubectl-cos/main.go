@@ -3,12 +3,17 @@
 // is): where only one program of the plugin is installed (krew), a link next to it completes.
 package main
 
+// client-go's auth providers are imported as krew's plugin guide asks: a kubeconfig with an
+// auth-provider (OIDC; azure and gcp are stubs that name their exec plugins) works with kubectl cos as
+// with kubectl. Exec plugins need no import.
 import (
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 )
 
 func main() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -212,11 +215,17 @@ func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Obj
 	case !s.Kept && cosadmission.CountInline(obj.Spec.Phases) > 0:
 		notef(o.ErrOut, "kubectl-cos: %s: sent inline: %s\n", obj.Name, s.Decision.Reason)
 	}
+	// A server-side dry run of the ClusterObjectSet would warn, per ref, that the Secrets step 1 did
+	// not write do not exist: said once above ("nothing written"), not once per object.
+	unwritten := planned(obj.Spec.Phases, r.Phases, o.systemNamespace)
 	obj.Spec.Phases = r.Phases
 	if o.hooks.AfterSecrets != nil {
 		if err := o.hooks.AfterSecrets(ctx, obj.Name); err != nil {
 			return nil, err
 		}
+	}
+	if o.dryRun == dryRunServer && len(unwritten) > 0 {
+		cl = withoutWarnings(cl, unwritten)
 	}
 	res, err := o.send(ctx, cl, obj, live != nil, liveU)
 	if err != nil {
@@ -367,20 +376,20 @@ func unchanged(before, after *unstructured.Unstructured) bool {
 }
 
 // withLastApplied sets kubectl's last-applied annotation on u to u itself (without the annotation),
-// as client-side kubectl apply does, and returns u's JSON.
+// as client-side kubectl apply does, and returns u's JSON. As kubectl's, the annotation's object has
+// its other annotations, an empty map when there are none ("annotations":{}): so kubectl cos apply
+// after kubectl apply of the same file (whose annotation the webhook rewrote to refs) computes an
+// empty patch, and the other way round.
 func withLastApplied(u *unstructured.Unstructured) ([]byte, error) {
 	annotations := u.GetAnnotations()
 	delete(annotations, cosadmission.LastAppliedAnnotation)
-	if len(annotations) == 0 {
-		annotations = nil
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
 	u.SetAnnotations(annotations)
 	b, err := json.Marshal(u.Object)
 	if err != nil {
 		return nil, err
-	}
-	if annotations == nil {
-		annotations = map[string]string{}
 	}
 	annotations[cosadmission.LastAppliedAnnotation] = string(b) + "\n"
 	u.SetAnnotations(annotations)
@@ -391,3 +400,55 @@ func withLastApplied(u *unstructured.Unstructured) ([]byte, error) {
 func invalid(where, name string, errs field.ErrorList) error {
 	return fmt.Errorf("%s: %w", where, apierrors.NewInvalid(olmv1.GroupVersion.WithKind(olmv1.ClusterObjectSetKind).GroupKind(), name, errs))
 }
+
+// planned are the Secrets ("namespace/name") the refs of after name that before's refs do not: those
+// step 1 planned, rather than the user's own refs.
+func planned(before, after []olmv1.ClusterObjectSetPhase, systemNamespace string) map[string]bool {
+	users := map[string]bool{}
+	refs := func(phases []olmv1.ClusterObjectSetPhase, f func(key string)) {
+		for _, ph := range phases {
+			for _, m := range ph.Objects {
+				if m.IsRef() {
+					f(m.Ref.NamespaceOr(systemNamespace) + "/" + m.Ref.Name)
+				}
+			}
+		}
+	}
+	refs(before, func(key string) { users[key] = true })
+	out := map[string]bool{}
+	refs(after, func(key string) {
+		if !users[key] {
+			out[key] = true
+		}
+	})
+	return out
+}
+
+// missingSecretWarning is the webhook's warning about a ref to a Secret that does not exist.
+var missingSecretWarning = regexp.MustCompile(`: Secret (\S+) does not exist \(yet\)$`)
+
+// withoutWarnings is cl with a dynamic client that drops the API server's warnings about refs to
+// the Secrets in skip not existing, and passes on the others.
+func withoutWarnings(cl *clients, skip map[string]bool) *clients {
+	cfg := rest.CopyConfig(cl.config)
+	next := cl.config.WarningHandler
+	cfg.WarningHandler = warningFunc(func(code int, agent, text string) {
+		if m := missingSecretWarning.FindStringSubmatch(text); m != nil && skip[m[1]] {
+			return
+		}
+		next.HandleWarningHeader(code, agent, text)
+	})
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		// The config made the first dynamic client: keep that one and its warnings.
+		return cl
+	}
+	out := *cl
+	out.dynamic = dyn
+	return &out
+}
+
+// warningFunc is a rest.WarningHandler.
+type warningFunc func(code int, agent, text string)
+
+func (f warningFunc) HandleWarningHeader(code int, agent, text string) { f(code, agent, text) }

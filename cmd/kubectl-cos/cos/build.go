@@ -3,6 +3,7 @@ package cos
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -27,6 +28,7 @@ type buildOptions struct {
 	probes      []string
 	labels      map[string]string
 	annotations map[string]string
+	version     string
 	files       resource.FilenameOptions
 	createNS    bool
 	mode        string
@@ -69,6 +71,8 @@ Progression probes (--progression-probe, repeatable) are ` + bundle.ProbeSyntax,
 	cmd.Flags().StringArrayVar(&o.probes, "progression-probe", nil, `A progression probe (repeatable): a selector (kind=GROUP/KIND or selector=LABELS) and assertions (condition=TYPE=True|False, fields=PATH==PATH, value=PATH=VALUE) separated by ";", or JSON.`)
 	cmd.Flags().StringToStringVar(&o.labels, "labels", nil, "Labels of the ClusterObjectSet, e.g. olm.operatorframework.io/owner-name=my-operator.")
 	cmd.Flags().StringToStringVar(&o.annotations, "annotations", nil, "Annotations of the ClusterObjectSet.")
+	cmd.Flags().StringVar(&o.version, "bundle-version", "", "The version of the bundle, set as the annotation "+olmv1.AnnotationBundleVersion+
+		" (as OLM sets it): the reconciler's Progressing message names it (\"Revision 1.2.3 has rolled out.\").")
 	addFilenameFlags(cmd, &o.files, "of manifests (as the arguments)")
 	cmd.Flags().StringVar(&o.mode, "externalize", "", "Print the object-data Secrets and the ClusterObjectSet of refs the webhook would store, as it would with its --externalize at this value: always (the value of a bare --externalize), oversized or never; nothing is written. Empty: the inline ClusterObjectSet.")
 	cmd.Flags().Lookup("externalize").NoOptDefVal = string(admission.ModeAlways)
@@ -138,6 +142,16 @@ func (o *buildOptions) bundleOptions() (opts bundle.Options, errs bundle.Errors)
 	opts = bundle.Options{
 		Name: o.name, Revision: o.revision, CollisionProtection: olmv1.CollisionProtection(o.protection),
 		ProgressDeadlineMinutes: o.deadline, Labels: o.labels, Annotations: o.annotations,
+	}
+	if o.version != "" {
+		if v, ok := o.annotations[olmv1.AnnotationBundleVersion]; ok && v != o.version {
+			errs = append(errs, fmt.Errorf("--bundle-version %q and --annotations %s=%q disagree: give one", o.version, olmv1.AnnotationBundleVersion, v))
+		}
+		opts.Annotations = maps.Clone(o.annotations)
+		if opts.Annotations == nil {
+			opts.Annotations = map[string]string{}
+		}
+		opts.Annotations[olmv1.AnnotationBundleVersion] = o.version
 	}
 	// The namespace is the --namespace flag as given: build is offline, and its output must not depend
 	// on the kubeconfig's current context.

@@ -223,3 +223,42 @@ func decodeCOS(t *testing.T, text string) *olmv1.ClusterObjectSet {
 	}
 	return &c
 }
+
+func TestBuildBundleVersion(t *testing.T) {
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n"
+	tests := map[string]struct {
+		args    []string
+		want    map[string]string
+		wantErr string
+	}{
+		"none":             {args: nil, want: nil},
+		"--bundle-version": {args: []string{"--bundle-version=1.2.3"}, want: map[string]string{olmv1.AnnotationBundleVersion: "1.2.3"}},
+		"with other annotations": {args: []string{"--bundle-version=1.2.3", "--annotations=a=b"},
+			want: map[string]string{olmv1.AnnotationBundleVersion: "1.2.3", "a": "b"}},
+		"the same in --annotations": {args: []string{"--bundle-version=1.2.3", "--annotations=" + olmv1.AnnotationBundleVersion + "=1.2.3"},
+			want: map[string]string{olmv1.AnnotationBundleVersion: "1.2.3"}},
+		"disagreeing": {args: []string{"--bundle-version=1.2.3", "--annotations=" + olmv1.AnnotationBundleVersion + "=1.0.0"},
+			wantErr: `--bundle-version "1.2.3" and --annotations olm.operatorframework.io/bundle-version="1.0.0" disagree: give one`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			out, _, err := run(t, cm, append([]string{"build", "-f", "-", "--name=v", "--revision=1"}, tc.args...)...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got olmv1.ClusterObjectSet
+			if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -37,6 +39,7 @@ const injectCAAnnotation = "cert-manager.io/inject-ca-from"
 type checkOptions struct {
 	*root
 	timeout time.Duration
+	output  string
 }
 
 func (r *root) checkCommand() *cobra.Command {
@@ -53,11 +56,13 @@ func (r *root) checkCommand() *cobra.Command {
   a server-side dry run of a small inline ClusterObjectSet comes back externalized (nothing is
   written), which proves the API server trusts and reaches the webhook.
 
-Exit status 1 when a check fails.`,
+-o json prints the same findings as data for CI (documented in docs/plugin.md); the exit status is
+the same: 1 when a check fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "How long to wait for the dry run.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", `Output format: empty for the report, or json: {"passed": bool, "findings": [{"check", "result" (ok, warn or fail), "message"}]}, for CI. The exit status is the same.`)
 	return cmd
 }
 
@@ -67,34 +72,64 @@ type checker struct {
 	fails int
 	// mode is the install's mode, which the advice is for.
 	mode installMode
+	// findings are the report's lines so far.
+	findings []Finding
 	// err is the first error writing the report; the command fails with it.
 	err error
 }
 
-func (c *checker) ok(format string, args ...any)   { c.print("[ok]   "+format, args...) }
-func (c *checker) warn(format string, args ...any) { c.print("[warn] "+format, args...) }
-func (c *checker) fail(format string, args ...any) {
+// The results of one finding.
+const (
+	resultOK   = "ok"
+	resultWarn = "warn"
+	resultFail = "fail"
+)
+
+// Finding is one line of check's report; -o json prints them as they are.
+type Finding struct {
+	// Check is what was checked: api, webhooks, mode, ca-bundle, endpoints, certificate, dry-run.
+	Check string `json:"check"`
+	// Result is ok, warn or fail.
+	Result string `json:"result"`
+	// Message is the sentence the text report prints.
+	Message string `json:"message"`
+}
+
+// CheckReport is what check -o json prints: Passed is false when a finding failed (and check exits
+// 1); the findings are in the order the text report prints them.
+type CheckReport struct {
+	Passed   bool      `json:"passed"`
+	Findings []Finding `json:"findings"`
+}
+
+func (c *checker) ok(check, format string, args ...any)   { c.add(check, resultOK, format, args...) }
+func (c *checker) warn(check, format string, args ...any) { c.add(check, resultWarn, format, args...) }
+func (c *checker) fail(check, format string, args ...any) {
 	c.fails++
-	c.print("[FAIL] "+format, args...)
+	c.add(check, resultFail, format, args...)
 }
 
-func (c *checker) print(format string, args ...any) {
-	if c.err == nil {
-		_, c.err = fmt.Fprintf(c.o.Out, format+"\n", args...)
+// resultPrefix is each result's prefix in the text report.
+var resultPrefix = map[string]string{resultOK: "[ok]   ", resultWarn: "[warn] ", resultFail: "[FAIL] "}
+
+func (c *checker) add(check, result, format string, args ...any) {
+	f := Finding{Check: check, Result: result, Message: fmt.Sprintf(format, args...)}
+	c.findings = append(c.findings, f)
+	if c.o.output == "" && c.err == nil {
+		_, c.err = fmt.Fprintln(c.o.Out, resultPrefix[result]+f.Message)
 	}
 }
 
-func (o *checkOptions) run(ctx context.Context) error {
-	cl, err := o.clients()
-	if err != nil {
-		return err
+// finish prints the JSON report (-o json) and returns the command's error: ExitError 1 when a check
+// failed.
+func (c *checker) finish() error {
+	if c.o.output == "json" && c.err == nil {
+		b, err := json.MarshalIndent(CheckReport{Passed: c.fails == 0, Findings: c.findings}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, c.err = fmt.Fprintln(c.o.Out, string(b))
 	}
-	c := &checker{o: o}
-	if !c.api(cl) {
-		return &ExitError{Code: 1}
-	}
-	c.webhooks(ctx, cl)
-	c.dryRun(ctx, cl)
 	if c.err != nil {
 		return fmt.Errorf("writing the report: %w", c.err)
 	}
@@ -104,24 +139,40 @@ func (o *checkOptions) run(ctx context.Context) error {
 	return nil
 }
 
+func (o *checkOptions) run(ctx context.Context) error {
+	if o.output != "" && o.output != "json" {
+		return fmt.Errorf("--output: %q is not json (or empty for the report)", o.output)
+	}
+	cl, err := o.clients()
+	if err != nil {
+		return err
+	}
+	c := &checker{o: o}
+	if c.api(cl) {
+		c.webhooks(ctx, cl)
+		c.dryRun(ctx, cl)
+	}
+	return c.finish()
+}
+
 // api checks that the ClusterObjectSet API is served; the other checks need it.
 func (c *checker) api(cl *clients) bool {
 	res, err := cl.kube.Discovery().ServerResourcesForGroupVersion(olmv1.GroupVersion.String())
 	switch {
 	case apierrors.IsNotFound(err):
-		c.fail("The ClusterObjectSet API (%s) is not served: install its CustomResourceDefinition (make deploy, or OLM) first.", olmv1.GroupVersion)
+		c.fail("api", "The ClusterObjectSet API (%s) is not served: install its CustomResourceDefinition (make deploy, or OLM) first.", olmv1.GroupVersion)
 		return false
 	case err != nil:
-		c.fail("Cannot ask the API server at %s which APIs it serves: %v", cl.config.Host, err)
+		c.fail("api", "Cannot ask the API server at %s which APIs it serves: %v", cl.config.Host, err)
 		return false
 	}
 	for _, r := range res.APIResources {
 		if r.Name == "clusterobjectsets" {
-			c.ok("The ClusterObjectSet API (%s) is served.", olmv1.GroupVersion)
+			c.ok("api", "The ClusterObjectSet API (%s) is served.", olmv1.GroupVersion)
 			return true
 		}
 	}
-	c.fail("The API group %s is served, but without clusterobjectsets: install the ClusterObjectSet CustomResourceDefinition.", olmv1.GroupVersion)
+	c.fail("api", "The API group %s is served, but without clusterobjectsets: install the ClusterObjectSet CustomResourceDefinition.", olmv1.GroupVersion)
 	return false
 }
 
@@ -137,7 +188,7 @@ func (c *checker) webhooks(ctx context.Context, cl *clients) {
 	var hooks []webhook
 	mutating, err := cl.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.warn("Cannot list the mutating webhook configurations (%s); the CA bundles are not checked, the dry run below still is.", reason(err))
+		c.warn("webhooks", "Cannot list the mutating webhook configurations (%s); the CA bundles are not checked, the dry run below still is.", reason(err))
 		return
 	}
 	for _, cfg := range mutating.Items {
@@ -149,7 +200,7 @@ func (c *checker) webhooks(ctx context.Context, cl *clients) {
 	}
 	validating, err := cl.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.warn("Cannot list the validating webhook configurations (%s); their CA bundles are not checked.", reason(err))
+		c.warn("webhooks", "Cannot list the validating webhook configurations (%s); their CA bundles are not checked.", reason(err))
 	} else {
 		for _, cfg := range validating.Items {
 			for _, w := range cfg.Webhooks {
@@ -160,7 +211,7 @@ func (c *checker) webhooks(ctx context.Context, cl *clients) {
 		}
 	}
 	if len(hooks) == 0 {
-		c.fail("No cos-externalizer webhook is installed (no webhook named *%s): inline ClusterObjectSets are stored as written, and large ones are refused. kubectl cos apply still works without it.", webhookSuffix)
+		c.fail("webhooks", "No cos-externalizer webhook is installed (no webhook named *%s): inline ClusterObjectSets are stored as written, and large ones are refused. kubectl cos apply still works without it.", webhookSuffix)
 		return
 	}
 	c.detectMode(ctx, cl, hooks)
@@ -178,7 +229,7 @@ func (c *checker) webhooks(ctx context.Context, cl *clients) {
 func (c *checker) caBundle(h webhook) {
 	where := fmt.Sprintf("webhook %s (%s %s)", h.name, h.kind, h.config)
 	if len(h.client.CABundle) == 0 {
-		c.fail("The CA bundle of %s is empty: %s", where, c.mode.emptyBundle())
+		c.fail("ca-bundle", "The CA bundle of %s is empty: %s", where, c.mode.emptyBundle())
 		return
 	}
 	var certs []*x509.Certificate
@@ -194,7 +245,7 @@ func (c *checker) caBundle(h webhook) {
 		}
 	}
 	if len(certs) == 0 {
-		c.fail("The CA bundle of %s holds no PEM certificate: the API server cannot verify the webhook.", where)
+		c.fail("ca-bundle", "The CA bundle of %s holds no PEM certificate: the API server cannot verify the webhook.", where)
 		return
 	}
 	now := time.Now()
@@ -205,14 +256,14 @@ func (c *checker) caBundle(h webhook) {
 		}
 	}
 	if valid == 0 {
-		c.fail("Every CA certificate in the bundle of %s has expired or is not valid yet (the first expired %s): the webhook's certificate cannot be verified.", where, certs[0].NotAfter.UTC().Format(time.RFC3339))
+		c.fail("ca-bundle", "Every CA certificate in the bundle of %s has expired or is not valid yet (the first expired %s): the webhook's certificate cannot be verified.", where, certs[0].NotAfter.UTC().Format(time.RFC3339))
 		return
 	}
 	target := "its URL"
 	if s := h.client.Service; s != nil {
 		target = fmt.Sprintf("Service %s/%s", s.Namespace, s.Name)
 	}
-	c.ok("The CA of %s is injected (%s, valid until %s); the API server calls %s.", where, certs[0].Subject.CommonName, certs[0].NotAfter.UTC().Format("2006-01-02"), target)
+	c.ok("ca-bundle", "The CA of %s is injected (%s, valid until %s); the API server calls %s.", where, certs[0].Subject.CommonName, certs[0].NotAfter.UTC().Format("2006-01-02"), target)
 }
 
 // endpoints checks that the webhook's Service has ready endpoints.
@@ -220,7 +271,7 @@ func (c *checker) endpoints(ctx context.Context, cl *clients, h webhook) {
 	s := h.client.Service
 	slices, err := cl.kube.DiscoveryV1().EndpointSlices(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + s.Name})
 	if err != nil {
-		c.warn("Cannot list the endpoints of Service %s/%s (%s); the dry run below checks that the webhook answers.", s.Namespace, s.Name, reason(err))
+		c.warn("endpoints", "Cannot list the endpoints of Service %s/%s (%s); the dry run below checks that the webhook answers.", s.Namespace, s.Name, reason(err))
 		return
 	}
 	ready := 0
@@ -232,10 +283,10 @@ func (c *checker) endpoints(ctx context.Context, cl *clients, h webhook) {
 		}
 	}
 	if ready == 0 {
-		c.fail("Service %s/%s has no ready endpoints: the manager is not running or not ready, so the API server cannot reach the webhook.", s.Namespace, s.Name)
+		c.fail("endpoints", "Service %s/%s has no ready endpoints: the manager is not running or not ready, so the API server cannot reach the webhook.", s.Namespace, s.Name)
 		return
 	}
-	c.ok("Service %s/%s has %d ready endpoint(s).", s.Namespace, s.Name, ready)
+	c.ok("endpoints", "Service %s/%s has %d ready endpoint(s).", s.Namespace, s.Name, ready)
 }
 
 // warningCollector keeps the API server's warnings of one request.
@@ -258,7 +309,7 @@ func (c *checker) dryRun(ctx context.Context, cl *clients) {
 	cfg.WarningHandler = collector
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		c.fail("Cannot make a client: %v", err)
+		c.fail("dry-run", "Cannot make a client: %v", err)
 		return
 	}
 	suffix := make([]byte, 4)
@@ -279,7 +330,7 @@ func (c *checker) dryRun(ctx context.Context, cl *clients) {
 	defer cancel()
 	out, err := dyn.Resource(cosGVR).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
-		c.fail("%s", explain(err, c.mode))
+		c.fail("dry-run", "%s", explain(err, c.mode))
 		return
 	}
 	objects, _, _ := unstructured.NestedSlice(out.Object, "spec", "phases")
@@ -291,13 +342,13 @@ func (c *checker) dryRun(ctx context.Context, cl *clients) {
 		}
 	}
 	if !externalized {
-		c.fail("A server-side dry run of an inline ClusterObjectSet with %s=always came back unchanged: the mutating webhook did not run. Is its MutatingWebhookConfiguration installed and does it match ClusterObjectSets?", admission.Annotation)
+		c.fail("dry-run", "A server-side dry run of an inline ClusterObjectSet with %s=always came back unchanged: the mutating webhook did not run. Is its MutatingWebhookConfiguration installed and does it match ClusterObjectSets?", admission.Annotation)
 		return
 	}
-	c.ok("A server-side dry run of an inline ClusterObjectSet came back externalized: the API server trusts and reaches the webhooks (nothing was written).")
+	c.ok("dry-run", "A server-side dry run of an inline ClusterObjectSet came back externalized: the API server trusts and reaches the webhooks (nothing was written).")
 	for _, w := range collector.warnings {
 		if !strings.HasPrefix(w, "cos-externalizer: externalized") {
-			c.warn("The dry run warned: %s", w)
+			c.warn("dry-run", "The dry run warned: %s", w)
 		}
 	}
 }
@@ -380,6 +431,12 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 		if from := h.annotations[injectCAAnnotation]; from != "" && in.InjectFrom == "" {
 			in.InjectFrom = from
 		}
+		if in.URL == "" && h.client.URL != nil {
+			in.URL = *h.client.URL
+			if u, err := url.Parse(in.URL); err == nil && u.Host != "" {
+				in.URL = u.Scheme + "://" + u.Host
+			}
+		}
 		if in.CACommonName == "" {
 			if block, _ := pem.Decode(h.client.CABundle); block != nil {
 				if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
@@ -392,20 +449,20 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 		if s := h.client.Service; s != nil {
 			deploy, args, err := managerDeployment(ctx, cl, s.Namespace, s.Name)
 			if err != nil {
-				c.warn("Cannot read the manager's Deployment behind Service %s/%s (%s): the mode is read from the webhook configurations only.", s.Namespace, s.Name, reason(err))
+				c.warn("mode", "Cannot read the manager's Deployment behind Service %s/%s (%s): the mode is read from the webhook configurations only.", s.Namespace, s.Name, reason(err))
 			}
 			in.Deployment, in.Args = deploy, args
 			break
 		}
 	}
 	c.mode = detectMode(in)
-	if c.mode.Cert == "" {
-		c.warn("%s", c.mode.describe())
+	if c.mode.Cert == "" && c.mode.URL == "" {
+		c.warn("mode", "%s", c.mode.describe())
 	} else {
-		c.ok("%s", c.mode.describe())
+		c.ok("mode", "%s", c.mode.describe())
 	}
 	if c.mode.Conflict != "" {
-		c.fail("%s", c.mode.Conflict)
+		c.fail("mode", "%s", c.mode.Conflict)
 	}
 	if c.mode.Cert == certManager {
 		c.certificate(ctx, cl, c.mode.InjectFrom)
@@ -451,16 +508,16 @@ var certificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Versi
 func (c *checker) certificate(ctx context.Context, cl *clients, key string) {
 	ns, name, ok := strings.Cut(key, "/")
 	if !ok {
-		c.fail("The %s annotation %q is not namespace/name: cert-manager's cainjector cannot find the Certificate.", injectCAAnnotation, key)
+		c.fail("certificate", "The %s annotation %q is not namespace/name: cert-manager's cainjector cannot find the Certificate.", injectCAAnnotation, key)
 		return
 	}
 	u, err := cl.dynamic.Resource(certificateGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		c.fail("Certificate %s is not found: is cert-manager installed (certificates.cert-manager.io served), and the certmanager overlay's Certificate applied?", key)
+		c.fail("certificate", "Certificate %s is not found: is cert-manager installed (certificates.cert-manager.io served), and the certmanager overlay's Certificate applied?", key)
 		return
 	case err != nil:
-		c.warn("Cannot read Certificate %s (%s).", key, reason(err))
+		c.warn("certificate", "Cannot read Certificate %s (%s).", key, reason(err))
 		return
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -471,11 +528,11 @@ func (c *checker) certificate(ctx context.Context, cl *clients, key string) {
 		}
 		if m["status"] == "True" {
 			notAfter, _, _ := unstructured.NestedString(u.Object, "status", "notAfter")
-			c.ok("Certificate %s is Ready (valid until %s).", key, notAfter)
+			c.ok("certificate", "Certificate %s is Ready (valid until %s).", key, notAfter)
 		} else {
-			c.fail("Certificate %s is not Ready (%v: %v): cert-manager has not issued the serving certificate.", key, m["reason"], m["message"])
+			c.fail("certificate", "Certificate %s is not Ready (%v: %v): cert-manager has not issued the serving certificate.", key, m["reason"], m["message"])
 		}
 		return
 	}
-	c.fail("Certificate %s has no Ready condition yet: is cert-manager's controller running?", key)
+	c.fail("certificate", "Certificate %s has no Ready condition yet: is cert-manager's controller running?", key)
 }

@@ -16,6 +16,9 @@ const (
 	rolloutUnknown = ""
 	// selfSignedCAsCN is the subject of the self-signed mode's CA (certs/servingcert).
 	selfSignedCAsCN = "cos-externalizer-webhook-ca"
+	// localClusterCAsCN is the subject of the CA of `make run` (test/cmd/localcluster), whose manager
+	// serves certificate files (--webhook-cert-dir) and is called by URL.
+	localClusterCAsCN = "cos-externalizer-localcluster-ca"
 )
 
 // installation is what check read of the install.
@@ -28,6 +31,9 @@ type installation struct {
 	InjectFrom string
 	// CACommonName is the subject of the first certificate of the CA bundles.
 	CACommonName string
+	// URL is the scheme and host the API server calls a webhook at, when it is called by URL rather
+	// than through a Service (a manager outside the cluster).
+	URL string
 }
 
 // installMode is the mode check gives advice for.
@@ -42,18 +48,23 @@ type installMode struct {
 	InjectFrom string
 	// Conflict says why the signals disagree; empty when they do not.
 	Conflict string
+	// URL is where the webhooks are called when by URL; LocalCluster: by `make run`'s manager.
+	URL          string
+	LocalCluster bool
 }
 
 // detectMode reads the mode from the manager's args first, then from the webhook configurations'
 // annotations and CA.
 func detectMode(in installation) installMode {
-	m := installMode{InjectFrom: in.InjectFrom, Rollout: rolloutUnknown}
+	m := installMode{InjectFrom: in.InjectFrom, Rollout: rolloutUnknown, URL: in.URL}
 	if in.Deployment == "" {
 		switch {
 		case in.InjectFrom != "":
 			m.Cert = certManager
 		case in.CACommonName == selfSignedCAsCN:
 			m.Cert = certSelfSigned
+		case in.CACommonName == localClusterCAsCN && in.URL != "":
+			m.Cert, m.LocalCluster = certDir, true
 		}
 		return m
 	}
@@ -115,8 +126,14 @@ func (m installMode) describe() string {
 		cert = fmt.Sprintf("the manager serves the certificate of Secret %s (--webhook-cert-source=secret) and the CA bundles are set by hand", m.CertSecret)
 	case certDir:
 		cert = "the manager serves the certificate files of --webhook-cert-dir and the CA bundles are set by hand"
-	default:
+		if m.LocalCluster {
+			cert = fmt.Sprintf("make run's manager, outside the cluster at %s, serves the certificate files of --webhook-cert-dir, whose CA make run set in the webhook configurations", m.URL)
+		}
+	case "":
 		cert = "how the serving certificate is made is not known (the manager's Deployment was not found)"
+		if m.URL != "" {
+			cert = fmt.Sprintf("the webhooks are called by URL (%s), not through a Service: a manager outside the cluster serves them, and how its certificate is made is not known", m.URL)
+		}
 	}
 	switch m.Rollout {
 	case "false":

@@ -57,6 +57,16 @@ func TestDetectMode(t *testing.T) {
 			want: installMode{Cert: certSelfSigned},
 			says: "self-signed", advice: "leader Lease", not: "cert-manager",
 		},
+		"make run: its CA, called by URL": {
+			in:   installation{CACommonName: "cos-externalizer-localcluster-ca", URL: "https://127.0.0.1:9443"},
+			want: installMode{Cert: certDir, URL: "https://127.0.0.1:9443", LocalCluster: true},
+			says: "make run's manager, outside the cluster at https://127.0.0.1:9443, serves the certificate files of --webhook-cert-dir", advice: "--webhook-cert-dir", not: "cert-manager",
+		},
+		"called by URL, a CA not known": {
+			in:   installation{CACommonName: "my-ca", URL: "https://10.0.0.1:9443"},
+			want: installMode{URL: "https://10.0.0.1:9443"},
+			says: "the webhooks are called by URL (https://10.0.0.1:9443), not through a Service", advice: "With cert-manager", not: "make run",
+		},
 		"nothing known": {
 			in:   installation{CACommonName: "my-ca"},
 			want: installMode{},

@@ -153,18 +153,36 @@ func TestReadFiles(t *testing.T) {
 }
 
 func TestWithLastApplied(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{
-		"name": "x", "annotations": map[string]any{"a": "b", admission.LastAppliedAnnotation: "old"}}}}
-	modified, err := withLastApplied(u)
-	if err != nil {
-		t.Fatal(err)
+	tests := map[string]struct {
+		annotations map[string]any
+		// want is the annotation: the object as kubectl writes it, with its other annotations, an
+		// empty map when there are none.
+		want string
+	}{
+		"other annotations": {annotations: map[string]any{"a": "b", admission.LastAppliedAnnotation: "old"},
+			want: `{"apiVersion":"v1","kind":"X","metadata":{"annotations":{"a":"b"},"name":"x"}}` + "\n"},
+		"only the old one": {annotations: map[string]any{admission.LastAppliedAnnotation: "old"},
+			want: `{"apiVersion":"v1","kind":"X","metadata":{"annotations":{},"name":"x"}}` + "\n"},
+		"none": {want: `{"apiVersion":"v1","kind":"X","metadata":{"annotations":{},"name":"x"}}` + "\n"},
 	}
-	want := `{"apiVersion":"v1","kind":"X","metadata":{"annotations":{"a":"b"},"name":"x"}}` + "\n"
-	if got := u.GetAnnotations()[admission.LastAppliedAnnotation]; got != want {
-		t.Errorf("annotation %q, want %q", got, want)
-	}
-	if !bytes.Contains(modified, []byte(`"a":"b"`)) || !bytes.Contains(modified, []byte("last-applied-configuration")) {
-		t.Errorf("modified: %s", modified)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			md := map[string]any{"name": "x"}
+			if tc.annotations != nil {
+				md["annotations"] = tc.annotations
+			}
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "X", "metadata": md}}
+			modified, err := withLastApplied(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, u.GetAnnotations()[admission.LastAppliedAnnotation]); diff != "" {
+				t.Errorf("annotation (-want +got):\n%s", diff)
+			}
+			if !bytes.Contains(modified, []byte("last-applied-configuration")) {
+				t.Errorf("modified: %s", modified)
+			}
+		})
 	}
 }
 

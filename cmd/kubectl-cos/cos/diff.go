@@ -45,10 +45,14 @@ more file. Like kubectl diff, the two folders are compared with "diff -u -N", or
 KUBECTL_EXTERNAL_DIFF (e.g. KUBECTL_EXTERNAL_DIFF="colordiff -N -u"), and the values of Secret
 objects are masked unless --show-secret is given.
 
-Exit status: 0 when there is no difference, 1 when there are differences, more on errors.`,
+Exit status, as kubectl diff's: 0 when there is no difference, 1 when there are differences, 2 on
+errors (a bad flag, a file or ClusterObjectSet that cannot be read), or the diff program's own status
+when it is over 1.`,
 		Example: `  kubectl cos diff my-operator-2 my-operator-3
   kubectl cos diff -f cos.yaml`,
 		ValidArgsFunction: r.completeNames,
+		// As kubectl diff: 1 means differences, so errors (flags, reading, the cluster) are 2.
+		Annotations: map[string]string{errorExitCodeAnnotation: "2"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case !hasFiles(o.files) && len(args) == 2:
@@ -176,7 +180,8 @@ func (o *diffOptions) compare(a, b *olmv1.ClusterObjectSet, nameA, nameB string)
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
-		// diff exits 1 when the folders differ: so does kubectl cos diff; more is an error of diff.
+		// diff exits 1 when the folders differ: so does kubectl cos diff; more is an error of diff,
+		// which is passed on (kubectl diff passes it on too).
 		return &ExitError{Code: exit.ExitCode()}
 	case err != nil:
 		return fmt.Errorf("running %s: %w", program, err)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -242,6 +243,10 @@ func runtimeToMap(obj any) (map[string]any, error) {
 	return m, nil
 }
 
+// errorExitCodeAnnotation, on a command, is the exit status of its errors when 1 means something
+// else (diff: 1 is "differences found", errors are 2, as kubectl diff's).
+const errorExitCodeAnnotation = "cos-externalizer.io/error-exit-code"
+
 // Main runs kubectl cos with args (without the program name) on the process's standard streams and
 // returns its exit status.
 func Main(args []string) int {
@@ -250,13 +255,25 @@ func Main(args []string) int {
 	cmd.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := cmd.ExecuteContext(ctx)
+	ran, err := cmd.ExecuteContextC(ctx)
+	return exitCode(streams.ErrOut, ran, err)
+}
+
+// exitCode is the exit status of a command that ran (or failed to parse its flags) and returned
+// err, whose message it writes: 0 without an error, an ExitError's code, else 1, or the command's
+// errorExitCodeAnnotation.
+func exitCode(errOut io.Writer, ran *cobra.Command, err error) int {
 	var exit *ExitError
 	switch {
 	case errors.As(err, &exit):
 		return exit.Code
 	case err != nil:
-		notef(streams.ErrOut, "error: %s\n", err)
+		notef(errOut, "error: %s\n", err)
+		if ran != nil {
+			if code, convErr := strconv.Atoi(ran.Annotations[errorExitCodeAnnotation]); convErr == nil {
+				return code
+			}
+		}
 		return 1
 	}
 	return 0

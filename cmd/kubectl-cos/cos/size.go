@@ -31,8 +31,9 @@ func (r *root) sizeCommand() *cobra.Command {
   externalized  the ClusterObjectSet of refs and the object-data Secrets, exactly as kubectl cos apply
                 and the webhook store them (the same planning code);
 
-which of the platform's limits each form hits (the API server's 3 MiB request body, ~1.5 MiB for
-a stored object, 256 KiB of annotations for client-side kubectl apply, 1 MiB of Secret data), what
+which of the platform's limits each form hits (the API server's 3 MiB request body, which
+client-side kubectl apply fills twice over with the object and its last-applied annotation; ~1.5 MiB
+for a stored object; 256 KiB of annotations for client-side kubectl apply; 1 MiB of Secret data), what
 the webhook would do with it, and whether to apply it inline or with kubectl cos apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return o.run() },

@@ -59,7 +59,7 @@ func fixture(t *testing.T) (*olmv1.ClusterObjectSet, map[string]SecretRead) {
 	}
 	c.Spec.Phases[0] = admission.WithRefs(c.Spec.Phases[:1], plan, "")[0]
 	c.Status.ObservedPhases = []olmv1.ObservedPhase{{Name: "configuration", Digest: digest, CompletedAt: metav1.NewTime(now.Add(-50 * time.Minute))}}
-	c.Status.Conditions = []metav1.Condition{{Type: olmv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: olmv1.ReasonRollingOut, Message: "Revision  is rolling out."}}
+	c.Status.Conditions = []metav1.Condition{{Type: olmv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: olmv1.ReasonRollingOut, Message: "Revision is rolling out."}}
 	secrets := map[string]SecretRead{}
 	for _, s := range plan.Secrets {
 		sec := secretdata.ObjectDataSecret(c.Name, sys, s)

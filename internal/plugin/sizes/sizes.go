@@ -5,6 +5,7 @@
 package sizes
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ type Form struct {
 	ClusterObjectSet int `json:"clusterObjectSet"`
 	// LastApplied is the annotation client-side kubectl apply would add (the object and a newline).
 	LastApplied int `json:"lastApplied"`
+	// ClientSideApply is the body client-side kubectl apply sends to create it: the object with
+	// that annotation, which holds the object again as an escaped string.
+	ClientSideApply int `json:"clientSideApply"`
 	// Secrets are the object-data Secrets (none for the inline form).
 	Secrets []Secret `json:"secrets,omitempty"`
 	// LargestRequest is the largest single request: the ClusterObjectSet or a Secret.
@@ -112,7 +116,11 @@ func Compute(obj *olmv1.ClusterObjectSet, raw []byte, specSize int, opts Options
 	for _, p := range obj.Spec.Phases {
 		r.Objects += len(p.Objects)
 	}
-	r.Inline = Form{ClusterObjectSet: len(raw), LastApplied: len(raw) + 1, LargestRequest: len(raw), Total: len(raw)}
+	csa, err := clientSideApply(raw)
+	if err != nil {
+		return nil, err
+	}
+	r.Inline = Form{ClusterObjectSet: len(raw), LastApplied: len(raw) + 1, ClientSideApply: csa, LargestRequest: len(raw), Total: len(raw)}
 
 	decision, ferr := admission.Decide(opts.Mode, opts.Threshold, obj.Annotations, specSize, r.InlineObjects)
 	switch {
@@ -163,7 +171,11 @@ func externalized(obj *olmv1.ClusterObjectSet, plan *content.Plan, ns string) (*
 	if err != nil {
 		return nil, err
 	}
-	f := &Form{ClusterObjectSet: len(b), LastApplied: len(b) + 1, LargestRequest: len(b), Total: len(b)}
+	csa, err := clientSideApply(b)
+	if err != nil {
+		return nil, err
+	}
+	f := &Form{ClusterObjectSet: len(b), LastApplied: len(b) + 1, ClientSideApply: csa, LargestRequest: len(b), Total: len(b)}
 	for _, s := range plan.Secrets {
 		sec := secretdata.ObjectDataSecret(nameOr(obj.Name), ns, s)
 		sb, err := json.Marshal(sec)
@@ -179,6 +191,30 @@ func externalized(obj *olmv1.ClusterObjectSet, plan *content.Plan, ns string) (*
 		f.LargestRequest = max(f.LargestRequest, len(sb))
 	}
 	return f, nil
+}
+
+// clientSideApply is the size of the body client-side kubectl apply sends to create the object
+// whose JSON is raw: raw with kubectl's last-applied annotation set to raw and a newline.
+func clientSideApply(raw []byte) (int, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return 0, err
+	}
+	md, _ := m["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		m["metadata"] = md
+	}
+	annotations, _ := md["annotations"].(map[string]any)
+	if annotations == nil {
+		annotations = map[string]any{}
+		md["annotations"] = annotations
+	}
+	annotations[admission.LastAppliedAnnotation] = string(raw) + "\n"
+	b, err := json.Marshal(m)
+	return len(b), err
 }
 
 // marshalSent is the JSON a client sends for obj: without the empty status and the zero
@@ -233,6 +269,11 @@ func checks(r *Report) []Check {
 		Externalized: ext(func(f *Form) string { return verdict(f.LargestRequest, RequestLimit) }),
 		Why:          "checked before admission: a larger request never reaches the webhook",
 	}, {
+		Limit: "client-side kubectl apply body (3 MiB)", Bytes: RequestLimit,
+		Inline:       verdict(r.Inline.ClientSideApply, RequestLimit),
+		Externalized: ext(func(f *Form) string { return verdict(f.ClientSideApply, RequestLimit) }),
+		Why:          "client-side kubectl apply (Argo CD's default) sends the object twice, the second time in its last-applied annotation; over 3 MiB it is refused with 413 before admission",
+	}, {
 		Limit: "stored object (etcd, ~1.5 MiB)", Bytes: StoredLimit,
 		Inline:       verdict(r.Inline.ClusterObjectSet, StoredLimit),
 		Externalized: ext(func(f *Form) string { return verdict(f.ClusterObjectSet, StoredLimit) }),
@@ -250,8 +291,19 @@ func checks(r *Report) []Check {
 	}}
 }
 
-// advice says how to apply it.
+// advice says how to apply it, and warns when client-side kubectl apply's body is over the
+// request limit while the object alone is not.
 func advice(r *Report, webhookExternalizes bool) string {
+	s := adviceFor(r, webhookExternalizes)
+	if r.Externalized != nil && r.Inline.LargestRequest <= RequestLimit && r.Inline.ClientSideApply > RequestLimit {
+		s += fmt.Sprintf(" Warning: client-side kubectl apply (Argo CD's default) sends %s, the object and its last-applied annotation, over the API server's 3 MiB request limit: "+
+			"it is refused with 413 Request Entity Too Large before the webhook sees it. Use kubectl apply --server-side (Argo CD: ServerSideApply=true) or kubectl cos apply.",
+			byteSize(r.Inline.ClientSideApply))
+	}
+	return s
+}
+
+func adviceFor(r *Report, webhookExternalizes bool) string {
 	switch {
 	case r.Externalized == nil:
 		return "It cannot be stored in any form: " + r.ExternalizeError + "; split that object or leave it out."
@@ -312,6 +364,7 @@ func Render(w io.Writer, r *Report) error {
 	}))
 	printf(tw, "largest request\t%s\t%s\n", byteSize(r.Inline.LargestRequest), ext(func(f *Form) string { return byteSize(f.LargestRequest) }))
 	printf(tw, "last-applied annotation\t%s\t%s\n", byteSize(r.Inline.LastApplied), ext(func(f *Form) string { return byteSize(f.LastApplied) }))
+	printf(tw, "client-side apply body\t%s\t%s\n", byteSize(r.Inline.ClientSideApply), ext(func(f *Form) string { return byteSize(f.ClientSideApply) }))
 	printf(tw, "\nlimit\tbytes\tinline\texternalized\n")
 	for _, c := range r.Checks {
 		printf(tw, "%s\t%s\t%s\t%s\n", c.Limit, group(c.Bytes), c.Inline, c.Externalized)

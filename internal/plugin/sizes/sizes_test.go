@@ -77,49 +77,60 @@ func TestCompute(t *testing.T) {
 		verdicts verdicts
 		webhook  string
 		advice   string
-		secrets  int
+		// clientSide: the advice warns that client-side kubectl apply's body is over 3 MiB.
+		clientSide bool
+		secrets    int
 	}{
 		"small: fits everywhere, stays inline": {
 			cos:      cos(3, 1000, true, nil),
-			verdicts: verdicts{[]string{ok, ok, ok, na}, []string{ok, ok, ok, ok}},
+			verdicts: verdicts{[]string{ok, ok, ok, ok, na}, []string{ok, ok, ok, ok, ok}},
 			webhook:  "stores it as written: spec is ",
 			advice:   "Apply it inline (kubectl apply --server-side, or kubectl apply): it fits every limit.",
 			secrets:  1,
 		},
 		"small with the always annotation": {
 			cos:      cos(3, 1000, true, map[string]string{admission.Annotation: "always"}),
-			verdicts: verdicts{[]string{ok, ok, ok, na}, []string{ok, ok, ok, ok}},
+			verdicts: verdicts{[]string{ok, ok, ok, ok, na}, []string{ok, ok, ok, ok, ok}},
 			webhook:  "externalizes it: externalization is set to always",
 			advice:   "Either works:",
 			secrets:  1,
 		},
 		"300 KB: over the annotation limit, the webhook externalizes": {
 			cos:      cos(30, 10_000, true, nil),
-			verdicts: verdicts{[]string{ok, ok, over, na}, []string{ok, ok, ok, ok}},
+			verdicts: verdicts{[]string{ok, ok, ok, over, na}, []string{ok, ok, ok, ok, ok}},
 			webhook:  "externalizes it: spec is ",
 			advice:   "Either works: kubectl apply --server-side stores it externalized through the webhook; kubectl cos apply does the same on the client and sends less. Without the webhook, client-side kubectl apply fails on its annotation: use --server-side.",
 			secrets:  1,
 		},
-		"2 MB: too large to store inline": {
-			cos:      cos(40, 50_000, true, nil),
-			verdicts: verdicts{[]string{ok, over, over, na}, []string{ok, ok, ok, ok}},
+		"1.2 MB: client-side apply's body fits": {
+			cos:      cos(24, 50_000, true, nil),
+			verdicts: verdicts{[]string{ok, ok, ok, over, na}, []string{ok, ok, ok, ok, ok}},
 			webhook:  "externalizes it",
-			advice:   "Use kubectl cos apply, or kubectl apply --server-side with the webhook installed",
-			secrets:  2,
+			advice:   "Either works:",
+			secrets:  1,
+		},
+		"2 MB: too large to store inline, client-side apply refused": {
+			cos:        cos(40, 50_000, true, nil),
+			verdicts:   verdicts{[]string{ok, over, over, over, na}, []string{ok, ok, ok, ok, ok}},
+			webhook:    "externalizes it",
+			advice:     "Use kubectl cos apply, or kubectl apply --server-side with the webhook installed",
+			clientSide: true,
+			secrets:    2,
 		},
 		"4 MB: over the request limit": {
 			cos:      cos(80, 50_000, true, nil),
-			verdicts: verdicts{[]string{over, over, over, na}, []string{ok, ok, ok, ok}},
+			verdicts: verdicts{[]string{over, over, over, over, na}, []string{ok, ok, ok, ok, ok}},
 			webhook:  "externalizes it",
 			advice:   "Use kubectl cos apply: the inline form is over the API server's 3 MiB request limit",
 			secrets:  3,
 		},
 		"never annotation: the webhook stores it as written": {
-			cos:      cos(40, 50_000, false, map[string]string{admission.Annotation: "never"}),
-			verdicts: verdicts{[]string{ok, over, over, na}, []string{ok, ok, ok, ok}},
-			webhook:  "stores it as written: externalization is set to never",
-			advice:   "Use kubectl cos apply, or kubectl apply --server-side with the webhook installed",
-			secrets:  1,
+			cos:        cos(40, 50_000, false, map[string]string{admission.Annotation: "never"}),
+			verdicts:   verdicts{[]string{ok, over, over, over, na}, []string{ok, ok, ok, ok, ok}},
+			webhook:    "stores it as written: externalization is set to never",
+			advice:     "Use kubectl cos apply, or kubectl apply --server-side with the webhook installed",
+			clientSide: true,
+			secrets:    1,
 		},
 	}
 	for name, tc := range tests {
@@ -138,6 +149,16 @@ func TestCompute(t *testing.T) {
 			}
 			if !strings.HasPrefix(r.Advice, tc.advice) {
 				t.Errorf("advice: %q, want it to start with %q", r.Advice, tc.advice)
+			}
+			const clientSide = "Warning: client-side kubectl apply (Argo CD's default) sends "
+			if strings.Contains(r.Advice, clientSide) != tc.clientSide {
+				t.Errorf("advice: %q; warns of client-side apply: %v, want %v", r.Advice, !tc.clientSide, tc.clientSide)
+			}
+			if tc.clientSide && !strings.Contains(r.Advice, byteSize(r.Inline.ClientSideApply)+", the object and its last-applied annotation") {
+				t.Errorf("advice: %q does not give the body's size %d", r.Advice, r.Inline.ClientSideApply)
+			}
+			if least := 2*r.Inline.ClusterObjectSet + len(admission.LastAppliedAnnotation); r.Inline.ClientSideApply < least {
+				t.Errorf("client-side apply body %d, want at least twice the object and the annotation's key, %d", r.Inline.ClientSideApply, least)
 			}
 			if r.Externalized == nil || len(r.Externalized.Secrets) != tc.secrets {
 				t.Fatalf("externalized: %+v, want %d Secrets", r.Externalized, tc.secrets)
@@ -172,7 +193,7 @@ func TestComputeTooLarge(t *testing.T) {
 		!strings.HasPrefix(r.Advice, "It cannot be stored in any form: ") {
 		t.Errorf("report: %+v", r)
 	}
-	if r.Checks[3].Externalized != na {
+	if r.Checks[4].Externalized != na {
 		t.Errorf("checks: %+v", r.Checks)
 	}
 }

@@ -113,9 +113,19 @@ func (obs Observations) condition(t string, s metav1.ConditionStatus, reason, ms
 }
 
 // rollingOutMessage is upstream's Progressing message while rolling out: "Revision <v> is rolling
-// out.", v being the bundle-version annotation (empty when unset, as upstream leaves it).
+// out.", v being the bundle-version annotation, which upstream's ClusterExtension applier always
+// sets; without it (a ClusterObjectSet applied by hand), "Revision is rolling out." rather than
+// upstream's "Revision  is rolling out." with two spaces. Upstream reads reasons, never messages.
 func (obs Observations) rollingOutMessage() string {
-	return fmt.Sprintf("Revision %s is rolling out.", obs.Version)
+	return obs.revisionMessage("is rolling out.")
+}
+
+// revisionMessage is "Revision <v> <what>", or "Revision <what>" without a bundle version.
+func (obs Observations) revisionMessage(what string) string {
+	if obs.Version == "" {
+		return "Revision " + what
+	}
+	return fmt.Sprintf("Revision %s %s", obs.Version, what)
 }
 
 func (obs Observations) emptyMessage() string {
@@ -140,7 +150,7 @@ func Progressing(obs Observations) *metav1.Condition {
 	case Blocked:
 		return obs.condition(olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonBlocked, obs.Outcome.Message)
 	case Complete:
-		return obs.condition(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, fmt.Sprintf("Revision %s has rolled out.", obs.Version))
+		return obs.condition(olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonSucceeded, obs.revisionMessage("has rolled out."))
 	case Retrying:
 		reason, msg = olmv1.ReasonRetrying, obs.Outcome.Message
 	case Empty:

@@ -52,9 +52,9 @@ func TestSetConditions(t *testing.T) {
 		"rolling out, version annotated": {cos: versioned(cos(0), "1.0.2"), o: Outcome{Message: probe}, now: created,
 			want: []string{"Progressing=True/RollingOut: Revision 1.0.2 is rolling out.", "Available=False/ProbeFailure: " + probe}},
 		"rolling out, no version (two spaces, as upstream)": {cos: cos(0), o: Outcome{Message: probe}, now: created,
-			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe}},
+			want: []string{"Progressing=True/RollingOut: Revision is rolling out.", "Available=False/ProbeFailure: " + probe}},
 		"rolling out, no probe failing": {cos: cos(0), o: Outcome{}, now: created,
-			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/RollingOut: Revision  is rolling out."}},
+			want: []string{"Progressing=True/RollingOut: Revision is rolling out.", "Available=False/RollingOut: Revision is rolling out."}},
 		"retrying, first time: Available not set": {cos: cos(0), o: Outcome{Kind: Retrying, Message: missing}, now: created,
 			want: []string{"Progressing=True/Retrying: " + missing}},
 		"retrying after Available was set": {cos: cos(0, available), o: Outcome{Kind: Retrying, Message: missing}, now: created,
@@ -70,9 +70,9 @@ func TestSetConditions(t *testing.T) {
 		"archived keeps Succeeded": {cos: cos(0, succeeded), o: Outcome{Kind: Archived}, now: created,
 			want: []string{"Progressing=False/Archived: revision is archived", "Available=Unknown/Archived: revision is archived", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
 		"Succeeded is never cleared": {cos: cos(0, succeeded), o: Outcome{Message: probe}, now: created,
-			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
+			want: []string{"Progressing=True/RollingOut: Revision is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
 		"before the deadline": {cos: cos(10), o: Outcome{Message: probe}, now: created.Add(9 * time.Minute),
-			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe}},
+			want: []string{"Progressing=True/RollingOut: Revision is rolling out.", "Available=False/ProbeFailure: " + probe}},
 		"deadline exceeded (upstream's e2e wording)": {cos: versioned(cos(1), "1.0.2"), o: Outcome{Message: probe}, now: created.Add(time.Minute),
 			want: []string{"Progressing=False/ProgressDeadlineExceeded: Revision has not rolled out for 1 minute(s). Last status: Revision 1.0.2 is rolling out.", "Available=False/ProbeFailure: " + probe}},
 		"deadline exceeded while retrying": {cos: cos(10, available), o: Outcome{Kind: Retrying, Message: missing}, now: created.Add(time.Hour),
@@ -80,9 +80,9 @@ func TestSetConditions(t *testing.T) {
 		"deadline does not hide Blocked": {cos: cos(10), o: Outcome{Kind: Blocked, Message: mutable}, now: created.Add(time.Hour),
 			want: []string{"Progressing=False/Blocked: " + mutable}},
 		"deadline after success does not count": {cos: cos(10, succeeded), o: Outcome{Message: probe}, now: created.Add(time.Hour),
-			want: []string{"Progressing=True/RollingOut: Revision  is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
+			want: []string{"Progressing=True/RollingOut: Revision is rolling out.", "Available=False/ProbeFailure: " + probe, "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
 		"recovery after the deadline": {cos: cos(10), o: Outcome{Kind: Complete}, now: created.Add(time.Hour),
-			want: []string{"Progressing=True/Succeeded: Revision  has rolled out.", "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
+			want: []string{"Progressing=True/Succeeded: Revision has rolled out.", "Available=True/ProbesSucceeded: Objects are available and pass all probes.", "Succeeded=True/Succeeded: Revision succeeded rolling out."}},
 		"teardown of an archived revision ignores the deadline": {cos: archived(cos(10)), o: Outcome{Kind: Retrying, Message: MessageTeardownInProgress}, now: created.Add(time.Hour),
 			want: []string{"Progressing=True/Retrying: removing revision resources that are not owned by another revision"}},
 		"teardown in progress": {cos: cos(0, available), o: Outcome{Kind: Retrying, Message: MessageTeardownInProgress}, now: created,
@@ -98,7 +98,7 @@ func TestSetConditions(t *testing.T) {
 	}
 }
 
-const emptyMsg = "Revision  is rolling out. The revision has no phases yet: waiting for spec.phases to be filled."
+const emptyMsg = "Revision is rolling out. The revision has no phases yet: waiting for spec.phases to be filled."
 
 func archived(c *olmv1.ClusterObjectSet) *olmv1.ClusterObjectSet {
 	c.Spec.LifecycleState = olmv1.LifecycleStateArchived

@@ -6,7 +6,9 @@
 //	                             run the manager against $KUBECONFIG with its webhooks off (a
 //	                             cluster's API server cannot call a webhook on this machine), or
 //	                             against a fresh local control plane (with the CRDs installed) that
-//	                             stops when the manager exits; there, with --webhooks, also a
+//	                             stops when the manager exits, as the manager's ServiceAccount of
+//	                             config/rbac (its RBAC applied, a token from a TokenRequest in
+//	                             .local/kubeconfig-manager); there, with --webhooks, also a
 //	                             serving certificate for 127.0.0.1, the webhook configurations
 //	                             pointing at https://127.0.0.1:N (N free unless given), and the
 //	                             matching --webhook-* flags. Metrics and probes get free loopback
@@ -18,6 +20,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -209,6 +212,16 @@ func run(args []string, webhooks bool, webhookPort int) (int, error) {
 			return 0, err
 		}
 		defer func() { _ = os.Remove(kubeconfig) }()
+		// The manager runs as its ServiceAccount, with config/rbac's permissions: with the admin
+		// kubeconfig, its Secret guard would exempt the person using that kubeconfig too.
+		managerKubeconfig := filepath.Join(local, "kubeconfig-manager")
+		expires, err := managerIdentity(ctx, cp, managerKubeconfig)
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = os.Remove(managerKubeconfig) }()
+		fmt.Fprintf(os.Stderr, "localcluster: the manager runs as %s with the RBAC of %s (token valid until %s); "+
+			"the Secret guard exempts it, not you\n", managerUser, strings.Join(rbacOverlays, " and "), expires.UTC().Format(time.RFC3339))
 		if webhooks {
 			if webhookPort == 0 {
 				free, err := controlplane.FreePorts(1)
@@ -224,7 +237,7 @@ func run(args []string, webhooks bool, webhookPort int) (int, error) {
 			args = append(args, webhookArgs...)
 		}
 		fmt.Fprintf(os.Stderr, "localcluster: local control plane ready; in another shell: export KUBECONFIG=%s\n", kubeconfig)
-		env = append(env, "KUBECONFIG="+kubeconfig)
+		env = append(env, "KUBECONFIG="+managerKubeconfig)
 	}
 	fmt.Fprintf(os.Stderr, "localcluster: running %s\n", strings.Join(args, " "))
 	cmd := exec.Command(args[0], args[1:]...)
@@ -250,7 +263,7 @@ func run(args []string, webhooks bool, webhookPort int) (int, error) {
 // that serve them, authenticating the API server by its webhook client certificate.
 func setupWebhooks(ctx context.Context, cp *controlplane.ControlPlane, local string, port int) ([]string, error) {
 	dir := filepath.Join(local, "webhook-certs")
-	bundle, err := certs.Generate([]string{"127.0.0.1", "localhost"}, 365*24*time.Hour, time.Now())
+	bundle, err := servingBundle([]string{"127.0.0.1", "localhost"}, 365*24*time.Hour, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -365,4 +378,22 @@ func hasFlag(args []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// localCACommonName is the subject of the CA of `run --webhooks`: not the self-signed mode's CA
+// (certs.Generate's, cos-externalizer-webhook-ca), so that kubectl cos check does not take a manager
+// serving files (--webhook-cert-dir) for one that keeps its own CA.
+const localCACommonName = "cos-externalizer-localcluster-ca"
+
+// servingBundle is a CA named localCACommonName and a serving certificate it signed for hosts.
+func servingBundle(hosts []string, validFor time.Duration, now time.Time) (*certs.Bundle, error) {
+	ca, err := certs.NewCA(localCACommonName, validFor, now)
+	if err != nil {
+		return nil, err
+	}
+	cert, key, err := ca.Issue(certs.Leaf{CommonName: hosts[0], Usage: x509.ExtKeyUsageServerAuth, Hosts: hosts, ValidFor: validFor, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	return &certs.Bundle{CA: ca.PEM, Cert: cert, Key: key}, nil
 }
