@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -35,27 +36,9 @@ func TestCorpus(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	c := testenv.Env.Client
 	for name, tc := range corpus.Cases() {
 		t.Run(name, func(t *testing.T) {
-			sum := sha256.Sum256([]byte(name))
-			objName := "api-" + hex.EncodeToString(sum[:6])
-			var err error
-			if tc.Old == nil {
-				obj := tc.New.DeepCopy()
-				obj.Name = objName
-				err = c.Create(ctx, obj)
-			} else {
-				old := tc.Old.DeepCopy()
-				old.Name = objName
-				if err := c.Create(ctx, old); err != nil {
-					t.Fatalf("creating the old object: %v", err)
-				}
-				obj := tc.New.DeepCopy()
-				obj.Name = objName
-				obj.ResourceVersion = old.ResourceVersion
-				err = c.Update(ctx, obj)
-			}
+			_, err := submit(ctx, t, "api-", name, tc.Old, tc.New, nil)
 			got := causes(t, err)
 			if dump := os.Getenv("CORPUS_DUMP"); dump != "" {
 				mu.Lock()
@@ -67,6 +50,34 @@ func TestCorpus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// submit creates new, or with old creates old and updates it to new, under a name made of prefix and
+// a hash of caseName, and returns the name and the API server's answer. before, when not nil, sees
+// the objects as they are sent: old as the API server stored it (nil on create) and the new one.
+func submit(ctx context.Context, t *testing.T, prefix, caseName string, old, new *olmv1.ClusterObjectSet, before func(old, obj *olmv1.ClusterObjectSet)) (string, error) {
+	t.Helper()
+	c := testenv.Env.Client
+	sum := sha256.Sum256([]byte(caseName))
+	objName := prefix + hex.EncodeToString(sum[:6])
+	obj := new.DeepCopy()
+	obj.Name = objName
+	if old == nil {
+		if before != nil {
+			before(nil, obj)
+		}
+		return objName, c.Create(ctx, obj)
+	}
+	stored := old.DeepCopy()
+	stored.Name = objName
+	if err := c.Create(ctx, stored); err != nil {
+		t.Fatalf("creating the old object: %v", err)
+	}
+	obj.ResourceVersion = stored.ResourceVersion
+	if before != nil {
+		before(stored, obj)
+	}
+	return objName, c.Update(ctx, obj)
 }
 
 // causes returns the field errors of an Invalid error, sorted; nil for success.

@@ -84,17 +84,23 @@ func kustomizeMonitoring(t *testing.T, overlay string) []*unstructured.Unstructu
 	if !strings.Contains(string(b), "\nkind: Component\n") {
 		return kustomize(t, filepath.Join("prometheus", overlay))
 	}
+	return kustomizeWithComponent(t, filepath.Join(root, "config", "prometheus"), own)
+}
+
+// kustomizeWithComponent renders the kustomization at base with the Component at component over it
+// (both absolute paths).
+func kustomizeWithComponent(t *testing.T, base, component string) []*unstructured.Unstructured {
+	t.Helper()
 	// kustomize takes relative paths only.
 	dir := t.TempDir()
-	base, err := filepath.Rel(dir, filepath.Join(root, "config", "prometheus"))
-	if err != nil {
-		t.Fatal(err)
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	component, err := filepath.Rel(dir, own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + base + "\ncomponents:\n- " + component + "\n"
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + rel(base) + "\ncomponents:\n- " + rel(component) + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 		t.Fatal(err)
 	}
