@@ -262,20 +262,36 @@ func (r *runner) apply(op Op) error {
 }
 
 func (r *runner) copyRefs(op Op) error {
-	src := r.entry(r.m.name(op.Owner, op.From))
+	src, stored, err := r.source(r.m.name(op.Owner, op.From))
+	if src == nil {
+		return err // the source is gone: nothing to copy
+	}
+	return r.createCopy(op, "with copied refs", stored.Spec.Phases, src.objs)
+}
+
+// source returns the model's entry of revision name and the revision as stored; nil and no error
+// when either is gone or the entry has no content (a bad or empty revision): nothing to work on.
+func (r *runner) source(name string) (*entry, *olmv1.ClusterObjectSet, error) {
+	e := r.entry(name)
 	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: r.m.name(op.Owner, op.From)}, stored); err != nil {
-		return client.IgnoreNotFound(err) // the source is gone: nothing to copy
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
+		return nil, nil, client.IgnoreNotFound(err)
 	}
-	if src == nil || src.objs == nil {
-		return nil
+	if e == nil || e.objs == nil {
+		return nil, nil, nil
 	}
+	return e, stored, nil
+}
+
+// createCopy creates revision Rev of op's owner with phases, the refs of another revision whose
+// content objs is, and remembers it. how ends the expectation's description.
+func (r *runner) createCopy(op Op, how string, phases []olmv1.ClusterObjectSetPhase, objs [][]*unstructured.Unstructured) error {
 	name := r.m.name(op.Owner, op.Rev)
-	cos := r.revision(op, builders.WithPhases(stored.Spec.Phases...))
-	if err := expect("creating "+name+" with copied refs", r.admin.Create(r.ctx(), cos)); err != nil {
+	cos := r.revision(op, builders.WithPhases(phases...))
+	if err := expect("creating "+name+" "+how, r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}
-	return r.rememberCopy(name, &entry{owner: op.Owner, rev: op.Rev, objs: src.objs})
+	return r.rememberCopy(name, &entry{owner: op.Owner, rev: op.Rev, objs: objs})
 }
 
 func (r *runner) empty(op Op) error {
