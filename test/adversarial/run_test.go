@@ -452,15 +452,24 @@ func (r *runner) restore(op Op) error {
 	return r.remember(name, e)
 }
 
-// secretOp is what an admin does to the Secrets of a ClusterObjectSet: delete one, delete them all
-// by label, or edit one's label or owners. What a live ClusterObjectSet uses must be refused.
-func (r *runner) secretOp(op Op) error {
+// seededRef returns the name of op's revision and the Secret, of those its stored form referenced
+// when last seen, that op's seed picks; not ok when there is none (nothing to act on).
+func (r *runner) seededRef(op Op) (string, types.NamespacedName, bool) {
 	name := r.m.name(op.Owner, op.Rev)
 	e := r.entry(name)
 	if e == nil || len(e.refs) == 0 {
+		return name, types.NamespacedName{}, false
+	}
+	return name, e.refs[int(op.Seed%uint64(len(e.refs)))], true
+}
+
+// secretOp is what an admin does to the Secrets of a ClusterObjectSet: delete one, delete them all
+// by label, or edit one's label or owners. What a live ClusterObjectSet uses must be refused.
+func (r *runner) secretOp(op Op) error {
+	name, key, ok := r.seededRef(op)
+	if !ok {
 		return nil
 	}
-	key := e.refs[int(op.Seed%uint64(len(e.refs)))]
 	if op.Kind == opSecretColl {
 		err := r.alice.DeleteAllOf(r.ctx(), &corev1.Secret{}, client.InNamespace(testenv.SystemNamespace),
 			client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(name)})
@@ -512,12 +521,10 @@ func (r *runner) secretOp(op Op) error {
 // ownership adds them back, and the collector is refused a Secret that a live ClusterObjectSet uses
 // until then (the invariants after the step).
 func (r *runner) olmOwners(op Op) error {
-	name := r.m.name(op.Owner, op.Rev)
-	e := r.entry(name)
-	if e == nil || len(e.refs) == 0 {
+	name, key, ok := r.seededRef(op)
+	if !ok {
 		return nil
 	}
-	key := e.refs[int(op.Seed%uint64(len(e.refs)))]
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
 		return client.IgnoreNotFound(err)
