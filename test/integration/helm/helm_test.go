@@ -72,11 +72,7 @@ func TestChartMatchesOverlays(t *testing.T) {
 // overlay of its own).
 func kustomizeMonitoring(t *testing.T, overlay string) []*unstructured.Unstructured {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := filepath.Join(root, "config", "prometheus", overlay)
+	own := testenv.RepoPath(t, "config", "prometheus", overlay)
 	b, err := os.ReadFile(filepath.Join(own, "kustomization.yaml"))
 	if err != nil {
 		return kustomize(t, "prometheus")
@@ -84,7 +80,7 @@ func kustomizeMonitoring(t *testing.T, overlay string) []*unstructured.Unstructu
 	if !strings.Contains(string(b), "\nkind: Component\n") {
 		return kustomize(t, filepath.Join("prometheus", overlay))
 	}
-	return kustomizeWithComponent(t, filepath.Join(root, "config", "prometheus"), own)
+	return kustomizeWithComponent(t, testenv.RepoPath(t, "config", "prometheus"), own)
 }
 
 // kustomizeWithComponent renders the kustomization at base with the Component at component over it
@@ -379,11 +375,7 @@ func compare(t *testing.T, got, want []*unstructured.Unstructured) {
 
 func chartDir(t *testing.T) string {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(root, "charts", "cos-externalizer")
+	return testenv.RepoPath(t, "charts", "cos-externalizer")
 }
 
 // helm runs bin/helm (make helm) with no cluster, returning its combined output.
@@ -444,12 +436,7 @@ func helmTemplateIn(t *testing.T, ns string, set ...string) []*unstructured.Unst
 // kustomize renders config/<overlay> with the control plane's kubectl.
 func kustomize(t *testing.T, overlay string) []*unstructured.Unstructured {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := testenv.MustKubectl(t, nil, "kustomize", filepath.Join(root, "config", overlay))
-	return parse(t, []byte(out))
+	return parse(t, testenv.Kustomize(t, overlay))
 }
 
 func parse(t *testing.T, yaml []byte) []*unstructured.Unstructured {

@@ -2,24 +2,19 @@ package helm_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 // TestWebhookIngressCIDRs: the chart's networkPolicy.webhookIngressCIDRs renders what the kustomize
 // component config/networkpolicy/control-plane-cidrs renders over each overlay (with its placeholder
 // range), and the schema refuses what is not a CIDR.
 func TestWebhookIngressCIDRs(t *testing.T) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for overlay, m := range modes {
 		t.Run(overlay, func(t *testing.T) {
-			want := kustomizeWithComponent(t, filepath.Join(root, "config", overlay), filepath.Join(root, "config", "networkpolicy", "control-plane-cidrs"))
+			want := kustomizeWithComponent(t, testenv.RepoPath(t, "config", overlay), testenv.RepoPath(t, "config", "networkpolicy", "control-plane-cidrs"))
 			if np := find(want, "NetworkPolicy", "cos-externalizer-webhook"); np == nil || !strings.Contains(mustJSON(t, np.Object), `"ipBlock":{"cidr":"192.0.2.0/24"}`) {
 				t.Fatalf("the component did not restrict the webhook policy: %v", np)
 			}
