@@ -272,13 +272,20 @@ func (r *runner) copyRefs(op Op) error {
 // source returns the model's entry of revision name and the revision as stored; nil and no error
 // when either is gone or the entry has no content (a bad or empty revision): nothing to work on.
 func (r *runner) source(name string) (*entry, *olmv1.ClusterObjectSet, error) {
+	e, stored, err := r.stored(name)
+	if stored == nil || e == nil || e.objs == nil {
+		return nil, nil, err
+	}
+	return e, stored, nil
+}
+
+// stored returns the model's entry of revision name (nil when it has none) and the revision as
+// stored; a nil revision and no error when it is gone.
+func (r *runner) stored(name string) (*entry, *olmv1.ClusterObjectSet, error) {
 	e := r.entry(name)
 	stored := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
-		return nil, nil, client.IgnoreNotFound(err)
-	}
-	if e == nil || e.objs == nil {
-		return nil, nil, nil
+		return e, nil, client.IgnoreNotFound(err)
 	}
 	return e, stored, nil
 }
@@ -305,13 +312,9 @@ func (r *runner) empty(op Op) error {
 
 func (r *runner) fill(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.entry(name)
-	cos := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
-		return nil
+	e, cos, err := r.stored(name)
+	if cos == nil || e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
+		return err
 	}
 	objs := r.m.objects(op.Owner, op.Rev, op.Seed, false)
 	cos.Spec.Phases = r.inlineCOS(op, objs).Spec.Phases
@@ -388,13 +391,9 @@ func (r *runner) recreate(op Op) error {
 // without uid, resourceVersion or owners), deletes it, and restores both in the order Variant says.
 func (r *runner) restore(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.entry(name)
-	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if e == nil || !stored.DeletionTimestamp.IsZero() {
-		return nil
+	e, stored, err := r.stored(name)
+	if stored == nil || e == nil || !stored.DeletionTimestamp.IsZero() {
+		return err
 	}
 	var secrets []*corev1.Secret
 	for _, key := range stored.ReferencedSecrets(testenv.SystemNamespace) {
