@@ -52,15 +52,16 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// submit creates new, or with old creates old and updates it to new, under a name made of prefix and
-// a hash of caseName, and returns the name and the API server's answer. before, when not nil, sees
-// the objects as they are sent: old as the API server stored it (nil on create) and the new one.
-func submit(ctx context.Context, t *testing.T, prefix, caseName string, old, new *olmv1.ClusterObjectSet, before func(old, obj *olmv1.ClusterObjectSet)) (string, error) {
+// submit creates updated, or with old creates old and updates it to updated, under a name made of
+// prefix and a hash of caseName, and returns the name and the API server's answer. before, when not
+// nil, sees the objects as they are sent: old as the API server stored it (nil on create) and the
+// other.
+func submit(ctx context.Context, t *testing.T, prefix, caseName string, old, updated *olmv1.ClusterObjectSet, before func(old, obj *olmv1.ClusterObjectSet)) (string, error) {
 	t.Helper()
 	c := testenv.Env.Client
 	sum := sha256.Sum256([]byte(caseName))
 	objName := prefix + hex.EncodeToString(sum[:6])
-	obj := new.DeepCopy()
+	obj := updated.DeepCopy()
 	obj.Name = objName
 	if old == nil {
 		if before != nil {
