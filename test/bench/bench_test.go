@@ -33,14 +33,8 @@ import (
 
 func kubectl(b *testing.B, env *testenv.Environment, args ...string) {
 	b.Helper()
-	bin, err := controlplane.Binary("kubectl")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	if out, errOut, err := env.Kubectl(b, nil, args...); err != nil {
+		b.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
 }
 
