@@ -2,13 +2,14 @@ package controlplane
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,29 +31,41 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifestsFile, baseU
 		return err
 	}
 	for _, o := range objs {
-		if k := o.GetKind(); k != "MutatingWebhookConfiguration" && k != "ValidatingWebhookConfiguration" {
+		var obj client.Object
+		var configs []*admissionregistrationv1.WebhookClientConfig
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration":
+			wc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, wc); err != nil {
+				return err
+			}
+			for i := range wc.Webhooks {
+				configs = append(configs, &wc.Webhooks[i].ClientConfig)
+			}
+			obj = wc
+		case "ValidatingWebhookConfiguration":
+			wc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, wc); err != nil {
+				return err
+			}
+			for i := range wc.Webhooks {
+				configs = append(configs, &wc.Webhooks[i].ClientConfig)
+			}
+			obj = wc
+		default:
 			continue
 		}
-		// The webhooks of both kinds have the same clientConfig: rewritten alike, unstructured.
-		hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-		for _, h := range hooks {
-			w, _ := h.(map[string]any)
-			path, found, _ := unstructured.NestedString(w, "clientConfig", "service", "path")
-			if !found {
+		for _, cc := range configs {
+			if cc.Service == nil || cc.Service.Path == nil {
 				return fmt.Errorf("webhook without a service path in %s", manifestsFile)
 			}
-			w["clientConfig"] = map[string]any{"url": baseURL + path, "caBundle": base64.StdEncoding.EncodeToString(caPEM)}
+			url := baseURL + *cc.Service.Path
+			cc.Service, cc.URL, cc.CABundle = nil, &url, caPEM
 		}
-		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-		if err := c.Create(ctx, o); err != nil {
+		if err := c.Create(ctx, obj); err != nil {
 			return fmt.Errorf("installing %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
