@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
@@ -38,7 +39,7 @@ func TestCorpus(t *testing.T) {
 	ctx := context.Background()
 	for name, tc := range corpus.Cases() {
 		t.Run(name, func(t *testing.T) {
-			_, err := submit(ctx, t, "api-", name, tc.Old, tc.New, nil)
+			err := submit(ctx, t, "api-", name, tc.Old, tc.New, nil)
 			got := causes(t, err)
 			if dump := os.Getenv("CORPUS_DUMP"); dump != "" {
 				mu.Lock()
@@ -53,21 +54,24 @@ func TestCorpus(t *testing.T) {
 }
 
 // submit creates updated, or with old creates old and updates it to updated, under a name made of
-// prefix and a hash of caseName, and returns the name and the API server's answer. before, when not
-// nil, sees the objects as they are sent: old as the API server stored it (nil on create) and the
-// other.
-func submit(ctx context.Context, t *testing.T, prefix, caseName string, old, updated *olmv1.ClusterObjectSet, before func(old, obj *olmv1.ClusterObjectSet)) (string, error) {
+// prefix and a hash of caseName (deleted when the test ends), and returns the API server's answer.
+// before, when not nil, sees the objects as they are sent: old as the API server stored it (nil on
+// create) and the other.
+func submit(ctx context.Context, t *testing.T, prefix, caseName string, old, updated *olmv1.ClusterObjectSet, before func(old, obj *olmv1.ClusterObjectSet)) error {
 	t.Helper()
 	c := testenv.Env.Client
 	sum := sha256.Sum256([]byte(caseName))
 	objName := prefix + hex.EncodeToString(sum[:6])
+	t.Cleanup(func() { // so that the test runs again (-count)
+		_ = c.Delete(context.Background(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: objName}})
+	})
 	obj := updated.DeepCopy()
 	obj.Name = objName
 	if old == nil {
 		if before != nil {
 			before(nil, obj)
 		}
-		return objName, c.Create(ctx, obj)
+		return c.Create(ctx, obj)
 	}
 	stored := old.DeepCopy()
 	stored.Name = objName
@@ -78,7 +82,7 @@ func submit(ctx context.Context, t *testing.T, prefix, caseName string, old, upd
 	if before != nil {
 		before(stored, obj)
 	}
-	return objName, c.Update(ctx, obj)
+	return c.Update(ctx, obj)
 }
 
 // causes returns the field errors of an Invalid error, sorted; nil for success.

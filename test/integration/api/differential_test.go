@@ -47,20 +47,16 @@ func TestDifferential(t *testing.T) {
 		all["extra: "+name] = tcase{old: tc.Old, new: tc.New, want: extraWants[name], badRequest: tc.BadRequest}
 	}
 	ctx := context.Background()
-	c := testenv.Env.Client
 	for name, tc := range all {
 		t.Run(name, func(t *testing.T) {
 			var mine field.ErrorList
-			objName, serverErr := submit(ctx, t, "diff-", name, tc.old, tc.new, func(old, obj *olmv1.ClusterObjectSet) {
+			serverErr := submit(ctx, t, "diff-", name, tc.old, tc.new, func(old, obj *olmv1.ClusterObjectSet) {
 				if old == nil {
 					mine = validation.ValidateCreate(obj)
 					return
 				}
 				// The validator gets the old object as the API server stored it, as a webhook would.
 				mine = validation.ValidateUpdate(old, obj)
-			})
-			t.Cleanup(func() {
-				_ = c.Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: objName}})
 			})
 
 			got := rendered(t, mine)

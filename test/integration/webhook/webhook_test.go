@@ -58,13 +58,15 @@ type submitted struct {
 }
 
 // submitBundle sends the test bundle dir (builders.Bundle's name, dir and namespace) through
-// `kubectl VERB... -f FILE` and checks that the stored ClusterObjectSet is its externalized form.
+// `kubectl VERB... -f FILE` and checks that the stored ClusterObjectSet is its externalized form; the
+// ClusterObjectSet is removed when the test ends.
 func submitBundle(t *testing.T, name, dir, namespace string, verb ...string) submitted {
 	t.Helper()
 	inline, err := builders.Bundle(name, dir, namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.RemoveAfter(t, inline.Name) // so that the test runs again (-count)
 	file := writeJSON(t, inline)
 	_, stderr := mustKubectl(t, nil, append(verb, "-f", file)...)
 	stored := getCOS(t, inline.Name)
