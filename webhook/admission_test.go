@@ -95,7 +95,7 @@ func TestAdmissionCharged(t *testing.T) {
 			req := request(t, tc.op, tc.obj, "", tc.old)
 			req.Name = tc.obj.Name
 			resp := e.Handle(ctx, req)
-			got := charged{Allowed: resp.Allowed, HeldAtWrite: store.seen, HeldAfter: pool.Used(), Refusals: map[string]float64{}}
+			got := charged{Allowed: resp.Allowed, HeldAtWrite: store.seen, HeldAfter: pool.Used()}
 			if r := resp.Result; r != nil && !resp.Allowed {
 				got.Code, got.Reason = r.Code, r.Reason
 				if r.Details != nil {
@@ -105,16 +105,12 @@ func TestAdmissionCharged(t *testing.T) {
 					t.Errorf("the 429 does not say to retry: %s", r.Message)
 				}
 			}
+			refusals := map[string]float64{}
 			for _, reason := range []string{RefusalBusy, RefusalTooLarge, RefusalInvalid, RefusalBadRequest} {
-				if v := counter(m.Refusals.WithLabelValues(reason)); v != 0 {
-					got.Refusals[reason] = v
-				}
+				refusals[reason] = counter(m.Refusals.WithLabelValues(reason))
 			}
-			want := tc.want
-			if want.Refusals == nil {
-				want.Refusals = map[string]float64{}
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			got.Refusals = nonZero(refusals)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 			others.Release()

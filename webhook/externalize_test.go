@@ -94,7 +94,7 @@ func TestHandleTranslates(t *testing.T) {
 			req := request(t, tc.op, tc.obj, tc.raw, tc.old)
 			req.DryRun = &tc.dryRun
 			resp := e.Handle(context.Background(), req)
-			got := handled{Allowed: resp.Allowed, Metrics: map[string]float64{}}
+			got := handled{Allowed: resp.Allowed}
 			if r := resp.Result; r != nil && !resp.Allowed {
 				got.Code = r.Code
 				if r.Details != nil {
@@ -112,20 +112,12 @@ func TestHandleTranslates(t *testing.T) {
 				}
 				got.Warnings = append(got.Warnings, w)
 			}
-			for name, v := range map[string]float64{
+			got.Metrics = nonZero(map[string]float64{
 				"objects": counter(m.ObjectsExternalized), "secrets": counter(m.SecretsWritten), "dryRuns": counter(m.DryRuns),
 				"refused invalid": counter(m.Refusals.WithLabelValues(RefusalInvalid)), "refused secret_conflict": counter(m.Refusals.WithLabelValues(RefusalSecretConflict)),
 				"refused bad_request": counter(m.Refusals.WithLabelValues(RefusalBadRequest)),
-			} {
-				if v != 0 {
-					got.Metrics[name] = v
-				}
-			}
-			want := tc.want
-			if want.Metrics == nil {
-				want.Metrics = map[string]float64{}
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -148,6 +140,21 @@ func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
 			t.Errorf("reason %q, want the label %q", reason, label)
 		}
 	}
+}
+
+// nonZero returns the counts of counts that are not zero, nil when none is: what a test case's want
+// names.
+func nonZero(counts map[string]float64) map[string]float64 {
+	var out map[string]float64
+	for name, v := range counts {
+		if v != 0 {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[name] = v
+		}
+	}
+	return out
 }
 
 func counter(c prometheus.Counter) float64 {

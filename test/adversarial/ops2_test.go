@@ -169,13 +169,9 @@ func (r *runner) orphanRecreate(op Op) error {
 		rev = op.From
 	}
 	name := r.m.name(op.Owner, rev)
-	e := r.entry(name)
-	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if e == nil || e.objs == nil || !stored.DeletionTimestamp.IsZero() {
-		return nil
+	e, stored, err := r.source(name)
+	if e == nil || !stored.DeletionTimestamp.IsZero() {
+		return err
 	}
 	again := storedForm(stored)
 	if err := r.deleteAndWait(name, metav1.DeletePropagationOrphan); err != nil {
@@ -201,25 +197,16 @@ func (r *runner) copyGone(op Op) error {
 	if src == nil || len(src.phases) == 0 {
 		return nil
 	}
-	name := r.m.name(op.Owner, op.Rev)
-	c := r.revision(op, builders.WithPhases(src.phases...))
-	if err := expect("creating "+name+" with the refs of a revision that is gone", r.admin.Create(r.ctx(), c)); err != nil {
-		return err
-	}
-	return r.rememberCopy(name, &entry{owner: op.Owner, rev: op.Rev, objs: src.objs})
+	return r.createCopy(op, "with the refs of a revision that is gone", src.phases, src.objs)
 }
 
 // wave is a GitOps sync wave: revision From is pruned and revision Rev, with From's refs, created at
 // the same instant.
 func (r *runner) wave(op Op) error {
 	from := r.m.name(op.Owner, op.From)
-	src := r.entry(from)
-	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: from}, stored); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if src == nil || src.objs == nil || !stored.DeletionTimestamp.IsZero() {
-		return nil
+	src, stored, err := r.source(from)
+	if src == nil || !stored.DeletionTimestamp.IsZero() {
+		return err
 	}
 	name := r.m.name(op.Owner, op.Rev)
 	next := r.revision(op, builders.WithPhases(stored.Spec.Phases...))

@@ -262,20 +262,43 @@ func (r *runner) apply(op Op) error {
 }
 
 func (r *runner) copyRefs(op Op) error {
-	src := r.entry(r.m.name(op.Owner, op.From))
+	src, stored, err := r.source(r.m.name(op.Owner, op.From))
+	if src == nil {
+		return err // the source is gone: nothing to copy
+	}
+	return r.createCopy(op, "with copied refs", stored.Spec.Phases, src.objs)
+}
+
+// source returns the model's entry of revision name and the revision as stored; nil and no error
+// when either is gone or the entry has no content (a bad or empty revision): nothing to work on.
+func (r *runner) source(name string) (*entry, *olmv1.ClusterObjectSet, error) {
+	e, stored, err := r.stored(name)
+	if stored == nil || e == nil || e.objs == nil {
+		return nil, nil, err
+	}
+	return e, stored, nil
+}
+
+// stored returns the model's entry of revision name (nil when it has none) and the revision as
+// stored; a nil revision and no error when it is gone.
+func (r *runner) stored(name string) (*entry, *olmv1.ClusterObjectSet, error) {
+	e := r.entry(name)
 	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: r.m.name(op.Owner, op.From)}, stored); err != nil {
-		return client.IgnoreNotFound(err) // the source is gone: nothing to copy
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
+		return e, nil, client.IgnoreNotFound(err)
 	}
-	if src == nil || src.objs == nil {
-		return nil
-	}
+	return e, stored, nil
+}
+
+// createCopy creates revision Rev of op's owner with phases, the refs of another revision whose
+// content objs is, and remembers it. how ends the expectation's description.
+func (r *runner) createCopy(op Op, how string, phases []olmv1.ClusterObjectSetPhase, objs [][]*unstructured.Unstructured) error {
 	name := r.m.name(op.Owner, op.Rev)
-	cos := r.revision(op, builders.WithPhases(stored.Spec.Phases...))
-	if err := expect("creating "+name+" with copied refs", r.admin.Create(r.ctx(), cos)); err != nil {
+	cos := r.revision(op, builders.WithPhases(phases...))
+	if err := expect("creating "+name+" "+how, r.admin.Create(r.ctx(), cos)); err != nil {
 		return err
 	}
-	return r.rememberCopy(name, &entry{owner: op.Owner, rev: op.Rev, objs: src.objs})
+	return r.rememberCopy(name, &entry{owner: op.Owner, rev: op.Rev, objs: objs})
 }
 
 func (r *runner) empty(op Op) error {
@@ -289,13 +312,9 @@ func (r *runner) empty(op Op) error {
 
 func (r *runner) fill(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.entry(name)
-	cos := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
-		return nil
+	e, cos, err := r.stored(name)
+	if cos == nil || e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
+		return err
 	}
 	objs := r.m.objects(op.Owner, op.Rev, op.Seed, false)
 	cos.Spec.Phases = r.inlineCOS(op, objs).Spec.Phases
@@ -372,13 +391,9 @@ func (r *runner) recreate(op Op) error {
 // without uid, resourceVersion or owners), deletes it, and restores both in the order Variant says.
 func (r *runner) restore(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
-	e := r.entry(name)
-	stored := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, stored); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if e == nil || !stored.DeletionTimestamp.IsZero() {
-		return nil
+	e, stored, err := r.stored(name)
+	if stored == nil || e == nil || !stored.DeletionTimestamp.IsZero() {
+		return err
 	}
 	var secrets []*corev1.Secret
 	for _, key := range stored.ReferencedSecrets(testenv.SystemNamespace) {
@@ -436,15 +451,24 @@ func (r *runner) restore(op Op) error {
 	return r.remember(name, e)
 }
 
-// secretOp is what an admin does to the Secrets of a ClusterObjectSet: delete one, delete them all
-// by label, or edit one's label or owners. What a live ClusterObjectSet uses must be refused.
-func (r *runner) secretOp(op Op) error {
+// seededRef returns the name of op's revision and the Secret, of those its stored form referenced
+// when last seen, that op's seed picks; not ok when there is none (nothing to act on).
+func (r *runner) seededRef(op Op) (string, types.NamespacedName, bool) {
 	name := r.m.name(op.Owner, op.Rev)
 	e := r.entry(name)
 	if e == nil || len(e.refs) == 0 {
+		return name, types.NamespacedName{}, false
+	}
+	return name, e.refs[int(op.Seed%uint64(len(e.refs)))], true
+}
+
+// secretOp is what an admin does to the Secrets of a ClusterObjectSet: delete one, delete them all
+// by label, or edit one's label or owners. What a live ClusterObjectSet uses must be refused.
+func (r *runner) secretOp(op Op) error {
+	name, key, ok := r.seededRef(op)
+	if !ok {
 		return nil
 	}
-	key := e.refs[int(op.Seed%uint64(len(e.refs)))]
 	if op.Kind == opSecretColl {
 		err := r.alice.DeleteAllOf(r.ctx(), &corev1.Secret{}, client.InNamespace(testenv.SystemNamespace),
 			client.MatchingLabels{olmv1.LabelRevisionName: naming.RevisionLabelValue(name)})
@@ -496,12 +520,10 @@ func (r *runner) secretOp(op Op) error {
 // ownership adds them back, and the collector is refused a Secret that a live ClusterObjectSet uses
 // until then (the invariants after the step).
 func (r *runner) olmOwners(op Op) error {
-	name := r.m.name(op.Owner, op.Rev)
-	e := r.entry(name)
-	if e == nil || len(e.refs) == 0 {
+	name, key, ok := r.seededRef(op)
+	if !ok {
 		return nil
 	}
-	key := e.refs[int(op.Seed%uint64(len(e.refs)))]
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
 		return client.IgnoreNotFound(err)

@@ -5,7 +5,6 @@
 package bench_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/test/bench/procstat"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -34,14 +33,8 @@ import (
 
 func kubectl(b *testing.B, env *testenv.Environment, args ...string) {
 	b.Helper()
-	bin, err := controlplane.Binary("kubectl")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	if out, errOut, err := env.Kubectl(b, nil, args...); err != nil {
+		b.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
 }
 
@@ -171,33 +164,20 @@ func (m *managerProcess) stop() {
 
 // rssBytes is the resident set size of the process.
 func (m *managerProcess) rssBytes(b *testing.B) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	mem, err := procstat.ReadMemory(m.cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			return kb * 1024
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
+	return mem.RSS
 }
 
 // cpuSeconds is the user plus system CPU time of the process so far.
 func (m *managerProcess) cpuSeconds(b *testing.B) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	cpu, err := procstat.ReadCPUSeconds(m.cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(raw), ") ")
-	fields := strings.Fields(rest)
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
+	return cpu
 }
 
 // metric sums the samples of a metric whose line starts with prefix.

@@ -141,27 +141,15 @@ func (cm *CertManager) Stop() error {
 	if cm == nil {
 		return nil
 	}
-	var errs []error
-	for i := len(cm.procs) - 1; i >= 0; i-- {
-		p := cm.procs[i]
-		if err := p.stop(stopTimeout); err != nil {
-			errs = append(errs, err)
-		}
-		cm.cp.procs = slices.DeleteFunc(cm.cp.procs, func(q *process) bool { return q == p })
-	}
+	errs := stopAll(cm.procs)
+	cm.cp.procs = slices.DeleteFunc(cm.cp.procs, func(q *process) bool { return slices.Contains(cm.procs, q) })
 	cm.procs = nil
 	return errors.Join(errs...)
 }
 
 // PIDs returns the process id of the controller and the cainjector by name (none for an external
 // cluster or once stopped).
-func (cm *CertManager) PIDs() map[string]int {
-	out := map[string]int{}
-	for _, p := range cm.procs {
-		out[p.name] = p.pid()
-	}
-	return out
-}
+func (cm *CertManager) PIDs() map[string]int { return pids(cm.procs) }
 
 // CertManagerCRDDir returns the folder of cert-manager's CRDs: COS_CERTMANAGER_CRDS_DIR (set by the
 // Makefile), else the repository's bin/testdata/certmanager-crds; an error says how to fetch them.

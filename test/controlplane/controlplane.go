@@ -149,6 +149,18 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeerPort)
+	// controllerArgs are the flags kube-controller-manager and kube-scheduler share (both serve
+	// their health and metrics on a secure port, with the API server's authentication), then extra.
+	controllerArgs := func(port int, certDir string, extra ...string) []string {
+		return append([]string{
+			"--kubeconfig=" + cp.Kubeconfig,
+			"--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+			"--cert-dir=" + filepath.Join(cp.Dir, certDir),
+			"--v=1",
+		}, extra...)
+	}
 	components := []struct {
 		name string
 		bin  string
@@ -179,27 +191,14 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
 			"--v=1",
 		}},
-		{"kube-controller-manager", bins.controllerManager, []string{
-			"--kubeconfig=" + cp.Kubeconfig,
-			"--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
-			"--service-account-private-key-file=" + p.SAKey,
-			"--root-ca-file=" + p.CACert,
-			"--cluster-signing-cert-file=" + p.CACert, "--cluster-signing-key-file=" + p.CAKey,
+		{"kube-controller-manager", bins.controllerManager, controllerArgs(cmPort, "controller-manager-certs",
+			"--service-account-private-key-file="+p.SAKey,
+			"--root-ca-file="+p.CACert,
+			"--cluster-signing-cert-file="+p.CACert, "--cluster-signing-key-file="+p.CAKey,
 			"--use-service-account-credentials=true",
 			"--kube-api-qps=200", "--kube-api-burst=400",
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cmPort),
-			"--cert-dir=" + filepath.Join(cp.Dir, "controller-manager-certs"),
-			"--v=1",
-		}},
-		{"kube-scheduler", bins.scheduler, []string{
-			"--kubeconfig=" + cp.Kubeconfig,
-			"--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedPort),
-			"--cert-dir=" + filepath.Join(cp.Dir, "scheduler-certs"),
-			"--v=1",
-		}},
+		)},
+		{"kube-scheduler", bins.scheduler, controllerArgs(schedPort, "scheduler-certs")},
 		{"kwok", bins.kwok, []string{
 			"--kubeconfig=" + cp.Kubeconfig,
 			"--config=" + kwokConfig,
@@ -286,12 +285,7 @@ func (cp *ControlPlane) Stop() error {
 	if cp == nil || cp.External {
 		return nil
 	}
-	var errs []error
-	for i := len(cp.procs) - 1; i >= 0; i-- {
-		if err := cp.procs[i].stop(stopTimeout); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := stopAll(cp.procs)
 	cp.procs = nil
 	if cp.ownsDir && cp.Dir != "" {
 		if err := os.RemoveAll(cp.Dir); err != nil {
@@ -303,9 +297,23 @@ func (cp *ControlPlane) Stop() error {
 }
 
 // PIDs returns the process id of each component by name.
-func (cp *ControlPlane) PIDs() map[string]int {
+func (cp *ControlPlane) PIDs() map[string]int { return pids(cp.procs) }
+
+// stopAll stops procs, the last started first, and returns what failed.
+func stopAll(procs []*process) []error {
+	var errs []error
+	for i := len(procs) - 1; i >= 0; i-- {
+		if err := procs[i].stop(stopTimeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// pids returns the process id of each of procs by name.
+func pids(procs []*process) map[string]int {
 	out := map[string]int{}
-	for _, p := range cp.procs {
+	for _, p := range procs {
 		out[p.name] = p.pid()
 	}
 	return out

@@ -699,15 +699,7 @@ func New() *Policy { return nil }
 		"guard/guard_test.go": "package guard\n\nimport \"testing\"\n\nfunc TestGuard(t *testing.T) {}\n\nfunc FuzzGuard(f *testing.F) {}\n",
 		"other/other.go":      "package other\n\nimport gv \"example.com/m/guard\"\n\nvar _ = gv.New\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, root, files)
 	d, _, err := collect(root)
 	if err != nil {
 		t.Fatal(err)
@@ -748,15 +740,9 @@ func New() *Policy { return nil }
 	}
 }
 
-// TestLinkChecks runs the link checker on a few files of its own.
-func TestLinkChecks(t *testing.T) {
-	root := t.TempDir()
-	files := map[string]string{
-		"README.md":     "# Title\n\n## Beside OLM v1 (`config/webhook-only`)\n\n## Beside OLM v1 (`config/webhook-only`)\n",
-		"docs/guide.md": "# Guide\n\n```\n# not a heading\n```\n",
-		"docs/x.yaml":   "a: b\n",
-	}
-	anchors := map[string]map[string]bool{}
+// writeTree writes files, by their path below root, with their folders.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -765,6 +751,20 @@ func TestLinkChecks(t *testing.T) {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLinkChecks runs the link checker on a few files of its own.
+func TestLinkChecks(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"README.md":     "# Title\n\n## Beside OLM v1 (`config/webhook-only`)\n\n## Beside OLM v1 (`config/webhook-only`)\n",
+		"docs/guide.md": "# Guide\n\n```\n# not a heading\n```\n",
+		"docs/x.yaml":   "a: b\n",
+	}
+	writeTree(t, root, files)
+	anchors := map[string]map[string]bool{}
+	for name, content := range files {
 		if strings.HasSuffix(name, ".md") {
 			anchors[name] = headingAnchors(content)
 		}

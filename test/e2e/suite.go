@@ -347,13 +347,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 		if rotations < 2 {
 			return false, fmt.Sprintf("%d rotations", rotations)
 		}
-		for i := range c.Replicas() {
-			cert, err := c.Served(ctx, i)
-			if err != nil || cert.CheckSignatureFrom(cur) != nil {
-				return false, fmt.Sprintf("replica %d not yet on the new CA (%v)", i, err)
-			}
-		}
-		return true, ""
+		return onCA(ctx, c, cur)
 	})
 	took := time.Since(start)
 	// An admin deletes the CA Secret: the leader makes a new CA, keeps trusting the injected one
@@ -370,13 +364,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 		if cur.Equal(last) {
 			return false, "the old CA"
 		}
-		for i := range c.Replicas() {
-			cert, err := c.Served(ctx, i)
-			if err != nil || cert.CheckSignatureFrom(cur) != nil {
-				return false, fmt.Sprintf("replica %d not yet on the new CA (%v)", i, err)
-			}
-		}
-		return true, ""
+		return onCA(ctx, c, cur)
 	})
 	recreated := time.Since(deleted)
 	if err := load.WaitFor(ctx, 50); err != nil {
@@ -386,6 +374,17 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	noRestarts(t, c)
 	c.Logf("self-signed, CA lifetime %s, certificate lifetime %s: 2 CA rotations and %d serving certificates in %s; CA Secret deleted: every replica on a new CA %s later; %s",
 		caLife, certLife, len(leafChanges), took.Round(time.Millisecond), recreated.Round(time.Millisecond), r)
+}
+
+// onCA reports whether every replica serves a certificate of ca, or the first that does not.
+func onCA(ctx context.Context, c Cluster, ca *x509.Certificate) (bool, string) {
+	for i := range c.Replicas() {
+		cert, err := c.Served(ctx, i)
+		if err != nil || cert.CheckSignatureFrom(ca) != nil {
+			return false, fmt.Sprintf("replica %d not yet on the new CA (%v)", i, err)
+		}
+	}
+	return true, ""
 }
 
 // LeaderKilledMidRollout: the leader is killed while the Argo CD bundle rolls out (a gate in one of

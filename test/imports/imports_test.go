@@ -124,10 +124,7 @@ func TestWingsKeepToThemselves(t *testing.T) {
 
 // TestCrossWing shows the wing check bites: each case adds one import to a small module.
 func TestCrossWing(t *testing.T) {
-	cases := map[string]struct {
-		from, to string
-		want     int
-	}{
+	bites(t, crossWing, map[string]importCase{
 		"reconciler to plugin":    {"internal/reconciler/rollout", "internal/plugin/inspect", 1},
 		"reconciler to admission": {"controllers", "internal/admission/validation", 1},
 		"admission to reconciler": {"webhook", "internal/reconciler/conditions", 1},
@@ -140,11 +137,22 @@ func TestCrossWing(t *testing.T) {
 		"within a wing":           {"internal/plugin/bundle", "internal/plugin/phasesort", 0},
 		"the composition to all":  {"cmd/cos-externalizer/app", "internal/admission", 0},
 		"tests to anything":       {"test/testenv", "internal/plugin/bundle", 0},
-	}
+	})
+}
+
+// importCase is one import added to a small module, and how many violations it should make.
+type importCase struct {
+	from, to string
+	want     int
+}
+
+// bites runs check over a module of one package per case, cases[name].from importing cases[name].to.
+func bites(t *testing.T, check func(map[string]*listedPackage) []string, cases map[string]importCase) {
+	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pkgs := map[string]*listedPackage{tc.from: {Imports: []string{module + "/" + tc.to, "fmt"}}}
-			if got := crossWing(pkgs); len(got) != tc.want {
+			if got := check(pkgs); len(got) != tc.want {
 				t.Errorf("%s importing %s: %d violations %q, want %d", tc.from, tc.to, len(got), got, tc.want)
 			}
 		})
@@ -242,10 +250,7 @@ func upward(pkgs map[string]*listedPackage) []string {
 
 // TestUpward shows the check bites: each case adds one import to a small module.
 func TestUpward(t *testing.T) {
-	cases := map[string]struct {
-		from, to string
-		want     int
-	}{
+	bites(t, upward, map[string]importCase{
 		"pure core to client":       {"internal/admission", "internal/shared/objectdata", 1},
 		"api to pure core":          {"api/v1", "internal/shared/content", 1},
 		"component to component":    {"webhook", "controllers", 1},
@@ -255,15 +260,7 @@ func TestUpward(t *testing.T) {
 		"command to component":      {"cmd/cos-externalizer/app", "webhook", 0},
 		"test to anything":          {"test/testenv", "cmd/cos-externalizer/app", 0},
 		"servingcert to its parent": {"certs/servingcert", "certs", 0},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pkgs := map[string]*listedPackage{tc.from: {Imports: []string{module + "/" + tc.to, "fmt"}}}
-			if got := upward(pkgs); len(got) != tc.want {
-				t.Errorf("%s importing %s: %d violations %q, want %d", tc.from, tc.to, len(got), got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestPureCoreReachesNoClient(t *testing.T) {

@@ -16,12 +16,19 @@ import (
 // is not nil.
 func Kubectl(t testing.TB, stdin []byte, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return Env.Kubectl(t, stdin, args...)
+}
+
+// Kubectl runs the kubectl built with the control plane against e's cluster, with stdin when it is
+// not nil.
+func (e *Environment) Kubectl(t testing.TB, stdin []byte, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	bin, err := controlplane.Binary("kubectl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+Env.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != nil {

@@ -156,12 +156,18 @@ func testBinaries(t *testing.T) map[string][]byte {
 	return map[string][]byte{"amd64": fakeManager(t, "amd64"), "arm64": fakeManager(t, "arm64")}
 }
 
-func TestIndex(t *testing.T) {
-	bins := testBinaries(t)
-	idx, err := BuildIndex(bins, testOptions)
+// testIndex builds the index of bins with o.
+func testIndex(t *testing.T, bins map[string][]byte, o Options) v1.ImageIndex {
+	t.Helper()
+	idx, err := BuildIndex(bins, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return idx
+}
+
+func TestIndex(t *testing.T) {
+	idx := testIndex(t, testBinaries(t), testOptions)
 	im, err := idx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
@@ -203,11 +209,7 @@ func TestIndexDigest(t *testing.T) {
 	bins := testBinaries(t)
 	digest := func(bins map[string][]byte, o Options) v1.Hash {
 		t.Helper()
-		idx, err := BuildIndex(bins, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := idx.Digest()
+		d, err := testIndex(t, bins, o).Digest()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,10 +279,7 @@ func TestSBOM(t *testing.T) {
 
 func TestLayout(t *testing.T) {
 	bins := testBinaries(t)
-	idx, err := BuildIndex(bins, testOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := testIndex(t, bins, testOptions)
 	digest, err := idx.Digest()
 	if err != nil {
 		t.Fatal(err)

@@ -17,28 +17,12 @@ import (
 // are required and well-formed, and metadata is valid object metadata. The API server applies these
 // checks on update as on create: they do not ratchet.
 func checkEmbedded(p *field.Path, v any, s *schema) field.ErrorList {
-	if s == nil {
+	return walk(p, v, s, func(p *field.Path, v any, s *schema) field.ErrorList {
+		if x, ok := v.(map[string]any); ok && s.Embedded {
+			return checkEmbeddedResource(p, x)
+		}
 		return nil
-	}
-	var errs field.ErrorList
-	switch x := v.(type) {
-	case map[string]any:
-		if s.Embedded {
-			errs = append(errs, checkEmbeddedResource(p, x)...)
-		}
-		for _, k := range sortedKeys(x) {
-			if ps, ok := s.Properties[k]; ok {
-				errs = append(errs, checkEmbedded(p.Child(k), x[k], ps)...)
-			} else if s.AdditionalProperties != nil {
-				errs = append(errs, checkEmbedded(p.Key(k), x[k], s.AdditionalProperties)...)
-			}
-		}
-	case []any:
-		for i, item := range x {
-			errs = append(errs, checkEmbedded(p.Index(i), item, s.Items)...)
-		}
-	}
-	return errs
+	})
 }
 
 func checkEmbeddedResource(p *field.Path, x map[string]any) field.ErrorList {

@@ -9,28 +9,12 @@ import (
 // checkListMaps checks that the items of every list-type=map list have unique keys. As the API
 // server does, only the second item of a repeated key is reported, with the key as the value.
 func checkListMaps(p *field.Path, v any, s *schema) field.ErrorList {
-	if s == nil {
+	return walk(p, v, s, func(p *field.Path, v any, s *schema) field.ErrorList {
+		if x, ok := v.([]any); ok && s.ListType == "map" {
+			return checkListMap(p, x, s.ListMapKeys)
+		}
 		return nil
-	}
-	var errs field.ErrorList
-	switch x := v.(type) {
-	case map[string]any:
-		for _, k := range sortedKeys(x) {
-			if ps, ok := s.Properties[k]; ok {
-				errs = append(errs, checkListMaps(p.Child(k), x[k], ps)...)
-			} else if s.AdditionalProperties != nil {
-				errs = append(errs, checkListMaps(p.Key(k), x[k], s.AdditionalProperties)...)
-			}
-		}
-	case []any:
-		if s.ListType == "map" {
-			errs = append(errs, checkListMap(p, x, s.ListMapKeys)...)
-		}
-		for i, item := range x {
-			errs = append(errs, checkListMaps(p.Index(i), item, s.Items)...)
-		}
-	}
-	return errs
+	})
 }
 
 func checkListMap(p *field.Path, items []any, keys []string) field.ErrorList {

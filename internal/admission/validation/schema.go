@@ -4,6 +4,7 @@ import (
 	"regexp"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // schema is one node of the CRD's structural schema, written out by hand: the subset of OpenAPI the
@@ -26,6 +27,31 @@ type schema struct {
 	Embedded             bool     // x-kubernetes-embedded-resource
 	PreserveUnknown      bool     // x-kubernetes-preserve-unknown-fields
 	Rules                []rule   // x-kubernetes-validations
+}
+
+// walk calls visit on v and on every value below it that s describes (a property, a value of a map,
+// an item of a list), each before the values below it, the keys of a map in order, and returns the
+// errors of all the calls in that order. visit may change a map before walk reads its keys.
+func walk(p *field.Path, v any, s *schema, visit func(*field.Path, any, *schema) field.ErrorList) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	errs := visit(p, v, s)
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			if ps, ok := s.Properties[k]; ok {
+				errs = append(errs, walk(p.Child(k), x[k], ps, visit)...)
+			} else if s.AdditionalProperties != nil {
+				errs = append(errs, walk(p.Key(k), x[k], s.AdditionalProperties, visit)...)
+			}
+		}
+	case []any:
+		for i, item := range x {
+			errs = append(errs, walk(p.Index(i), item, s.Items, visit)...)
+		}
+	}
+	return errs
 }
 
 // rule is one x-kubernetes-validations entry: the CEL source and message as in the CRD, and a Go

@@ -298,26 +298,28 @@ func compareNode(p string, crd *apiextensionsv1.JSONSchemaProps, ours *schema, d
 		compareNode(child(name), &c, o, diffs)
 	}
 
-	var crdAdditional *apiextensionsv1.JSONSchemaProps
+	// The schemas of the values of a map and of the items of a list: on both sides or on neither.
+	var crdAdditional, crdItems *apiextensionsv1.JSONSchemaProps
 	if crd.AdditionalProperties != nil {
 		crdAdditional = crd.AdditionalProperties.Schema
 	}
-	switch {
-	case crdAdditional != nil && ours.AdditionalProperties != nil:
-		compareNode(p+"[*]", crdAdditional, ours.AdditionalProperties, diffs)
-	case crdAdditional != nil || ours.AdditionalProperties != nil:
-		add("additionalProperties: CRD %t, schema.go %t", crdAdditional != nil, ours.AdditionalProperties != nil)
-	}
-
-	var crdItems *apiextensionsv1.JSONSchemaProps
 	if crd.Items != nil {
 		crdItems = crd.Items.Schema
 	}
-	switch {
-	case crdItems != nil && ours.Items != nil:
-		compareNode(p+"[]", crdItems, ours.Items, diffs)
-	case crdItems != nil || ours.Items != nil:
-		add("items: CRD %t, schema.go %t", crdItems != nil, ours.Items != nil)
+	for _, sub := range []struct {
+		what, path string
+		crd        *apiextensionsv1.JSONSchemaProps
+		ours       *schema
+	}{
+		{"additionalProperties", p + "[*]", crdAdditional, ours.AdditionalProperties},
+		{"items", p + "[]", crdItems, ours.Items},
+	} {
+		switch {
+		case sub.crd != nil && sub.ours != nil:
+			compareNode(sub.path, sub.crd, sub.ours, diffs)
+		case sub.crd != nil || sub.ours != nil:
+			add("%s: CRD %t, schema.go %t", sub.what, sub.crd != nil, sub.ours != nil)
+		}
 	}
 }
 

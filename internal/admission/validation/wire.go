@@ -257,30 +257,12 @@ func pruneNulls(v any, s *schema) {
 
 // coerce checks and normalizes the embedded resources below v.
 func coerce(p *field.Path, v any, s *schema, strict bool) field.ErrorList {
-	if s == nil {
+	return walk(p, v, s, func(p *field.Path, v any, s *schema) field.ErrorList {
+		if x, ok := v.(map[string]any); ok && s.Embedded {
+			return coerceEmbedded(p, x, strict)
+		}
 		return nil
-	}
-	var errs field.ErrorList
-	switch x := v.(type) {
-	case map[string]any:
-		if s.Embedded {
-			errs = append(errs, coerceEmbedded(p, x, strict)...)
-		}
-		for _, k := range sortedKeys(x) {
-			if ps := propSchema(s, k); ps != nil {
-				child := p.Child(k)
-				if s.AdditionalProperties != nil && s.Properties[k] == nil {
-					child = p.Key(k)
-				}
-				errs = append(errs, coerce(child, x[k], ps, strict)...)
-			}
-		}
-	case []any:
-		for i, item := range x {
-			errs = append(errs, coerce(p.Index(i), item, s.Items, strict)...)
-		}
-	}
-	return errs
+	})
 }
 
 func coerceEmbedded(p *field.Path, x map[string]any, strict bool) field.ErrorList {

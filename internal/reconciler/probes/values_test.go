@@ -8,11 +8,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// tableCase is an input of a function under test and what it returns.
+type tableCase[I, W any] struct {
+	in   I
+	want W
+}
+
+// checkTable runs f, named fn in failures, on the input of each case and compares with its want.
+func checkTable[I, W any](t *testing.T, fn string, f func(I) W, cases map[string]tableCase[I, W]) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, f(tc.in)); diff != "" {
+				t.Errorf("%s() mismatch (-want +got):\n%s", fn, diff)
+			}
+		})
+	}
+}
+
 func TestNormalize(t *testing.T) {
-	tests := map[string]struct {
-		in   any
-		want any
-	}{
+	checkTable(t, "normalize", normalize, map[string]tableCase[any, any]{
 		"int":                      {in: int(3), want: int64(3)},
 		"int8":                     {in: int8(-3), want: int64(-3)},
 		"int16":                    {in: int16(3), want: int64(3)},
@@ -43,14 +58,7 @@ func TestNormalize(t *testing.T) {
 			in:   map[string]any{"a": []any{float64(1), map[string]any{"b": int32(2), "c": 1.5}}},
 			want: map[string]any{"a": []any{int64(1), map[string]any{"b": int64(2), "c": 1.5}}},
 		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, normalize(tc.in)); diff != "" {
-				t.Errorf("normalize() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestNormalizeDoesNotModify(t *testing.T) {
@@ -67,10 +75,7 @@ func TestAsInt64(t *testing.T) {
 		N  int64
 		OK bool
 	}
-	tests := map[string]struct {
-		in   any
-		want out
-	}{
+	checkTable(t, "asInt64", func(v any) out { n, ok := asInt64(v); return out{n, ok} }, map[string]tableCase[any, out]{
 		"int64":          {in: int64(7), want: out{7, true}},
 		"integral float": {in: 7.0, want: out{7, true}},
 		"fraction":       {in: 7.5, want: out{0, false}},
@@ -79,15 +84,7 @@ func TestAsInt64(t *testing.T) {
 		"list":           {in: []any{int64(1)}, want: out{0, false}},
 		"nil":            {in: nil, want: out{0, false}},
 		"huge uint":      {in: uint64(math.MaxUint64), want: out{0, false}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			n, ok := asInt64(tc.in)
-			if diff := cmp.Diff(tc.want, out{n, ok}); diff != "" {
-				t.Errorf("asInt64() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestRender(t *testing.T) {
@@ -95,10 +92,7 @@ func TestRender(t *testing.T) {
 		S  string
 		OK bool
 	}
-	tests := map[string]struct {
-		in   any
-		want out
-	}{
+	checkTable(t, "render", func(v any) out { s, ok := render(v); return out{s, ok} }, map[string]tableCase[any, out]{
 		"string":          {in: "Bound", want: out{"Bound", true}},
 		"empty string":    {in: "", want: out{"", true}},
 		"true":            {in: true, want: out{"true", true}},
@@ -114,15 +108,7 @@ func TestRender(t *testing.T) {
 		"list":            {in: []any{"a"}, want: out{"", false}},
 		"nil":             {in: nil, want: out{"", false}},
 		"unexpected type": {in: struct{}{}, want: out{"", false}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			s, ok := render(tc.in)
-			if diff := cmp.Diff(tc.want, out{s, ok}); diff != "" {
-				t.Errorf("render() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestLookup(t *testing.T) {
@@ -134,29 +120,18 @@ func TestLookup(t *testing.T) {
 		V     any
 		Found bool
 	}
-	tests := map[string]struct {
-		path string
-		want out
-	}{
-		"nested":              {path: "spec.replicas", want: out{int64(2), true}},
-		"top level":           {path: "top", want: out{"v", true}},
-		"map value":           {path: "spec.list", want: out{[]any{"a"}, true}},
-		"missing key":         {path: "spec.absent", want: out{nil, false}},
-		"missing parent":      {path: "status.phase", want: out{nil, false}},
-		"through a scalar":    {path: "top.x", want: out{nil, false}},
-		"through a list":      {path: "spec.list.0", want: out{nil, false}},
-		"null":                {path: "spec.null", want: out{nil, false}},
-		"empty path":          {path: "", want: out{nil, false}},
-		"empty segment (key)": {path: "spec..x", want: out{"y", true}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			v, found := lookup(obj, tc.path)
-			if diff := cmp.Diff(tc.want, out{v, found}); diff != "" {
-				t.Errorf("lookup() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkTable(t, "lookup", func(path string) out { v, found := lookup(obj, path); return out{v, found} }, map[string]tableCase[string, out]{
+		"nested":              {in: "spec.replicas", want: out{int64(2), true}},
+		"top level":           {in: "top", want: out{"v", true}},
+		"map value":           {in: "spec.list", want: out{[]any{"a"}, true}},
+		"missing key":         {in: "spec.absent", want: out{nil, false}},
+		"missing parent":      {in: "status.phase", want: out{nil, false}},
+		"through a scalar":    {in: "top.x", want: out{nil, false}},
+		"through a list":      {in: "spec.list.0", want: out{nil, false}},
+		"null":                {in: "spec.null", want: out{nil, false}},
+		"empty path":          {in: "", want: out{nil, false}},
+		"empty segment (key)": {in: "spec..x", want: out{"y", true}},
+	})
 }
 
 func TestLocate(t *testing.T) {
@@ -168,27 +143,16 @@ func TestLocate(t *testing.T) {
 		V     any
 		Where location
 	}
-	tests := map[string]struct {
-		path string
-		want out
-	}{
-		"found":                   {path: "spec.replicas", want: out{int64(2), found}},
-		"found map":               {path: "spec.map", want: out{map[string]any{}, found}},
-		"missing key":             {path: "spec.absent", want: out{nil, missing}},
-		"missing parent":          {path: "status.phase", want: out{nil, missing}},
-		"null":                    {path: "spec.null", want: out{nil, missing}},
-		"through null":            {path: "spec.null.x", want: out{nil, missing}},
-		"missing in an empty map": {path: "spec.map.x.y", want: out{nil, missing}},
-		"through a string":        {path: "top.x", want: out{nil, blocked}},
-		"through a number":        {path: "spec.replicas.x.y", want: out{nil, blocked}},
-		"through a list":          {path: "spec.list.0", want: out{nil, blocked}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			v, where := locate(obj, tc.path)
-			if diff := cmp.Diff(tc.want, out{v, where}); diff != "" {
-				t.Errorf("locate() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkTable(t, "locate", func(path string) out { v, where := locate(obj, path); return out{v, where} }, map[string]tableCase[string, out]{
+		"found":                   {in: "spec.replicas", want: out{int64(2), found}},
+		"found map":               {in: "spec.map", want: out{map[string]any{}, found}},
+		"missing key":             {in: "spec.absent", want: out{nil, missing}},
+		"missing parent":          {in: "status.phase", want: out{nil, missing}},
+		"null":                    {in: "spec.null", want: out{nil, missing}},
+		"through null":            {in: "spec.null.x", want: out{nil, missing}},
+		"missing in an empty map": {in: "spec.map.x.y", want: out{nil, missing}},
+		"through a string":        {in: "top.x", want: out{nil, blocked}},
+		"through a number":        {in: "spec.replicas.x.y", want: out{nil, blocked}},
+		"through a list":          {in: "spec.list.0", want: out{nil, blocked}},
+	})
 }

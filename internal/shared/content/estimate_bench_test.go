@@ -92,15 +92,7 @@ func benchmarkEstimate(b *testing.B, values [][]byte, per int) {
 		size += int64(len(v))
 	}
 	retained := retainedHeap(b, values)
-	b.SetBytes(size)
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, v := range values {
-			if _, err := parseObject(v); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	eachLoop(b, size, values, parseObject)
 	div := float64(max(per, 1))
 	b.ReportMetric(float64(retained)/div, "retained-B")
 	b.ReportMetric(float64(estimate)/div, "estimate-B")
@@ -146,15 +138,20 @@ func BenchmarkScan(b *testing.B) {
 			for _, v := range values {
 				size += int64(len(v))
 			}
-			b.SetBytes(size)
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, v := range values {
-					if _, err := heapEstimate(v); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+			eachLoop(b, size, values, heapEstimate)
 		})
+	}
+}
+
+// eachLoop is the benchmark loop of f over every value, size bytes in all.
+func eachLoop[T any](b *testing.B, size int64, values [][]byte, f func([]byte) (T, error)) {
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, v := range values {
+			if _, err := f(v); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/test/bench/procstat"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
@@ -281,34 +282,13 @@ func waitSettled(b *testing.B, metric func(context.Context, string, ...string) (
 // resident set since it started (VmHWM) and its Go heap (the smallest allocated heap of the samples:
 // about the live heap after a collection), in MiB; as test/bench/scale reads them.
 func memory(b *testing.B, pid int, metric func(context.Context, string, ...string) (float64, error)) (rss, peak, heap float64) {
-	heap = -1
-	for i := range 6 {
-		if i > 0 {
-			time.Sleep(time.Second)
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(string(raw), "\n") {
-			name, value, _ := strings.Cut(line, ":")
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 64)
-			switch name {
-			case "VmRSS":
-				rss = max(rss, kb/1024)
-			case "VmHWM":
-				peak = max(peak, kb/1024)
-			}
-		}
-		h, err := metric(context.Background(), "go_memstats_heap_alloc_bytes")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if h /= 1 << 20; heap < 0 || h < heap {
-			heap = h
-		}
+	got, err := procstat.Sample(pid, func() (float64, error) {
+		return metric(context.Background(), "go_memstats_heap_alloc_bytes")
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return rss, peak, heap
+	return got.RSS, got.Peak, got.Heap
 }
 
 // secretGets is the API server's count of GET requests for Secrets so far (every client's: in the

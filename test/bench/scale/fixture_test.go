@@ -25,6 +25,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/test/bench/procstat"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
@@ -380,18 +381,26 @@ func (f *fixture) startBeside(b *testing.B, others []*managerProc, args ...strin
 
 func (m *managerProc) stop() { _ = m.proc.Stop(30 * time.Second) }
 
+// eventually is framework.Eventually within the given time that fails at once when the manager exits.
+func (m *managerProc) eventually(b *testing.B, within time.Duration, what string, cond func(context.Context) (bool, string)) {
+	b.Helper()
+	framework.Eventually(framework.Within(b, within), b, what, func(ctx context.Context) (bool, string) {
+		select {
+		case <-m.proc.Exited():
+			b.Fatalf("manager exited: %v", m.proc.ExitError())
+		default:
+		}
+		return cond(ctx)
+	})
+}
+
 // waitWebhook waits until an admission request (a server-side dry run of a small externalized
 // ClusterObjectSet) passes through the API server and this manager's webhooks, and returns the time
 // since the manager started. The benchmark's dry runs are the admin's, not the manager's requests.
 func (m *managerProc) waitWebhook(b *testing.B, f *fixture) time.Duration {
 	b.Helper()
 	var took time.Duration
-	framework.Eventually(framework.Within(b, 5*time.Minute), b, "the webhook to answer", func(ctx context.Context) (bool, string) {
-		select {
-		case <-m.proc.Exited():
-			b.Fatalf("manager exited: %v", m.proc.ExitError())
-		default:
-		}
+	m.eventually(b, 5*time.Minute, "the webhook to answer", func(ctx context.Context) (bool, string) {
 		cos := builders.COS("webhook-probe",
 			builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 			builders.WithPhase("config", builders.InlineConfigMaps("default", "probe", 1)...))
@@ -443,12 +452,7 @@ func (m *managerProc) waitSettled(b *testing.B, n int, since time.Time) time.Dur
 	b.Helper()
 	var last reconcileState
 	var lastChange time.Time
-	framework.Eventually(framework.Within(b, 30*time.Minute), b, "the manager to settle", func(ctx context.Context) (bool, string) {
-		select {
-		case <-m.proc.Exited():
-			b.Fatalf("manager exited: %v", m.proc.ExitError())
-		default:
-		}
+	m.eventually(b, 30*time.Minute, "the manager to settle", func(ctx context.Context) (bool, string) {
 		s, err := m.state(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -469,30 +473,14 @@ func (m *managerProc) waitSettled(b *testing.B, n int, since time.Time) time.Dur
 // a collection), in MiB.
 func (m *managerProc) memory(b *testing.B) (rss, heap float64) {
 	b.Helper()
-	heap = -1
-	for i := range 6 {
-		if i > 0 {
-			time.Sleep(time.Second)
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.proc.PID()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(string(raw), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-				rss = max(rss, kb/1024)
-			}
-		}
+	got, err := procstat.Sample(m.proc.PID(), func() (float64, error) {
 		text, err := m.metricsText(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if h := sum(text, "go_memstats_heap_alloc_bytes") / (1 << 20); heap < 0 || h < heap {
-			heap = h
-		}
+		return sum(text, "go_memstats_heap_alloc_bytes"), err
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return rss, heap
+	return got.RSS, got.Heap
 }
 
 // cpuSeconds is the manager's user and system CPU time so far.
@@ -504,15 +492,11 @@ func (m *managerProc) cpuSeconds(b *testing.B) float64 {
 // cpuSeconds is the user and system CPU time of process pid so far.
 func cpuSeconds(b *testing.B, pid int) float64 {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	cpu, err := procstat.ReadCPUSeconds(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(raw), ") ")
-	fields := strings.Fields(rest)
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
+	return cpu
 }
 
 // apiCounts is a snapshot of the API server's own counters: the manager's requests by flow schema

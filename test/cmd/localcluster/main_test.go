@@ -18,15 +18,23 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 )
 
-// TestUpDown runs `localcluster up` and `down` as people do: up leaves a detached control plane with
-// a kubeconfig and the CRD installed; down stops every component and removes the state.
-func TestUpDown(t *testing.T) {
+// upInTemp runs `localcluster up` with its state in a folder of the test's, not from KUBECONFIG, and
+// returns the folder.
+func upInTemp(t *testing.T) string {
+	t.Helper()
 	local := t.TempDir()
 	t.Setenv("COS_LOCAL_DIR", local)
 	t.Setenv("KUBECONFIG", "")
 	if err := up(); err != nil {
 		t.Fatal(err)
 	}
+	return local
+}
+
+// TestUpDown runs `localcluster up` and `down` as people do: up leaves a detached control plane with
+// a kubeconfig and the CRD installed; down stops every component and removes the state.
+func TestUpDown(t *testing.T) {
+	local := upInTemp(t)
 	st, err := readState(filepath.Join(local, "cluster.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,12 +82,7 @@ func TestUpDown(t *testing.T) {
 // cluster (here one `up` started): the manager starts against it with its webhooks off, and says so
 // and what it runs, until interrupted.
 func TestMakeRunAgainstKubeconfig(t *testing.T) {
-	local := t.TempDir()
-	t.Setenv("COS_LOCAL_DIR", local)
-	t.Setenv("KUBECONFIG", "")
-	if err := up(); err != nil {
-		t.Fatal(err)
-	}
+	local := upInTemp(t)
 	defer func() {
 		if err := down(); err != nil {
 			t.Error(err)

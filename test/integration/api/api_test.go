@@ -15,7 +15,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -35,27 +37,9 @@ func TestCorpus(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	c := testenv.Env.Client
 	for name, tc := range corpus.Cases() {
 		t.Run(name, func(t *testing.T) {
-			sum := sha256.Sum256([]byte(name))
-			objName := "api-" + hex.EncodeToString(sum[:6])
-			var err error
-			if tc.Old == nil {
-				obj := tc.New.DeepCopy()
-				obj.Name = objName
-				err = c.Create(ctx, obj)
-			} else {
-				old := tc.Old.DeepCopy()
-				old.Name = objName
-				if err := c.Create(ctx, old); err != nil {
-					t.Fatalf("creating the old object: %v", err)
-				}
-				obj := tc.New.DeepCopy()
-				obj.Name = objName
-				obj.ResourceVersion = old.ResourceVersion
-				err = c.Update(ctx, obj)
-			}
+			err := submit(ctx, t, "api-", name, tc.Old, tc.New, nil)
 			got := causes(t, err)
 			if dump := os.Getenv("CORPUS_DUMP"); dump != "" {
 				mu.Lock()
@@ -67,6 +51,38 @@ func TestCorpus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// submit creates updated, or with old creates old and updates it to updated, under a name made of
+// prefix and a hash of caseName (deleted when the test ends), and returns the API server's answer.
+// before, when not nil, sees the objects as they are sent: old as the API server stored it (nil on
+// create) and the other.
+func submit(ctx context.Context, t *testing.T, prefix, caseName string, old, updated *olmv1.ClusterObjectSet, before func(old, obj *olmv1.ClusterObjectSet)) error {
+	t.Helper()
+	c := testenv.Env.Client
+	sum := sha256.Sum256([]byte(caseName))
+	objName := prefix + hex.EncodeToString(sum[:6])
+	t.Cleanup(func() { // so that the test runs again (-count)
+		_ = c.Delete(context.Background(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: objName}})
+	})
+	obj := updated.DeepCopy()
+	obj.Name = objName
+	if old == nil {
+		if before != nil {
+			before(nil, obj)
+		}
+		return c.Create(ctx, obj)
+	}
+	stored := old.DeepCopy()
+	stored.Name = objName
+	if err := c.Create(ctx, stored); err != nil {
+		t.Fatalf("creating the old object: %v", err)
+	}
+	obj.ResourceVersion = stored.ResourceVersion
+	if before != nil {
+		before(stored, obj)
+	}
+	return c.Update(ctx, obj)
 }
 
 // causes returns the field errors of an Invalid error, sorted; nil for success.

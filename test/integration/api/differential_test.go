@@ -47,34 +47,16 @@ func TestDifferential(t *testing.T) {
 		all["extra: "+name] = tcase{old: tc.Old, new: tc.New, want: extraWants[name], badRequest: tc.BadRequest}
 	}
 	ctx := context.Background()
-	c := testenv.Env.Client
 	for name, tc := range all {
 		t.Run(name, func(t *testing.T) {
-			sum := sha256.Sum256([]byte(name))
-			objName := "diff-" + hex.EncodeToString(sum[:6])
-
-			var serverErr error
 			var mine field.ErrorList
-			if tc.old == nil {
-				obj := tc.new.DeepCopy()
-				obj.Name = objName
-				mine = validation.ValidateCreate(obj)
-				serverErr = c.Create(ctx, obj)
-			} else {
-				old := tc.old.DeepCopy()
-				old.Name = objName
-				if err := c.Create(ctx, old); err != nil {
-					t.Fatalf("creating the old object: %v", err)
+			serverErr := submit(ctx, t, "diff-", name, tc.old, tc.new, func(old, obj *olmv1.ClusterObjectSet) {
+				if old == nil {
+					mine = validation.ValidateCreate(obj)
+					return
 				}
-				obj := tc.new.DeepCopy()
-				obj.Name = objName
-				obj.ResourceVersion = old.ResourceVersion
 				// The validator gets the old object as the API server stored it, as a webhook would.
 				mine = validation.ValidateUpdate(old, obj)
-				serverErr = c.Update(ctx, obj)
-			}
-			t.Cleanup(func() {
-				_ = c.Delete(ctx, &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: objName}})
 			})
 
 			got := rendered(t, mine)

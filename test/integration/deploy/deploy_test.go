@@ -534,12 +534,7 @@ func forEachInstall(t *testing.T, check func(t *testing.T, o overlay, objs []*un
 // render runs kubectl kustomize on config/<name>.
 func render(t *testing.T, name string) []byte {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := mustKubectl(t, nil, "kustomize", filepath.Join(root, "config", name))
-	return []byte(out)
+	return testenv.Kustomize(t, name)
 }
 
 func parse(t *testing.T, yaml []byte) []*unstructured.Unstructured {

@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -11,7 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 // TestOverlaysScheduleCritical: every install overlay's manager runs at a priority its namespace
@@ -58,11 +57,7 @@ func TestGrafanaDashboardConfigMap(t *testing.T) {
 	objs := parse(t, render(t, "grafana"))
 	cm := &corev1.ConfigMap{}
 	convert(t, find(objs, "ConfigMap", "cos-externalizer-dashboard"), cm)
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(filepath.Join(root, "config", "grafana", "cos-externalizer.json"))
+	want, err := os.ReadFile(testenv.RepoPath(t, "config", "grafana", "cos-externalizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

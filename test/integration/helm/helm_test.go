@@ -81,11 +81,7 @@ func TestChartMatchesOverlays(t *testing.T) {
 // overlay of its own).
 func kustomizeMonitoring(t *testing.T, overlay string) []*unstructured.Unstructured {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := filepath.Join(root, "config", "prometheus", overlay)
+	own := testenv.RepoPath(t, "config", "prometheus", overlay)
 	b, err := os.ReadFile(filepath.Join(own, "kustomization.yaml"))
 	if err != nil {
 		return kustomize(t, "prometheus")
@@ -93,17 +89,23 @@ func kustomizeMonitoring(t *testing.T, overlay string) []*unstructured.Unstructu
 	if !strings.Contains(string(b), "\nkind: Component\n") {
 		return kustomize(t, filepath.Join("prometheus", overlay))
 	}
+	return kustomizeWithComponent(t, testenv.RepoPath(t, "config", "prometheus"), own)
+}
+
+// kustomizeWithComponent renders the kustomization at base with the Component at component over it
+// (both absolute paths).
+func kustomizeWithComponent(t *testing.T, base, component string) []*unstructured.Unstructured {
+	t.Helper()
 	// kustomize takes relative paths only.
 	dir := t.TempDir()
-	base, err := filepath.Rel(dir, filepath.Join(root, "config", "prometheus"))
-	if err != nil {
-		t.Fatal(err)
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	component, err := filepath.Rel(dir, own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + base + "\ncomponents:\n- " + component + "\n"
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + rel(base) + "\ncomponents:\n- " + rel(component) + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -416,11 +418,7 @@ func kindsOf(objs []*unstructured.Unstructured) map[string]bool {
 
 func chartDir(t *testing.T) string {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(root, "charts", "cos-externalizer")
+	return testenv.RepoPath(t, "charts", "cos-externalizer")
 }
 
 // helm runs bin/helm (make helm) with no cluster, returning its combined output.
@@ -481,12 +479,7 @@ func helmTemplateIn(t *testing.T, ns string, set ...string) []*unstructured.Unst
 // kustomize renders config/<overlay> with the control plane's kubectl.
 func kustomize(t *testing.T, overlay string) []*unstructured.Unstructured {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := testenv.MustKubectl(t, nil, "kustomize", filepath.Join(root, "config", overlay))
-	return parse(t, []byte(out))
+	return parse(t, testenv.Kustomize(t, overlay))
 }
 
 func parse(t *testing.T, yaml []byte) []*unstructured.Unstructured {

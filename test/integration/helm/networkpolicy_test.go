@@ -2,13 +2,10 @@ package helm_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -16,28 +13,9 @@ import (
 // component config/networkpolicy/control-plane-cidrs renders over each overlay (with its placeholder
 // range), and the schema refuses what is not a CIDR.
 func TestWebhookIngressCIDRs(t *testing.T) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for overlay, m := range modes {
 		t.Run(overlay, func(t *testing.T) {
-			// kustomize takes relative paths only.
-			dir := t.TempDir()
-			base, err := filepath.Rel(dir, filepath.Join(root, "config", overlay))
-			if err != nil {
-				t.Fatal(err)
-			}
-			component, err := filepath.Rel(dir, filepath.Join(root, "config", "networkpolicy", "control-plane-cidrs"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + base + "\ncomponents:\n- " + component + "\n"
-			if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, _ := testenv.MustKubectl(t, nil, "kustomize", dir)
-			want := parse(t, []byte(out))
+			want := kustomizeWithComponent(t, testenv.RepoPath(t, "config", overlay), testenv.RepoPath(t, "config", "networkpolicy", "control-plane-cidrs"))
 			if np := find(want, "NetworkPolicy", "cos-externalizer-webhook"); np == nil || !strings.Contains(mustJSON(t, np.Object), `"ipBlock":{"cidr":"192.0.2.0/24"}`) {
 				t.Fatalf("the component did not restrict the webhook policy: %v", np)
 			}

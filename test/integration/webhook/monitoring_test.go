@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
-	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/monitoring"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -42,15 +40,11 @@ func TestMonitoringReadsExportedMetrics(t *testing.T) {
 			exported[line[:strings.IndexAny(line, "{ ")]] = true
 		}
 	}
-	root, err := controlplane.RepoRoot()
+	rules, err := monitoring.ReadRules(testenv.RepoPath(t, "config", "prometheus", "rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := monitoring.ReadRules(filepath.Join(root, "config", "prometheus", "rules.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	panels, err := monitoring.DashboardQueries(filepath.Join(root, "config", "grafana", "cos-externalizer.json"))
+	panels, err := monitoring.DashboardQueries(testenv.RepoPath(t, "config", "grafana", "cos-externalizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

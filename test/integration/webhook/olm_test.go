@@ -3,7 +3,6 @@ package webhook_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
-	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -161,12 +159,7 @@ func TestSecretGuardOLMPatch(t *testing.T) {
 // secret guard's exemption matchCondition, as rendered.
 func webhookOnlyExemption(t *testing.T) (flagArg, expression string) {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := mustKubectl(t, nil, "kustomize", filepath.Join(root, "config", "webhook-only"))
-	objs, err := manifests.Parse([]byte(out))
+	objs, err := manifests.Parse(testenv.Kustomize(t, "webhook-only"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,40 +39,49 @@ func TestMain(m *testing.M) {
 }
 
 func TestPrometheusBundleServerSideApply(t *testing.T) {
-	want, err := builders.Bundle("prometheus-operator", "prometheus-operator-crds", "monitoring")
+	b := submitBundle(t, "prometheus-operator", "prometheus-operator-crds", "monitoring", "apply", "--server-side")
+	if !strings.Contains(b.stderr, "externalized 10 objects") {
+		t.Errorf("kubectl did not show the webhook's warning; stderr: %s", b.stderr)
+	}
+
+	// Applying the same inline file again changes nothing.
+	mustKubectl(t, nil, "apply", "--server-side", "-f", b.file)
+	checkUnwritten(t, "re-apply", b.stored, b.secrets)
+}
+
+// submitted is a test bundle sent through kubectl as an inline ClusterObjectSet, and what the
+// webhook made of it.
+type submitted struct {
+	inline, stored *olmv1.ClusterObjectSet
+	file, stderr   string            // the file sent, what kubectl printed on stderr
+	secrets        map[string]string // the stored form's Secrets, once owned
+}
+
+// submitBundle sends the test bundle dir (builders.Bundle's name, dir and namespace) through
+// `kubectl VERB... -f FILE` and checks that the stored ClusterObjectSet is its externalized form; the
+// ClusterObjectSet is removed when the test ends.
+func submitBundle(t *testing.T, name, dir, namespace string, verb ...string) submitted {
+	t.Helper()
+	inline, err := builders.Bundle(name, dir, namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := writeJSON(t, want)
-	_, stderr := mustKubectl(t, nil, "apply", "--server-side", "-f", file)
-	if !strings.Contains(stderr, "externalized 10 objects") {
-		t.Errorf("kubectl did not show the webhook's warning; stderr: %s", stderr)
-	}
-	stored := getCOS(t, want.Name)
-	testenv.Env.CheckExternalized(t, want, stored)
-	before := settledSecrets(t, stored)
-
-	// Applying the same inline file again changes nothing.
-	mustKubectl(t, nil, "apply", "--server-side", "-f", file)
-	checkUnwritten(t, "re-apply", stored, before)
+	testenv.Env.RemoveAfter(t, inline.Name) // so that the test runs again (-count)
+	file := writeJSON(t, inline)
+	_, stderr := mustKubectl(t, nil, append(verb, "-f", file)...)
+	stored := getCOS(t, inline.Name)
+	testenv.Env.CheckExternalized(t, inline, stored)
+	return submitted{inline: inline, stored: stored, file: file, stderr: stderr, secrets: settledSecrets(t, stored)}
 }
 
 func TestArgoCDClientSideApplyTwice(t *testing.T) {
-	want, err := builders.Bundle("argocd", "argocd-install", "argocd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := writeJSON(t, want)
-	mustKubectl(t, nil, "apply", "-f", file)
-	first := getCOS(t, want.Name)
-	testenv.Env.CheckExternalized(t, want, first)
-	secrets := settledSecrets(t, first)
-	if v := first.Annotations[admission.LastAppliedAnnotation]; len(v) > 256<<10 || strings.Contains(v, `"object":`) {
+	b := submitBundle(t, "argocd", "argocd-install", "argocd", "apply")
+	if v := b.stored.Annotations[admission.LastAppliedAnnotation]; len(v) > 256<<10 || strings.Contains(v, `"object":`) {
 		t.Errorf("last-applied annotation (%d bytes) still holds inline objects", len(v))
 	}
 
-	mustKubectl(t, nil, "apply", "-f", file)
-	checkUnwritten(t, "second apply", first, secrets)
+	mustKubectl(t, nil, "apply", "-f", b.file)
+	checkUnwritten(t, "second apply", b.stored, b.secrets)
 }
 
 func TestSmallCOSStaysInline(t *testing.T) {
@@ -114,15 +123,8 @@ func TestSmallCOSStaysInline(t *testing.T) {
 }
 
 func TestCreateAndReplace(t *testing.T) {
-	want, err := builders.Bundle("argocd-create", "argocd-install", "argocd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := writeJSON(t, want)
-	mustKubectl(t, nil, "create", "-f", file)
-	created := getCOS(t, want.Name)
-	testenv.Env.CheckExternalized(t, want, created)
-	secrets := settledSecrets(t, created)
+	b := submitBundle(t, "argocd-create", "argocd-install", "argocd", "create")
+	want, created, secrets := b.inline, b.stored, b.secrets
 
 	// replace sends the inline content again, with a mutable field changed.
 	withDeadline := want.DeepCopy()
