@@ -40,6 +40,7 @@ func TestCorpus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sum := sha256.Sum256([]byte(name))
 			objName := "api-" + hex.EncodeToString(sum[:6])
+			testenv.Env.Fresh(t, objName)
 			var err error
 			if tc.Old == nil {
 				obj := tc.New.DeepCopy()
