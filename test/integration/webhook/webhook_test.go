@@ -43,6 +43,7 @@ func TestPrometheusBundleServerSideApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.Fresh(t, want.Name)
 	file := writeJSON(t, want)
 	_, stderr := mustKubectl(t, nil, "apply", "--server-side", "-f", file)
 	if !strings.Contains(stderr, "externalized 10 objects") {
@@ -62,6 +63,7 @@ func TestArgoCDClientSideApplyTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.Fresh(t, want.Name)
 	file := writeJSON(t, want)
 	mustKubectl(t, nil, "apply", "-f", file)
 	first := getCOS(t, want.Name)
@@ -118,6 +120,7 @@ func TestCreateAndReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.Fresh(t, want.Name)
 	file := writeJSON(t, want)
 	mustKubectl(t, nil, "create", "-f", file)
 	created := getCOS(t, want.Name)
@@ -152,6 +155,7 @@ func TestDryRunAndDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.Fresh(t, want.Name)
 	file := writeJSON(t, want)
 	before := secretNames(t)
 	dry, _ := mustKubectl(t, nil, "apply", "--server-side", "--dry-run=server", "-o", "json", "-f", file)
