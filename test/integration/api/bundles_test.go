@@ -52,6 +52,7 @@ func TestInlineBundles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		testenv.Env.Fresh(t, obj.Name)
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatalf("creating the inline Argo CD COS (%d bytes): %v", jsonSize(t, obj), err)
 		}

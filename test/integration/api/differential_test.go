@@ -27,6 +27,7 @@ import (
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -678,6 +679,8 @@ func TestDifferentialRatcheting(t *testing.T) {
 	for i := range relaxed.Spec.Versions {
 		relax(relaxed.Spec.Versions[i].Schema.OpenAPIV3Schema)
 	}
+	// Its deletion at the end of an earlier run (-count) may not be done: the name must be free.
+	framework.Delete(ctx, t, c, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: strict.Name}})
 	if err := c.Create(ctx, relaxed); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +32,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -130,6 +133,7 @@ func TestArgoCDRollsOutPhaseByPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.Fresh(t, cos.Name)
 	create(t, cos)
 	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, olmv1.ConditionAvailable) {
@@ -165,38 +169,40 @@ func TestCRDsEstablishedBeforeTheNextPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.Fresh(t, cos.Name)
 	create(t, cos)
 	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, olmv1.ReasonSucceeded)
 	after := &corev1.ConfigMap{}
 	if err := c().Get(ctx, client.ObjectKey{Namespace: "monitoring", Name: "after-crds"}, after); err != nil {
 		t.Fatal(err)
 	}
-	crds := got.Status.ObservedPhases[0]
-	// completedAt comes from the reconciler's shifted clock; creationTimestamps have a 1 s resolution.
-	completed := crds.CompletedAt.Add(-clockShift).Truncate(time.Second)
-	if crds.Name != "crds" || crds.CompletedAt.IsZero() || after.CreationTimestamp.Time.Before(completed) {
-		t.Errorf("the next phase's ConfigMap was created at %s, the crds phase completed at %s", after.CreationTimestamp, crds.CompletedAt)
+	if crds := got.Status.ObservedPhases[0]; crds.Name != "crds" || crds.CompletedAt.IsZero() {
+		t.Errorf("the first observed phase is %s, completed at %s: want crds, completed", crds.Name, crds.CompletedAt)
 	}
+	// Each CRD became Established before the next phase's ConfigMap was created, both by the API
+	// server's clock at a 1 s resolution. (The phase's completedAt is no witness: it is stamped when
+	// the reconcile that saw it complete writes its status, after applying the next phase.)
 	inline, err := builders.Bundle("prometheus-crds", "prometheus-operator-crds", "monitoring")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range inline.Spec.Phases[0].Objects {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(o.Object.GroupVersionKind())
+		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Name: o.Object.GetName()}, crd); err != nil {
 			t.Fatal(err)
 		}
-		established := false
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, cnd := range conds {
-			m := cnd.(map[string]any)
-			if m["type"] == "Established" && m["status"] == "True" {
-				established = true
+		var established *apiextensionsv1.CustomResourceDefinitionCondition
+		for i, cnd := range crd.Status.Conditions {
+			if cnd.Type == apiextensionsv1.Established && cnd.Status == apiextensionsv1.ConditionTrue {
+				established = &crd.Status.Conditions[i]
 			}
 		}
-		if !established {
-			t.Errorf("CRD %s not Established", crd.GetName())
+		switch {
+		case established == nil:
+			t.Errorf("CRD %s not Established", crd.Name)
+		case after.CreationTimestamp.Before(&established.LastTransitionTime):
+			t.Errorf("the next phase's ConfigMap was created at %s, before CRD %s was Established at %s",
+				after.CreationTimestamp, crd.Name, established.LastTransitionTime)
 		}
 	}
 }
@@ -204,6 +210,7 @@ func TestCRDsEstablishedBeforeTheNextPhase(t *testing.T) {
 func TestRevisionHandover(t *testing.T) {
 	ns := "handover"
 	testenv.Env.EnsureNamespace(t, ns)
+	testenv.Env.Fresh(t, "handover-2", "handover-1")
 	owner := map[string]string{olmv1.LabelOwnerName: "handover-app"}
 	keep := builders.ConfigMap(ns, "kept", map[string]string{"a": "1"})
 	removed := builders.ConfigMap(ns, "removed", map[string]string{"b": "2"})
@@ -257,16 +264,29 @@ func TestRevisionHandover(t *testing.T) {
 func TestCollisionProtection(t *testing.T) {
 	ns := "collisions"
 	testenv.Env.EnsureNamespace(t, ns)
+	// Order matters: the adopting cases take the objects over, so the refusing cases run first.
+	order := []string{"Prevent, no controller", "Prevent, controlled", "IfNoController, controlled", "IfNoController, no controller", "None, controlled"}
+	cosName := func(name string) string {
+		return "collide-" + strings.ToLower(strings.NewReplacer(" ", "", ",", "-").Replace(name))
+	}
+	// What an earlier run (-count) left: the revisions (their teardown deletes what they adopted),
+	// then the ConfigMaps.
+	for _, name := range order {
+		testenv.Env.Fresh(t, cosName(name))
+	}
 	// A pre-existing ConfigMap without a controller, and one controlled by another owner.
 	free := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}}
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "some-owner"}}
+	controlled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "controlled"}}
+	for _, o := range []*corev1.ConfigMap{free, owner, controlled} {
+		framework.Delete(ctx, t, c(), o)
+	}
 	for _, o := range []*corev1.ConfigMap{free, owner} {
 		if err := c().Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	controlled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "controlled",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}}}
+	controlled.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
 	if err := c().Create(ctx, controlled); err != nil {
 		t.Fatal(err)
 	}
@@ -281,11 +301,10 @@ func TestCollisionProtection(t *testing.T) {
 		"IfNoController, no controller": {olmv1.CollisionProtectionIfNoController, "free", true},
 		"None, controlled":              {olmv1.CollisionProtectionNone, "controlled", true},
 	}
-	// Order matters: the adopting cases take the objects over, so the refusing cases run first.
-	for _, name := range []string{"Prevent, no controller", "Prevent, controlled", "IfNoController, controlled", "IfNoController, no controller", "None, controlled"} {
+	for _, name := range order {
 		tc := tests[name]
 		t.Run(name, func(t *testing.T) {
-			cosName := "collide-" + strings.ToLower(strings.NewReplacer(" ", "", ",", "-").Replace(name))
+			cosName := cosName(name)
 			cos := builders.COS(cosName, builders.WithCollisionProtection(tc.protection),
 				builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, tc.target, map[string]string{"by": cosName}))))
 			create(t, cos)
@@ -319,6 +338,7 @@ func TestMissingSecretThenCreated(t *testing.T) {
 	}
 	key := content.Key(data)
 	cos := builders.COS("late-secret", builders.WithPhase("configuration", builders.Ref("late-secret-data", "", key)))
+	testenv.Env.Fresh(t, cos.Name)
 	create(t, cos)
 	got := testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionProgressing, metav1.ConditionTrue, olmv1.ReasonRetrying)
 	if msg := apimeta.FindStatusCondition(got.Status.Conditions, olmv1.ConditionProgressing).Message; !strings.Contains(msg, "late-secret-data") {
@@ -410,6 +430,8 @@ func TestReplacedSecretBlocksAndRecovers(t *testing.T) {
 func TestProgressDeadline(t *testing.T) {
 	ns := "deadline"
 	testenv.Env.EnsureNamespace(t, ns)
+	testenv.Env.Fresh(t, "deadline")
+	unlabelNode(t, "deadline")
 	// The Deployment's Pod can only run on a node labelled deadline=ok: none is, yet.
 	cos := builders.COS("deadline", builders.WithProgressDeadline(10),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"deadline": "ok"}))))
@@ -424,13 +446,24 @@ func TestProgressDeadline(t *testing.T) {
 
 func labelNode(t *testing.T, key, value string) {
 	t.Helper()
-	node := &corev1.Node{}
-	if err := c().Get(ctx, client.ObjectKey{Name: "kwok-node-0"}, node); err != nil {
+	patchNodeLabel(t, key, value)
+}
+
+// unlabelNode removes the node's label key, which an earlier run (-count) set.
+func unlabelNode(t *testing.T, key string) {
+	t.Helper()
+	patchNodeLabel(t, key, nil)
+}
+
+// patchNodeLabel sets the node's label key to value, or removes it when value is nil.
+func patchNodeLabel(t *testing.T, key string, value any) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: value}}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	patch := client.MergeFrom(node.DeepCopy())
-	node.Labels[key] = value
-	if err := c().Patch(ctx, node, patch); err != nil {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: controlplane.NodeName}}
+	if err := c().Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -438,6 +471,8 @@ func labelNode(t *testing.T, key, value string) {
 func TestManagerRestartMidRollout(t *testing.T) {
 	ns := "restart"
 	testenv.Env.EnsureNamespace(t, ns)
+	testenv.Env.Fresh(t, "restart")
+	unlabelNode(t, "restart")
 	cos := builders.COS("restart", builders.WithPhase("configuration", builders.Inline(builders.ConfigMap(ns, "first", nil))),
 		builders.WithPhase("deploy", builders.Inline(deployment(ns, "waits", "example.invalid/waits:1", map[string]string{"restart": "ok"}))),
 		builders.WithPhase("publish", builders.Inline(builders.ConfigMap(ns, "last", nil))))
@@ -644,6 +679,7 @@ func TestDeletionRemovesObjectsAndSecrets(t *testing.T) {
 
 func TestKeepsFiveArchivedRevisions(t *testing.T) {
 	owner := map[string]string{olmv1.LabelOwnerName: "many-revisions"}
+	testenv.Env.Fresh(t, "many-7", "many-6", "many-5", "many-4", "many-3", "many-2", "many-1")
 	for rev := int64(1); rev <= 7; rev++ {
 		cos := builders.COS(fmt.Sprintf("many-%d", rev), builders.WithRevision(rev), builders.WithLabels(owner),
 			builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", "many", map[string]string{"rev": fmt.Sprint(rev)}))))

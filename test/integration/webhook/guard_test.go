@@ -353,6 +353,9 @@ func TestPreCreatedSecretIsNotTrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	planned := plan.Secrets[0]
+	// What an earlier run (-count) left: the ClusterObjectSet with its Secrets, or the squatter.
+	testenv.Env.Fresh(t, cos.Name)
+	framework.Delete(ctx, t, testenv.Env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: planned.Name}})
 	squatter := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: planned.Name,
 			Labels: map[string]string{olmv1.LabelRevisionName: naming.RevisionLabelValue(cos.Name)}},

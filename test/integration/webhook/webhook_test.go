@@ -154,6 +154,7 @@ func TestDryRunAndDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.Env.Fresh(t, want.Name)
 	file := writeJSON(t, want)
 	before := secretNames(t)
 	dry, _ := mustKubectl(t, nil, "apply", "--server-side", "--dry-run=server", "-o", "json", "-f", file)
