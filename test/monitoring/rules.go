@@ -69,13 +69,9 @@ type Rule struct {
 
 // ReadRules reads a PrometheusRule from path, refusing unknown fields.
 func ReadRules(path string) (*PrometheusRule, error) {
-	b, err := os.ReadFile(path)
+	r, err := readStrict[PrometheusRule](path)
 	if err != nil {
 		return nil, err
-	}
-	r := &PrometheusRule{}
-	if err := yaml.UnmarshalStrict(b, r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if r.Kind != "PrometheusRule" || r.APIVersion != "monitoring.coreos.com/v1" {
 		return nil, fmt.Errorf("%s: %s %s is no monitoring.coreos.com/v1 PrometheusRule", path, r.APIVersion, r.Kind)
@@ -98,6 +94,19 @@ func (r *PrometheusRule) Check() error {
 	}
 	_, errs := rulefmt.Parse(b, false, model.UTF8Validation, promQL, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return errors.Join(errs...)
+}
+
+// readStrict reads a T from the YAML file at path, refusing unknown fields.
+func readStrict[T any](path string) (*T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := yaml.UnmarshalStrict(b, v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
 }
 
 // Alerts are the alerting rules of every group.

@@ -3,7 +3,6 @@ package monitoring
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
-	"sigs.k8s.io/yaml"
 )
 
 // RuleTests are unit tests of alerting rules in the format of promtool test rules (the alerts'
@@ -58,15 +56,7 @@ type ExpAlert struct {
 
 // ReadRuleTests reads rule tests from path, refusing unknown fields.
 func ReadRuleTests(path string) (*RuleTests, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	rt := &RuleTests{}
-	if err := yaml.UnmarshalStrict(b, rt); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return rt, nil
+	return readStrict[RuleTests](path)
 }
 
 // duration parses a Prometheus duration; empty is def.
@@ -190,7 +180,7 @@ func evaluate(engine *promql.Engine, q storage.Queryable, rule Rule, until, ever
 		}
 		seen := map[string]bool{}
 		for _, s := range vec {
-			key := s.Metric.DropMetricName().String()
+			key := withoutName(s.Metric).String()
 			seen[key] = true
 			if a, ok := pending[key]; ok {
 				a.sample = s
@@ -210,7 +200,7 @@ func evaluate(engine *promql.Engine, q storage.Queryable, rule Rule, until, ever
 			if ts-a.at < hold {
 				continue
 			}
-			metric := a.sample.Metric.DropMetricName()
+			metric := withoutName(a.sample.Metric)
 			b := labels.NewBuilder(metric)
 			for k, v := range rule.Labels {
 				b.Set(k, v)
@@ -232,6 +222,11 @@ func evaluate(engine *promql.Engine, q storage.Queryable, rule Rule, until, ever
 	}
 	slices.SortFunc(out, func(a, b firing) int { return strings.Compare(a.Labels, b.Labels) })
 	return out, nil
+}
+
+// withoutName is l without its metric name, as an alert's labels are.
+func withoutName(l labels.Labels) labels.Labels {
+	return l.DropReserved(func(name string) bool { return name == model.MetricNameLabel })
 }
 
 // storage holds the test's input series in memory.
