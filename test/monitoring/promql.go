@@ -1,135 +1,92 @@
-// Package monitoring reads what config/prometheus and config/grafana hold: the metric names their
-// PromQL expressions read, the alerting rules, the runbook sections the alerts link to, and the
-// queries of the Grafana dashboard (generated from its spec by hack/gen/dashboardgen).
+// Package monitoring reads what config/prometheus and config/grafana hold, with Prometheus's own
+// PromQL parser and engine: the metric names and selectors of their expressions, the alerting rules
+// (checked as promtool check rules does, and unit-tested on series as promtool test rules does), the
+// runbook sections the alerts link to, and the queries of the Grafana dashboard (generated from its
+// spec by hack/gen/dashboardgen).
 package monitoring
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"slices"
-	"strings"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// keywords are PromQL words that are not metric names: aggregation operators (a metric named like
-// one would need {__name__="..."}), binary and grouping modifiers, and literals.
-var keywords = map[string]bool{
-	"sum": true, "min": true, "max": true, "avg": true, "group": true, "stddev": true, "stdvar": true,
-	"count": true, "count_values": true, "bottomk": true, "topk": true, "quantile": true, "limitk": true,
-	"limit_ratio": true, "by": true, "without": true, "on": true, "ignoring": true, "group_left": true,
-	"group_right": true, "bool": true, "and": true, "or": true, "unless": true, "offset": true,
-	"atan2": true, "inf": true, "nan": true,
+// promQL is Prometheus's PromQL parser, with the options a Prometheus server has by default.
+var promQL = parser.NewParser(parser.Options{})
+
+// grafanaIntervals are Grafana's interval variables, which stand where PromQL wants a duration.
+var grafanaIntervals = regexp.MustCompile(`\$__(rate_interval|interval|range)\b|\$\{__(rate_interval|interval|range)\}`)
+
+// Parse parses a PromQL expression. Grafana's interval variables ($__rate_interval, $__interval,
+// $__range) read as 5m; any other Grafana variable may appear only inside strings (a label
+// matcher's value such as "$namespace"), where PromQL takes it as it is.
+func Parse(expr string) (parser.Expr, error) {
+	e, err := promQL.ParseExpr(grafanaIntervals.ReplaceAllString(expr, "5m"))
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", expr, err)
+	}
+	return e, nil
 }
 
-// grouping keywords are followed by a parenthesised list of label names.
-var grouping = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true}
+// Selectors returns the vector selectors of expr (the series it reads), in the order they appear.
+func Selectors(expr string) ([]*parser.VectorSelector, error) {
+	e, err := Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	var out []*parser.VectorSelector
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			out = append(out, vs)
+		}
+		return nil
+	})
+	return out, nil
+}
 
-// MetricNames returns the metric names expr selects, sorted and once each: every identifier that is
-// neither a function (followed by "("), a keyword, a label (inside {...} or a grouping's (...)),
-// nor a Grafana variable ($name, ${name}). It checks only that strings, braces and brackets close;
-// it is no PromQL parser.
+// MetricNames returns the metric names expr reads, sorted and once each: the name of every vector
+// selector that has one, as a name or as __name__="..." (a selector by other labels, or by a regular
+// expression on the name, names none).
 func MetricNames(expr string) ([]string, error) {
+	selectors, err := Selectors(expr)
+	if err != nil {
+		return nil, err
+	}
 	var names []string
-	i := 0
-	for i < len(expr) {
-		c := expr[i]
-		switch {
-		case c == '"' || c == '\'' || c == '`':
-			end, err := skipString(expr, i)
-			if err != nil {
-				return nil, err
+	for _, vs := range selectors {
+		for _, m := range vs.LabelMatchers {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
+				names = append(names, m.Value)
 			}
-			i = end
-		case c == '{' || c == '[':
-			end, err := skipGroup(expr, i)
-			if err != nil {
-				return nil, err
-			}
-			i = end
-		case c == '}' || c == ']':
-			return nil, fmt.Errorf("unbalanced %q at %d", c, i)
-		case c == '#':
-			for i < len(expr) && expr[i] != '\n' {
-				i++
-			}
-		case c == '$':
-			i++
-			if i < len(expr) && expr[i] == '{' {
-				end, err := skipGroup(expr, i)
-				if err != nil {
-					return nil, err
-				}
-				i = end
-				continue
-			}
-			for i < len(expr) && isIdent(expr[i], false) {
-				i++
-			}
-		case c >= '0' && c <= '9' || c == '.':
-			for i < len(expr) && (isIdent(expr[i], false) || expr[i] == '.') {
-				i++
-			}
-		case isIdent(c, true):
-			start := i
-			for i < len(expr) && isIdent(expr[i], false) {
-				i++
-			}
-			word := expr[start:i]
-			next := i
-			for next < len(expr) && strings.ContainsRune(" \t\r\n", rune(expr[next])) {
-				next++
-			}
-			switch {
-			case grouping[word] && next < len(expr) && expr[next] == '(':
-				end := strings.IndexByte(expr[next:], ')')
-				if end < 0 {
-					return nil, fmt.Errorf("unclosed %s( at %d", word, next)
-				}
-				i = next + end + 1
-			case keywords[word], next < len(expr) && expr[next] == '(':
-			default:
-				names = append(names, word)
-			}
-		default:
-			i++
 		}
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
 }
 
-func isIdent(c byte, first bool) bool {
-	return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || !first && c >= '0' && c <= '9'
-}
-
-// skipString returns the index after the string literal that starts at i.
-func skipString(s string, i int) (int, error) {
-	quote := s[i]
-	for j := i + 1; j < len(s); j++ {
-		switch {
-		case s[j] == '\\' && quote != '`':
-			j++
-		case s[j] == quote:
-			return j + 1, nil
-		}
+// RequireMatchers returns an error naming every vector selector of expr that lacks one of the
+// matchers want, each written as PromQL writes it (`job="x"`, `cluster=~"$cluster"`).
+func RequireMatchers(expr string, want ...string) error {
+	selectors, err := Selectors(expr)
+	if err != nil {
+		return err
 	}
-	return 0, fmt.Errorf("unterminated string at %d", i)
-}
-
-// skipGroup returns the index after the {...} or [...] that starts at i, strings inside included.
-func skipGroup(s string, i int) (int, error) {
-	closing := map[byte]byte{'{': '}', '[': ']'}[s[i]]
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '"', '\'', '`':
-			end, err := skipString(s, j)
-			if err != nil {
-				return 0, err
+	var errs []error
+	for _, vs := range selectors {
+		have := map[string]bool{}
+		for _, m := range vs.LabelMatchers {
+			have[m.String()] = true
+		}
+		for _, w := range want {
+			if !have[w] {
+				errs = append(errs, fmt.Errorf("%s: no %s", vs, w))
 			}
-			j = end - 1
-		case closing:
-			return j + 1, nil
-		case '{', '[', '}', ']':
-			return 0, fmt.Errorf("unexpected %q at %d", s[j], j)
 		}
 	}
-	return 0, fmt.Errorf("unclosed %q at %d", s[i], i)
+	return errors.Join(errs...)
 }

@@ -1,7 +1,7 @@
 package monitoring
 
 import (
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,23 +19,28 @@ func TestMetricNames(t *testing.T) {
 		"aggregation":     {expr: `sum by (reason) (rate(a_total[15m])) > 0.05`, want: []string{"a_total"}},
 		"by after":        {expr: `sum(rate(a_total[5m])) by (le, webhook)`, want: []string{"a_total"}},
 		"histogram":       {expr: `histogram_quantile(0.99, sum by (le, webhook) (rate(h_bucket[10m]))) > 5`, want: []string{"h_bucket"}},
-		"ratio":           {expr: "sum(rate(e_total[5m]))\n/ on (controller) group_left sum(rate(r_total[5m]))", want: []string{"e_total", "r_total"}},
+		"ratio":           {expr: "sum by (controller) (rate(e_total[5m]))\n/ on (controller) group_left sum by (controller) (rate(r_total[5m]))", want: []string{"e_total", "r_total"}},
 		"group_left list": {expr: `a * on (x) group_left (y, z) b`, want: []string{"a", "b"}},
 		"time arithmetic": {expr: `(c > 0) - time() < 2 * 86400`, want: []string{"c"}},
 		"numbers":         {expr: `x > 1e3 and y < 0x1f or z > .5`, want: []string{"x", "y", "z"}},
 		"offset":          {expr: `rate(a[5m] offset 1h) > bool 0`, want: []string{"a"}},
 		"subquery":        {expr: `max_over_time(rate(a[5m])[1h:1m])`, want: []string{"a"}},
-		"grafana vars":    {expr: `rate(a{job="$job"}[$__rate_interval]) * $scale + ${other}`, want: []string{"a"}},
+		"grafana vars":    {expr: `rate(a{job="$job", cluster=~"${cluster}"}[$__rate_interval]) + increase(b[${__range}])`, want: []string{"a", "b"}},
 		"recording rule":  {expr: `job:a:rate5m`, want: []string{"job:a:rate5m"}},
 		"strings":         {expr: `label_replace(a, "dst", "$1", "src", "(b)")`, want: []string{"a"}},
 		"once each":       {expr: `a + a + b`, want: []string{"a", "b"}},
 		"braces in label": {expr: `a{l="}"}`, want: []string{"a"}},
 		"comment":         {expr: "a # b c\n+ d", want: []string{"a", "d"}},
+		"name matcher":    {expr: `{__name__="a", job="x"}`, want: []string{"a"}},
+		"labels only":     {expr: `count({job="x"})`},
 		"none":            {expr: `vector(1)`},
-		"unclosed brace":  {expr: `a{job="x"`, wantErr: "unclosed"},
-		"unclosed string": {expr: `a{job="x}`, wantErr: "unterminated"},
-		"stray bracket":   {expr: `a]`, wantErr: "unbalanced"},
-		"unclosed by":     {expr: `sum by (le`, wantErr: "unclosed"},
+		"unclosed brace":  {expr: `a{job="x"`, wantErr: "unexpected end of input"},
+		"unclosed string": {expr: `a{job="x}`, wantErr: "unterminated quoted string"},
+		"stray bracket":   {expr: `a]`, wantErr: "unexpected right bracket"},
+		"unclosed by":     {expr: `sum by (le`, wantErr: "unclosed left parenthesis"},
+		"unknown func":    {expr: `rat(a[5m])`, wantErr: "unknown function"},
+		"wrong type":      {expr: `rate(a)`, wantErr: "expected type range vector"},
+		"variable":        {expr: `a * $scale`, wantErr: "unexpected character"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -56,21 +61,19 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
-// FuzzMetricNames: any input gives an error or names that are identifiers, none a keyword.
+// FuzzMetricNames: any input gives an error or non-empty names, sorted and once each; Parse never
+// panics.
 func FuzzMetricNames(f *testing.F) {
-	for _, s := range []string{`sum by (le) (rate(a_bucket{x="y"}[5m]))`, `absent(up == 1)`, `a{l="}"}`, "$x ${y} `z`"} {
+	for _, s := range []string{`sum by (le) (rate(a_bucket{x="y"}[5m]))`, `absent(up == 1)`, `a{l="}"}`, "$x ${y} `z`", `rate(a[$__rate_interval])`, `{"utf8.name"}`} {
 		f.Add(s)
 	}
-	ident := regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 	f.Fuzz(func(t *testing.T, expr string) {
 		names, err := MetricNames(expr)
 		if err != nil {
 			return
 		}
-		for _, n := range names {
-			if !ident.MatchString(n) || keywords[n] {
-				t.Fatalf("name %q from %q", n, expr)
-			}
+		if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) || slices.Contains(names, "") {
+			t.Fatalf("names %q from %q", names, expr)
 		}
 	})
 }

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -52,8 +50,6 @@ type Options struct {
 	leaderElect     bool
 	leaderElectNS   string
 	systemNamespace string
-	logLevel        string
-	logFormat       string
 
 	enableWebhooks bool
 	webhookHost    string
@@ -74,6 +70,7 @@ type Options struct {
 	maxResolvedBytes           int64
 	maxConcurrentResolvedBytes int64
 
+	logging   loggingOptions       // logging.go
 	tls       tlsOptions           // tls.go
 	memory    memoryOptions        // memlimit.go
 	unrefd    unreferencedOptions  // pending.go
@@ -111,8 +108,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the system namespace).")
 	fs.StringVar(&o.systemNamespace, "system-namespace", olmv1.DefaultSystemNamespace, "Namespace of the object-data Secrets; an empty ref.namespace means this namespace.")
-	fs.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
-	fs.StringVar(&o.logFormat, "log-format", "json", "Log format: json or console.")
+	o.logging.bind(fs)
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server listens on (default: all).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
@@ -147,11 +143,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 // Validate checks the flag values.
 func (o *Options) Validate() error {
 	var errs []error
-	if _, err := zapcore.ParseLevel(o.logLevel); err != nil {
-		errs = append(errs, fmt.Errorf("--log-level: %w", err))
-	}
-	if o.logFormat != "json" && o.logFormat != "console" {
-		errs = append(errs, fmt.Errorf("--log-format: %q is neither json nor console", o.logFormat))
+	if err := o.logging.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.systemNamespace == "" {
 		errs = append(errs, errors.New("--system-namespace must not be empty"))
@@ -232,22 +225,6 @@ func (o *Options) servingCert() servingcert.Options {
 		sc.Hosts = []string{svc, svc + ".cluster.local"}
 	}
 	return sc
-}
-
-// NewLogger builds the zap logger behind logr; keys are stable across releases.
-func NewLogger(o *Options) (*zap.Logger, error) {
-	level, err := zapcore.ParseLevel(o.logLevel)
-	if err != nil {
-		return nil, err
-	}
-	cfg := zap.NewProductionConfig()
-	if o.logFormat == "console" {
-		cfg = zap.NewDevelopmentConfig()
-	}
-	cfg.Level = zap.NewAtomicLevelAt(level)
-	cfg.EncoderConfig.TimeKey = "ts"
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	return cfg.Build()
 }
 
 // cacheOptions keep the manager's memory independent of the cluster's other objects and of the bytes

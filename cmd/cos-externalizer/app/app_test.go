@@ -15,8 +15,6 @@ func TestOptionsValidate(t *testing.T) {
 	flagCases{
 		"defaults":                      {},
 		"console debug":                 {args: []string{"--log-format=console", "--log-level=debug"}},
-		"unknown level":                 {args: []string{"--log-level=loud"}, wantErr: "--log-level"},
-		"unknown format":                {args: []string{"--log-format=xml"}, wantErr: "--log-format"},
 		"empty system namespace":        {args: []string{"--system-namespace="}, wantErr: "--system-namespace must not be empty"},
 		"rollout auto":                  {args: []string{"--rollout=auto"}},
 		"rollout false":                 {args: []string{"--rollout=false"}},

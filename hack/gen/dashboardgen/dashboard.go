@@ -10,6 +10,24 @@ import (
 // in every operator.
 const Job = `job="cos-externalizer-metrics"`
 
+// Selector selects the series of every query: the job, and the dashboard's cluster and namespace
+// variables (a Prometheus without a cluster label matches the variable's All, .*).
+const Selector = Job + `, cluster=~"$cluster", namespace="$namespace"`
+
+// Variables are the dashboard's template variables after its data source: the cluster (the values of
+// the label cluster of the manager's up series; All when there is none) and the namespace of the
+// install in that cluster.
+var Variables = []Variable{
+	{Name: "cluster", Label: "Cluster", Query: `label_values(up{` + Job + `}, cluster)`, IncludeAll: true},
+	{Name: "namespace", Label: "Namespace", Query: `label_values(up{` + Job + `, cluster=~"$cluster"}, namespace)`},
+}
+
+// Variable is a query variable: its values are what Query, a Grafana label_values(), returns.
+type Variable struct {
+	Name, Label, Query string
+	IncludeAll         bool
+}
+
 // Query is one PromQL query of a panel and its legend.
 type Query struct {
 	Expr, Legend string
@@ -31,60 +49,60 @@ type Row struct {
 var Dashboard = []Row{
 	{Title: "Admission", Panels: []Panel{
 		{Title: "Admission requests", Unit: "reqps", Description: "Requests the webhooks answer, by webhook and operation, summed over the replicas.",
-			Queries: []Query{{`sum by (webhook, operation) (rate(cos_externalizer_admission_duration_seconds_count[$__rate_interval]))`, "{{webhook}} {{operation}}"}}},
+			Queries: []Query{{`sum by (webhook, operation) (rate(cos_externalizer_admission_duration_seconds_count{` + Selector + `}[$__rate_interval]))`, "{{webhook}} {{operation}}"}}},
 		{Title: "Admission latency", Unit: "s", Description: "p50 and p99 of the time to answer, by webhook. The API server refuses a request after the webhook's timeout (5 to 15 s), and the webhooks fail closed.",
 			Queries: []Query{
-				{`histogram_quantile(0.5, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket[$__rate_interval])))`, "p50 {{webhook}}"},
-				{`histogram_quantile(0.99, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket[$__rate_interval])))`, "p99 {{webhook}}"},
+				{`histogram_quantile(0.5, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket{` + Selector + `}[$__rate_interval])))`, "p50 {{webhook}}"},
+				{`histogram_quantile(0.99, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket{` + Selector + `}[$__rate_interval])))`, "p99 {{webhook}}"},
 			}},
 		{Title: "Refusals", Unit: "reqps", Description: "Refused admission requests by reason (docs/runbook.md#cosexternalizeradmissionrefusals).",
-			Queries: []Query{{`sum by (reason) (rate(cos_externalizer_admission_refusals_total[$__rate_interval]))`, "{{reason}}"}}},
+			Queries: []Query{{`sum by (reason) (rate(cos_externalizer_admission_refusals_total{` + Selector + `}[$__rate_interval]))`, "{{reason}}"}}},
 		{Title: "Externalized", Unit: "ops", Description: "Inline objects moved into Secrets, Secrets created (content already stored is not written again), dry runs.",
 			Queries: []Query{
-				{`sum(rate(cos_externalizer_objects_externalized_total[$__rate_interval]))`, "objects"},
-				{`sum(rate(cos_externalizer_secrets_written_total[$__rate_interval]))`, "Secrets written"},
-				{`sum(rate(cos_externalizer_dry_runs_total[$__rate_interval]))`, "dry runs"},
+				{`sum(rate(cos_externalizer_objects_externalized_total{` + Selector + `}[$__rate_interval]))`, "objects"},
+				{`sum(rate(cos_externalizer_secrets_written_total{` + Selector + `}[$__rate_interval]))`, "Secrets written"},
+				{`sum(rate(cos_externalizer_dry_runs_total{` + Selector + `}[$__rate_interval]))`, "dry runs"},
 			}},
 		{Title: "Externalized bytes", Unit: "Bps", Description: "Canonical JSON of the objects externalized, and what their Secrets store after compression and deduplication.",
 			Queries: []Query{
-				{`sum(rate(cos_externalizer_externalized_inline_bytes_total[$__rate_interval]))`, "inline"},
-				{`sum(rate(cos_externalizer_externalized_stored_bytes_total[$__rate_interval]))`, "stored"},
+				{`sum(rate(cos_externalizer_externalized_inline_bytes_total{` + Selector + `}[$__rate_interval]))`, "inline"},
+				{`sum(rate(cos_externalizer_externalized_stored_bytes_total{` + Selector + `}[$__rate_interval]))`, "stored"},
 			}},
 	}},
 	{Title: "ClusterObjectSets", Panels: []Panel{
 		{Title: "ClusterObjectSets by Progressing reason", Unit: "short", Description: "Read from the manager's cache at scrape time; Blocked needs a person (docs/runbook.md#cosexternalizerblocked).",
-			Queries: []Query{{`max by (reason) (cos_externalizer_clusterobjectsets)`, "{{reason}}"}}},
+			Queries: []Query{{`max by (reason) (cos_externalizer_clusterobjectsets{` + Selector + `})`, "{{reason}}"}}},
 		{Title: "Object-data Secrets", Unit: "short", Description: "Secrets no ClusterObjectSet references or owns (the sweep deletes them after their grace period), and Secrets swept per hour.",
 			Queries: []Query{
-				{`max(cos_externalizer_orphaned_secrets)`, "orphaned"},
-				{`sum(increase(cos_externalizer_secrets_swept_total[1h]))`, "swept per hour"},
+				{`max(cos_externalizer_orphaned_secrets{` + Selector + `})`, "orphaned"},
+				{`sum(increase(cos_externalizer_secrets_swept_total{` + Selector + `}[1h]))`, "swept per hour"},
 			}},
 		{Title: "Applies", Unit: "ops", Description: "Server-side applies of managed objects by why, and applies skipped because the live object is unchanged.",
 			Queries: []Query{
-				{`sum by (reason) (rate(cos_externalizer_applies_total[$__rate_interval]))`, "{{reason}}"},
-				{`sum(rate(cos_externalizer_applies_skipped_total[$__rate_interval]))`, "skipped"},
+				{`sum by (reason) (rate(cos_externalizer_applies_total{` + Selector + `}[$__rate_interval]))`, "{{reason}}"},
+				{`sum(rate(cos_externalizer_applies_skipped_total{` + Selector + `}[$__rate_interval]))`, "skipped"},
 			}},
 		{Title: "Reconciles", Unit: "ops", Description: "Reconciles and failed reconciles by controller (docs/runbook.md#cosexternalizerreconcileerrors).",
 			Queries: []Query{
-				{`sum by (controller) (rate(controller_runtime_reconcile_total{` + Job + `}[$__rate_interval]))`, "{{controller}}"},
-				{`sum by (controller) (rate(controller_runtime_reconcile_errors_total{` + Job + `}[$__rate_interval]))`, "{{controller}} errors"},
+				{`sum by (controller) (rate(controller_runtime_reconcile_total{` + Selector + `}[$__rate_interval]))`, "{{controller}}"},
+				{`sum by (controller) (rate(controller_runtime_reconcile_errors_total{` + Selector + `}[$__rate_interval]))`, "{{controller}} errors"},
 			}},
 		{Title: "Queue wait", Unit: "s", Description: "p99 of the time an object waits in each controller's queue before it is reconciled.",
-			Queries: []Query{{`histogram_quantile(0.99, sum by (le, name) (rate(workqueue_queue_duration_seconds_bucket{` + Job + `}[$__rate_interval])))`, "{{name}}"}}},
+			Queries: []Query{{`histogram_quantile(0.99, sum by (le, name) (rate(workqueue_queue_duration_seconds_bucket{` + Selector + `}[$__rate_interval])))`, "{{name}}"}}},
 	}},
 	{Title: "Replicas", Panels: []Panel{
 		{Title: "Webhook certificate expires in", Unit: "s", Description: "Time left on the certificate each replica serves (docs/runbook.md#cosexternalizercertificateexpiring).",
-			Queries: []Query{{`(cos_externalizer_webhook_certificate_expiry_timestamp_seconds > 0) - time()`, "{{pod}}"}}},
+			Queries: []Query{{`(cos_externalizer_webhook_certificate_expiry_timestamp_seconds{` + Selector + `} > 0) - time()`, "{{pod}}"}}},
 		{Title: "Up", Unit: "short", Description: "Replicas Prometheus scrapes successfully.",
-			Queries: []Query{{`sum(up{` + Job + `})`, "up"}}},
+			Queries: []Query{{`sum(up{` + Selector + `})`, "up"}}},
 		{Title: "Memory", Unit: "bytes", Description: "Resident memory and the Go heap of each replica, against the runtime's soft limit (--memory-limit-ratio of the container's limit).",
 			Queries: []Query{
-				{`process_resident_memory_bytes{` + Job + `}`, "RSS {{pod}}"},
-				{`go_memstats_heap_inuse_bytes{` + Job + `}`, "heap {{pod}}"},
-				{`go_gc_gomemlimit_bytes{` + Job + `}`, "limit {{pod}}"},
+				{`process_resident_memory_bytes{` + Selector + `}`, "RSS {{pod}}"},
+				{`go_memstats_heap_inuse_bytes{` + Selector + `}`, "heap {{pod}}"},
+				{`go_gc_gomemlimit_bytes{` + Selector + `}`, "limit {{pod}}"},
 			}},
 		{Title: "CPU", Unit: "short", Description: "CPU seconds a second of each replica (no CPU limit: throttling would stall admission).",
-			Queries: []Query{{`rate(process_cpu_seconds_total{` + Job + `}[$__rate_interval])`, "{{pod}}"}}},
+			Queries: []Query{{`rate(process_cpu_seconds_total{` + Selector + `}[$__rate_interval])`, "{{pod}}"}}},
 	}},
 }
 
@@ -115,11 +133,21 @@ func DashboardJSON(d []Row) ([]byte, error) {
 		}
 		y += 8 * ((len(r.Panels) + 1) / 2)
 	}
+	variables := []any{obj{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "hide": 0, "current": obj{}}}
+	for _, v := range Variables {
+		variable := obj{"name": v.Name, "label": v.Label, "type": "query", "datasource": ds, "hide": 0, "current": obj{},
+			"query": obj{"query": v.Query, "refId": "PrometheusVariableQueryEditor-VariableQuery"}, "definition": v.Query,
+			"refresh": 2, "sort": 1, "includeAll": v.IncludeAll, "multi": false}
+		if v.IncludeAll {
+			variable["allValue"] = ".*"
+		}
+		variables = append(variables, variable)
+	}
 	dashboard := obj{
 		"uid": "cos-externalizer", "title": "cos-externalizer", "description": "The ClusterObjectSet externalizer: admission, rollout and replicas (generated by hack/gen/dashboardgen).",
 		"tags": []string{"cos-externalizer", "olm"}, "editable": true, "graphTooltip": 1, "schemaVersion": 39, "version": 1,
 		"time": obj{"from": "now-6h", "to": "now"}, "refresh": "1m", "timezone": "",
-		"templating":  obj{"list": []any{obj{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "hide": 0, "current": obj{}}}},
+		"templating":  obj{"list": variables},
 		"annotations": obj{"list": []any{}},
 		"panels":      panels,
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/cos-externalizer/cos-externalizer/test/monitoring"
 )
@@ -24,8 +27,15 @@ func TestDashboardGenerated(t *testing.T) {
 	}
 }
 
-// TestDashboardPanels: every panel has a title, a unit and queries that name metrics; ids are unique,
-// and the JSON is a dashboard with a Prometheus data source variable.
+// labelValues is a Grafana label_values(selector, label) variable query.
+var labelValues = regexp.MustCompile(`^label_values\((.+), (\w+)\)$`)
+
+// TestDashboardPanels lints the dashboard: every panel has a title, a unit, a description and queries
+// with a legend; every query parses with Prometheus's PromQL parser, names metrics, and selects each
+// series by the job and the cluster and namespace variables; every variable's selector parses; ids are
+// unique; the JSON is a dashboard with a Prometheus data source variable, then cluster, then
+// namespace. That the metrics are ones the manager exports is checked against a running manager
+// (test/integration/webhook).
 func TestDashboardPanels(t *testing.T) {
 	for _, r := range Dashboard {
 		for _, p := range r.Panels {
@@ -36,7 +46,20 @@ func TestDashboardPanels(t *testing.T) {
 				if names, err := monitoring.MetricNames(q.Expr); err != nil || len(names) == 0 || q.Legend == "" {
 					t.Errorf("panel %q: query %q names %v (%v), legend %q", p.Title, q.Expr, names, err, q.Legend)
 				}
+				if err := monitoring.RequireMatchers(q.Expr, Job, `cluster=~"$cluster"`, `namespace="$namespace"`); err != nil {
+					t.Errorf("panel %q: %v", p.Title, err)
+				}
 			}
+		}
+	}
+	for _, v := range Variables {
+		m := labelValues.FindStringSubmatch(v.Query)
+		if m == nil {
+			t.Errorf("variable %s: query %q is no label_values(selector, label)", v.Name, v.Query)
+			continue
+		}
+		if err := monitoring.RequireMatchers(m[1], Job); err != nil {
+			t.Errorf("variable %s: %v", v.Name, err)
 		}
 	}
 	b, err := DashboardJSON(Dashboard)
@@ -46,7 +69,7 @@ func TestDashboardPanels(t *testing.T) {
 	var d struct {
 		UID        string `json:"uid"`
 		Templating struct {
-			List []struct{ Name, Type, Query string } `json:"list"`
+			List []struct{ Name, Type string } `json:"list"`
 		} `json:"templating"`
 		Panels []struct {
 			ID         int    `json:"id"`
@@ -57,8 +80,9 @@ func TestDashboardPanels(t *testing.T) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.UID == "" || len(d.Templating.List) != 1 || d.Templating.List[0].Type != "datasource" || d.Templating.List[0].Query != "prometheus" {
-		t.Errorf("uid %q, templating %+v", d.UID, d.Templating)
+	want := []struct{ Name, Type string }{{"datasource", "datasource"}, {"cluster", "query"}, {"namespace", "query"}}
+	if diff := cmp.Diff(want, d.Templating.List); d.UID == "" || diff != "" {
+		t.Errorf("uid %q, variables (-want +got):\n%s", d.UID, diff)
 	}
 	ids := map[int]bool{}
 	for _, p := range d.Panels {

@@ -34,9 +34,9 @@ const (
 	metricsBindFlag   = "--metrics-bind-address="
 	metricsSecureFlag = "--metrics-secure="
 	exemptUsersFlag   = "--secret-guard-exempt-users="
-	// The manager's log flags (--zap-log-level and --zap-encoder once it has them).
-	logLevelFlag       = "--log-level="
-	logFormatFlag      = "--log-format="
+	// The manager's log flags: controller-runtime's zap flags.
+	logLevelFlag       = "--zap-log-level="
+	logFormatFlag      = "--zap-encoder="
 	exemptCondition    = "not-exempt"
 	webhookPolicy      = "cos-externalizer-webhook" // the NetworkPolicy of the webhook port
 	managedByLabel     = "app.kubernetes.io/managed-by"
@@ -847,8 +847,8 @@ imagePullSecrets: []
 podLabels: {}
 podAnnotations: {}
 
-# The manager's log level (debug, info, warn or error) and format (json or console); empty: the
-# manager's defaults, info and json.
+# The manager's log level (debug, info or error: --zap-log-level) and format (json or console:
+# --zap-encoder); empty: the manager's defaults, info and json.
 logLevel: ""
 logFormat: ""
 
@@ -949,7 +949,7 @@ func valuesSchema() ([]byte, error) {
 		"imagePullSecrets": map[string]any{"type": "array", "items": obj(map[string]any{"name": map[string]any{"type": "string", "minLength": 1}})},
 		"podLabels":        map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
 		"podAnnotations":   map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
-		"logLevel":         map[string]any{"type": "string", "enum": []string{"", "debug", "info", "warn", "error"}},
+		"logLevel":         map[string]any{"type": "string", "enum": []string{"", "debug", "info", "error"}},
 		"logFormat":        map[string]any{"type": "string", "enum": []string{"", "json", "console"}},
 		"extraArgs":        map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": "^--[a-z]"}},
 		"extraEnv":         map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"name"}}},

@@ -513,7 +513,7 @@ func checkMonitoring(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 	}
 	rules := fmt.Sprint(ofKind(objs, "PrometheusRule")[0].Object["spec"])
-	for _, metric := range []string{`cos_externalizer_admission_refusals_total`, `cos_externalizer_clusterobjectsets{reason="Blocked"}`,
+	for _, metric := range []string{`cos_externalizer_admission_refusals_total`, `cos_externalizer_clusterobjectsets{job="cos-externalizer-metrics", namespace="olmv1-system", reason="Blocked"}`,
 		`cos_externalizer_orphaned_secrets`, `cos_externalizer_admission_duration_seconds_bucket`} {
 		if !strings.Contains(rules, metric) {
 			t.Errorf("no alert on %s", metric)

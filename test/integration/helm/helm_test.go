@@ -271,8 +271,8 @@ func TestChartValues(t *testing.T) {
 			{"ServiceMonitor", "cos-externalizer", []string{"spec", "endpoints", "0", "scheme"}, "http"},
 		}, true},
 		"log": {[]string{"logLevel=debug", "logFormat=console"}, []check{
-			{"Deployment", "cos-externalizer", append(manager("args"), "-2"), "--log-level=debug"},
-			{"Deployment", "cos-externalizer", append(manager("args"), "-1"), "--log-format=console"},
+			{"Deployment", "cos-externalizer", append(manager("args"), "-2"), "--zap-log-level=debug"},
+			{"Deployment", "cos-externalizer", append(manager("args"), "-1"), "--zap-encoder=console"},
 		}, true},
 		"extra args and env": {[]string{"extraArgs={--externalize=always}", "extraEnv[0].name=GOGC", "extraEnv[0].value=off"}, []check{
 			{"Deployment", "cos-externalizer", append(manager("args"), "-1"), "--externalize=always"},
