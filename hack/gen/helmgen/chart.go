@@ -604,6 +604,10 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 			}
 			rule.(map[string]any)["from"] = p.ipBlocks(".Values.networkPolicy.webhookIngressCIDRs")
 		}
+	case "PrometheusRule":
+		if err := templatizeAlertSelector(obj, nsToken, &p); err != nil {
+			return "", err
+		}
 	case "ServiceMonitor":
 		endpoints, _ := get(obj, "spec", "endpoints").([]any)
 		for _, e := range endpoints {
@@ -631,6 +635,30 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 		out.WriteByte('\n')
 	}
 	return out.String(), nil
+}
+
+// templatizeAlertSelector puts metrics.alertSelector into every alert expression in place of its
+// first two quoted strings, the job and the namespace (already nsToken), as the replacements of
+// config/prometheus/selector do.
+func templatizeAlertSelector(obj map[string]any, nsToken string, p *placeholders) error {
+	groups, _ := get(obj, "spec", "groups").([]any)
+	for _, g := range groups {
+		rules, _ := get(g, "rules").([]any)
+		for _, r := range rules {
+			r, ok := r.(map[string]any)
+			if !ok || r["expr"] == nil {
+				continue
+			}
+			parts := strings.Split(str(r, "expr"), `"`)
+			if len(parts) < 5 || parts[3] != nsToken {
+				return fmt.Errorf("alert %s: the expression's first two quoted strings are not the job and the namespace %s", str(r, "alert"), SystemNamespace)
+			}
+			parts[1] = p.inline(fmt.Sprintf(`{{ .Values.metrics.alertSelector.job | default %q }}`, parts[1]))
+			parts[3] = p.inline(`{{ .Values.metrics.alertSelector.namespace | default .Release.Namespace }}`)
+			r["expr"] = strings.Join(parts, `"`)
+		}
+	}
+	return nil
 }
 
 // exemptExpression is the template of the exemption expression: the overlay's users, then
@@ -893,6 +921,13 @@ metrics:
     # The objects of config/prometheus: a ServiceMonitor and the PrometheusRule with the alerts
     # (the Prometheus Operator's CRDs must be installed).
     enabled: false
+  alertSelector:
+    # The job label that selects the manager's series in every alert expression, like a monitoring
+    # mixin's selector or the component config/prometheus/selector; empty: the job the ServiceMonitor
+    # gives the metrics Service.
+    job: ""
+    # The namespace label of the same selector; empty: the release's namespace.
+    namespace: ""
 `, d.MetricsPort, d.MetricsSecure)
 	return []byte(b.String()), nil
 }
@@ -923,6 +958,8 @@ func valuesSchema() ([]byte, error) {
 	for _, m := range Modes {
 		modes = append(modes, m.Name)
 	}
+	// A label value the alert expressions quote: no quote, backslash or line break.
+	labelValue := map[string]any{"type": "string", "pattern": `^[^"\\\n]*$`}
 	intOrPercent := map[string]any{"type": []string{"integer", "string"}, "minimum": 0, "pattern": `^([0-9]+%?)?$`}
 	user := map[string]any{"type": "string", "minLength": 1, "pattern": `^[^'"\\,{}]+$`}
 	schema := obj(map[string]any{
@@ -964,6 +1001,10 @@ func valuesSchema() ([]byte, error) {
 			"port":           map[string]any{"type": "integer", "minimum": 1, "maximum": 65535},
 			"secure":         map[string]any{"type": "boolean"},
 			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+			"alertSelector": obj(map[string]any{
+				"job":       labelValue,
+				"namespace": labelValue,
+			}),
 		}),
 	})
 	schema["$schema"] = "http://json-schema.org/draft-07/schema#"
