@@ -210,7 +210,7 @@ func Generate(in Input) (map[string][]byte, error) {
 		return nil, err
 	}
 	out["values.schema.json"] = schema
-	out["templates/_helpers.tpl"] = []byte(helpers)
+	out["templates/_helpers.tpl"] = []byte(helpers + nameHelpers)
 	out["templates/NOTES.txt"] = []byte(notes)
 	out["icon.svg"] = []byte(icon)
 	return out, nil
@@ -617,6 +617,8 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 		}
 	}
 
+	replaceNames(obj, &p)
+
 	b, err := yaml.Marshal(obj)
 	if err != nil {
 		return "", err
@@ -653,7 +655,7 @@ func templatizeAlertSelector(obj map[string]any, nsToken string, p *placeholders
 			if len(parts) < 5 || parts[3] != nsToken {
 				return fmt.Errorf("alert %s: the expression's first two quoted strings are not the job and the namespace %s", str(r, "alert"), SystemNamespace)
 			}
-			parts[1] = p.inline(fmt.Sprintf(`{{ .Values.metrics.alertSelector.job | default %q }}`, parts[1]))
+			parts[1] = p.inline(fmt.Sprintf(`{{ .Values.metrics.alertSelector.job | default %s }}`, fullnameDefault(parts[1])))
 			parts[3] = p.inline(`{{ .Values.metrics.alertSelector.namespace | default .Release.Namespace }}`)
 			r["expr"] = strings.Join(parts, `"`)
 		}
@@ -723,6 +725,7 @@ func templatizeManager(deploy, c map[string]any, exempt []string, p *placeholder
 		args = append(args, p.item("with .Values.secretGuard.extraExemptUsers",
 			exemptUsersFlag+braces.Replace(strings.Join(exempt, ","))+"{{ range . }},{{ . }}{{ end }}"))
 	}
+	args = append(args, renamedArgs(p))
 	for _, flag := range []struct{ value, flag string }{{"logLevel", logLevelFlag}, {"logFormat", logFormatFlag}} {
 		args = append(args, p.item("with .Values."+flag.value, flag.flag+"{{ . }}"))
 	}
@@ -832,6 +835,7 @@ func valuesYAML(d *defaults) ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, valuesHeader, Modes[0].Name, modeList())
 	fmt.Fprintf(&b, "\n# Manager replicas: every one serves the webhooks, the elected one reconciles.\nreplicas: %d\n", d.Replicas)
+	b.WriteString(nameValues)
 	fmt.Fprintf(&b, "\n# The manager's image; a digest, when set, wins over the tag. The tag defaults to the chart's appVersion.\nimage:\n  repository: %s\n  tag: %q\n  digest: %q\n  # Always, IfNotPresent or Never; empty leaves it to Kubernetes.\n  pullPolicy: %q\n",
 		d.Repository, "", d.Digest, d.PullPolicy)
 	for _, v := range []struct {
@@ -965,6 +969,9 @@ func valuesSchema() ([]byte, error) {
 	schema := obj(map[string]any{
 		"mode":     map[string]any{"type": "string", "enum": modes},
 		"replicas": map[string]any{"type": "integer", "minimum": 1},
+		// What Service names may start with, leaving room for -webhook and -metrics.
+		"nameOverride":     map[string]any{"type": "string", "maxLength": 55, "pattern": `^([a-z]([-a-z0-9]*[a-z0-9])?)?$`},
+		"fullnameOverride": map[string]any{"type": "string", "maxLength": 55, "pattern": `^([a-z]([-a-z0-9]*[a-z0-9])?)?$`},
 		"image": obj(map[string]any{
 			"repository": map[string]any{"type": "string", "minLength": 1},
 			"tag":        map[string]any{"type": "string"},
@@ -1069,7 +1076,7 @@ app.kubernetes.io/version: {{ . | quote }}
   labels:
     {{- include "cos-externalizer.labels" . | nindent 4 }}
     app.kubernetes.io/component: uninstall
-    app.kubernetes.io/name: cos-externalizer
+    app.kubernetes.io/name: {{ include "cos-externalizer.name" . }}
     app.kubernetes.io/part-of: cos-externalizer
   annotations:
     helm.sh/hook: pre-delete
@@ -1089,7 +1096,7 @@ app.kubernetes.io/version: {{ . | quote }}
 const notes = `cos-externalizer is installed in namespace {{ .Release.Namespace }}, mode {{ .Values.mode }}, with {{ .Values.replicas }} replicas of {{ include "cos-externalizer.image" . }}.
 
 Check it:
-  kubectl -n {{ .Release.Namespace }} rollout status deploy/cos-externalizer
+  kubectl -n {{ .Release.Namespace }} rollout status deploy/{{ include "cos-externalizer.fullname" . }}
   kubectl cos check
 {{- if eq .Values.mode "cert-manager" "webhook-only" }}
 The webhooks' serving certificate comes from cert-manager (v1.19 or later), which must be installed.
