@@ -64,3 +64,25 @@ func expand(v any, p placeholders) any {
 	}
 	return v
 }
+
+// FuzzFullname: templating a name only ever puts the token where the chart's name was; the rest of
+// the string stays.
+func FuzzFullname(f *testing.F) {
+	for _, s := range []string{"cos-externalizer", "cos-externalizer-webhook.__HELM_0__.svc", "--deployment=cos-externalizer",
+		"__HELM_0__/cos-externalizer-serving-cert", "cos-externalizer.olm.operatorframework.io", "a cos-externalizer b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		const token = "\x00"
+		if strings.Contains(s, token) {
+			t.Skip()
+		}
+		got := fullname(s, token)
+		if back := strings.Replace(got, token, chartName, 1); back != s {
+			t.Errorf("fullname(%q) = %q: not the input with the name replaced", s, got)
+		}
+		if n := strings.Count(got, token); n > 1 || (n == 1) != nameRE.MatchString(s) {
+			t.Errorf("fullname(%q) = %q: %d tokens", s, got, n)
+		}
+	})
+}
