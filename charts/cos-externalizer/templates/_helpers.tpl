@@ -15,7 +15,7 @@ app.kubernetes.io/version: {{ . | quote }}
   labels:
     {{- include "cos-externalizer.labels" . | nindent 4 }}
     app.kubernetes.io/component: uninstall
-    app.kubernetes.io/name: cos-externalizer
+    app.kubernetes.io/name: {{ include "cos-externalizer.name" . }}
     app.kubernetes.io/part-of: cos-externalizer
   annotations:
     helm.sh/hook: pre-delete
@@ -29,4 +29,31 @@ app.kubernetes.io/version: {{ . | quote }}
 {{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
+{{- end }}
+
+{{/* The value of app.kubernetes.io/name: nameOverride, or the chart's name. */}}
+{{- define "cos-externalizer.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* What every object's name is or starts with: fullnameOverride; with nameOverride, the release
+name if it holds nameOverride, else both; else the chart's name, as the overlays name them. At most
+55 characters, so that the longest Service name (fullname-webhook, fullname-metrics) is a DNS label. */}}
+{{- define "cos-externalizer.fullname" -}}
+{{- $name := .Chart.Name }}
+{{- if .Values.fullnameOverride }}
+{{- $name = .Values.fullnameOverride }}
+{{- else if .Values.nameOverride }}
+{{- $name = .Release.Name }}
+{{- if not (contains .Values.nameOverride .Release.Name) }}
+{{- $name = printf "%s-%s" .Release.Name .Values.nameOverride }}
+{{- end }}
+{{- end }}
+{{- if gt (len $name) 55 }}
+{{- fail (printf "the names' prefix %q (fullnameOverride, or the release name and nameOverride) is longer than 55 characters: the Services %s-webhook and %s-metrics must be DNS labels of at most 63" $name $name $name) }}
+{{- end }}
+{{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name) }}
+{{- fail (printf "the names' prefix %q (fullnameOverride, or the release name and nameOverride) is not a DNS label that starts with a letter, as Service names must" $name) }}
+{{- end }}
+{{- $name }}
 {{- end }}

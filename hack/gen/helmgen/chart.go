@@ -210,7 +210,7 @@ func Generate(in Input) (map[string][]byte, error) {
 		return nil, err
 	}
 	out["values.schema.json"] = schema
-	out["templates/_helpers.tpl"] = []byte(helpers)
+	out["templates/_helpers.tpl"] = []byte(helpers + nameHelpers)
 	out["templates/NOTES.txt"] = []byte(notes)
 	out["icon.svg"] = []byte(icon)
 	return out, nil
@@ -604,6 +604,10 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 			}
 			rule.(map[string]any)["from"] = p.ipBlocks(".Values.networkPolicy.webhookIngressCIDRs")
 		}
+	case "PrometheusRule":
+		if err := templatizeAlertSelector(obj, nsToken, &p); err != nil {
+			return "", err
+		}
 	case "ServiceMonitor":
 		endpoints, _ := get(obj, "spec", "endpoints").([]any)
 		for _, e := range endpoints {
@@ -612,6 +616,8 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 			}
 		}
 	}
+
+	replaceNames(obj, &p)
 
 	b, err := yaml.Marshal(obj)
 	if err != nil {
@@ -631,6 +637,30 @@ func templatize(in map[string]any, namespace string, exempt []string) (string, e
 		out.WriteByte('\n')
 	}
 	return out.String(), nil
+}
+
+// templatizeAlertSelector puts metrics.alertSelector into every alert expression in place of its
+// first two quoted strings, the job and the namespace (already nsToken), as the replacements of
+// config/prometheus/selector do.
+func templatizeAlertSelector(obj map[string]any, nsToken string, p *placeholders) error {
+	groups, _ := get(obj, "spec", "groups").([]any)
+	for _, g := range groups {
+		rules, _ := get(g, "rules").([]any)
+		for _, r := range rules {
+			r, ok := r.(map[string]any)
+			if !ok || r["expr"] == nil {
+				continue
+			}
+			parts := strings.Split(str(r, "expr"), `"`)
+			if len(parts) < 5 || parts[3] != nsToken {
+				return fmt.Errorf("alert %s: the expression's first two quoted strings are not the job and the namespace %s", str(r, "alert"), SystemNamespace)
+			}
+			parts[1] = p.inline(fmt.Sprintf(`{{ .Values.metrics.alertSelector.job | default %s }}`, fullnameDefault(parts[1])))
+			parts[3] = p.inline(`{{ .Values.metrics.alertSelector.namespace | default .Release.Namespace }}`)
+			r["expr"] = strings.Join(parts, `"`)
+		}
+	}
+	return nil
 }
 
 // exemptExpression is the template of the exemption expression: the overlay's users, then
@@ -695,6 +725,7 @@ func templatizeManager(deploy, c map[string]any, exempt []string, p *placeholder
 		args = append(args, p.item("with .Values.secretGuard.extraExemptUsers",
 			exemptUsersFlag+braces.Replace(strings.Join(exempt, ","))+"{{ range . }},{{ . }}{{ end }}"))
 	}
+	args = append(args, renamedArgs(p))
 	for _, flag := range []struct{ value, flag string }{{"logLevel", logLevelFlag}, {"logFormat", logFormatFlag}} {
 		args = append(args, p.item("with .Values."+flag.value, flag.flag+"{{ . }}"))
 	}
@@ -804,6 +835,7 @@ func valuesYAML(d *defaults) ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, valuesHeader, Modes[0].Name, modeList())
 	fmt.Fprintf(&b, "\n# Manager replicas: every one serves the webhooks, the elected one reconciles.\nreplicas: %d\n", d.Replicas)
+	b.WriteString(nameValues)
 	fmt.Fprintf(&b, "\n# The manager's image; a digest, when set, wins over the tag. The tag defaults to the chart's appVersion.\nimage:\n  repository: %s\n  tag: %q\n  digest: %q\n  # Always, IfNotPresent or Never; empty leaves it to Kubernetes.\n  pullPolicy: %q\n",
 		d.Repository, "", d.Digest, d.PullPolicy)
 	for _, v := range []struct {
@@ -893,6 +925,13 @@ metrics:
     # The objects of config/prometheus: a ServiceMonitor and the PrometheusRule with the alerts
     # (the Prometheus Operator's CRDs must be installed).
     enabled: false
+  alertSelector:
+    # The job label that selects the manager's series in every alert expression, like a monitoring
+    # mixin's selector or the component config/prometheus/selector; empty: the job the ServiceMonitor
+    # gives the metrics Service.
+    job: ""
+    # The namespace label of the same selector; empty: the release's namespace.
+    namespace: ""
 `, d.MetricsPort, d.MetricsSecure)
 	return []byte(b.String()), nil
 }
@@ -923,11 +962,16 @@ func valuesSchema() ([]byte, error) {
 	for _, m := range Modes {
 		modes = append(modes, m.Name)
 	}
+	// A label value the alert expressions quote: no quote, backslash or line break.
+	labelValue := map[string]any{"type": "string", "pattern": `^[^"\\\n]*$`}
 	intOrPercent := map[string]any{"type": []string{"integer", "string"}, "minimum": 0, "pattern": `^([0-9]+%?)?$`}
 	user := map[string]any{"type": "string", "minLength": 1, "pattern": `^[^'"\\,{}]+$`}
 	schema := obj(map[string]any{
 		"mode":     map[string]any{"type": "string", "enum": modes},
 		"replicas": map[string]any{"type": "integer", "minimum": 1},
+		// What Service names may start with, leaving room for -webhook and -metrics.
+		"nameOverride":     map[string]any{"type": "string", "maxLength": 55, "pattern": `^([a-z]([-a-z0-9]*[a-z0-9])?)?$`},
+		"fullnameOverride": map[string]any{"type": "string", "maxLength": 55, "pattern": `^([a-z]([-a-z0-9]*[a-z0-9])?)?$`},
 		"image": obj(map[string]any{
 			"repository": map[string]any{"type": "string", "minLength": 1},
 			"tag":        map[string]any{"type": "string"},
@@ -964,6 +1008,10 @@ func valuesSchema() ([]byte, error) {
 			"port":           map[string]any{"type": "integer", "minimum": 1, "maximum": 65535},
 			"secure":         map[string]any{"type": "boolean"},
 			"serviceMonitor": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}}),
+			"alertSelector": obj(map[string]any{
+				"job":       labelValue,
+				"namespace": labelValue,
+			}),
 		}),
 	})
 	schema["$schema"] = "http://json-schema.org/draft-07/schema#"
@@ -1028,7 +1076,7 @@ app.kubernetes.io/version: {{ . | quote }}
   labels:
     {{- include "cos-externalizer.labels" . | nindent 4 }}
     app.kubernetes.io/component: uninstall
-    app.kubernetes.io/name: cos-externalizer
+    app.kubernetes.io/name: {{ include "cos-externalizer.name" . }}
     app.kubernetes.io/part-of: cos-externalizer
   annotations:
     helm.sh/hook: pre-delete
@@ -1048,7 +1096,7 @@ app.kubernetes.io/version: {{ . | quote }}
 const notes = `cos-externalizer is installed in namespace {{ .Release.Namespace }}, mode {{ .Values.mode }}, with {{ .Values.replicas }} replicas of {{ include "cos-externalizer.image" . }}.
 
 Check it:
-  kubectl -n {{ .Release.Namespace }} rollout status deploy/cos-externalizer
+  kubectl -n {{ .Release.Namespace }} rollout status deploy/{{ include "cos-externalizer.fullname" . }}
   kubectl cos check
 {{- if eq .Values.mode "cert-manager" "webhook-only" }}
 The webhooks' serving certificate comes from cert-manager (v1.19 or later), which must be installed.

@@ -176,7 +176,9 @@ func TestGenerate(t *testing.T) {
 		// Users of other namespaces stay; the Service's namespace and the Certificate's are the release's.
 		"templates/validatingwebhookconfiguration-cos-externalizer.yaml": {
 			`{{- if eq .Values.mode "webhook-only" }}`,
-			`cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/cos-externalizer-serving-cert`,
+			`cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "cos-externalizer.fullname" . }}-serving-cert`,
+			// Webhook names are not object names.
+			`name: secret-guard.cos-externalizer.io`,
 			`namespace: {{ .Release.Namespace }}`,
 			`- expression: "!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller', ` +
 				`'system:serviceaccount:olmv1-system:operator-controller'{{ range .Values.secretGuard.extraExemptUsers }}, '{{ . }}'{{ end }}])"`,

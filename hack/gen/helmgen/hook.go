@@ -51,8 +51,8 @@ func uninstallHook(modes []ModeObjects) ([]byte, error) {
 	if names.Mutating == "" || names.Validating == "" {
 		return nil, nil
 	}
-	r := strings.NewReplacer("DEPLOYMENT", names.Deployment, "MUTATING", names.Mutating, "VALIDATING", names.Validating,
-		"HOOK", UninstallHookName)
+	r := strings.NewReplacer("DEPLOYMENT", hookName(names.Deployment), "MUTATING", hookName(names.Mutating),
+		"VALIDATING", hookName(names.Validating), "HOOK", hookName(UninstallHookName))
 	return []byte(r.Replace(hookTemplate())), nil
 }
 
@@ -108,7 +108,7 @@ const jobSpec = `spec:
     metadata:
       labels:
         app.kubernetes.io/component: uninstall
-        app.kubernetes.io/name: cos-externalizer
+        app.kubernetes.io/name: {{ include "cos-externalizer.name" . }}
     spec:
       serviceAccountName: HOOK
       restartPolicy: Never

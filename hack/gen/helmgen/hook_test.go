@@ -22,8 +22,9 @@ func TestUninstallHook(t *testing.T) {
 		err  string
 	}{
 		"names from the overlays": {modes: []ModeObjects{mode("a", webhooks("m", "v")...)},
-			want: []string{"- --deployment=cos-externalizer", "- --mutating-webhook=m", "- --validating-webhook=v",
-				"resourceNames: [m]", "resourceNames: [v]", "resourceNames: [cos-externalizer]", "kind: ClusterRoleBinding", "kind: RoleBinding"}},
+			want: []string{`- --deployment={{ include "cos-externalizer.fullname" . }}`, "- --mutating-webhook=m", "- --validating-webhook=v",
+				"resourceNames: [m]", "resourceNames: [v]", `resourceNames: [{{ include "cos-externalizer.fullname" . }}]`,
+				`name: {{ include "cos-externalizer.fullname" . }}-uninstall`, "kind: ClusterRoleBinding", "kind: RoleBinding"}},
 		"a mode without one webhook configuration takes the others'": {modes: []ModeObjects{
 			mode("a", webhooks("m", "v")...), mode("b", webhooks("m", "v")[1])}, want: []string{"- --mutating-webhook=m"}},
 		"no webhook configurations: no hook": {modes: []ModeObjects{mode("a")}},

@@ -35,7 +35,8 @@ func TestWebhookIngressCIDRs(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(files["templates/networkpolicy-cos-externalizer-webhook.yaml"])
-	tmpl, err := template.New("np").Funcs(template.FuncMap{"quote": strconv.Quote}).Parse(text)
+	tmpl, err := template.New("np").Funcs(template.FuncMap{"quote": strconv.Quote,
+		"include": func(string, any) string { return "cos-externalizer" }}).Parse(text)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}

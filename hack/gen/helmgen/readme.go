@@ -158,6 +158,24 @@ then releases the manager's teardown finalizer from every ClusterObjectSet, so e
 Without the hook, run ` + "`kubectl cos uninstall`" + ` first. The CRD stays (` + "`crds.keep`" + `), and so do the
 ClusterObjectSets and their Secrets.
 
+## Names
+
+Every object is named ` + "`cos-externalizer`" + ` or ` + "`cos-externalizer-...`" + `, whatever the release's name:
+the manager's flags and ` + "`kubectl cos uninstall`" + ` default to these names, and an upgrade must not
+rename the objects. ` + "`fullnameOverride`" + ` (or ` + "`nameOverride`" + `, prefixed with the release's name)
+renames them all, cluster-scoped ones too, and every reference follows: RBAC subjects and roles,
+selectors, the webhooks' Service and CA injection, the certificate's Secret and DNS names, the
+ServiceMonitor's Secrets, the alerts' job, the uninstall hook; the manager gets the names it
+defaults to as flags (` + "`--webhook-configuration`" + `, ` + "`--webhook-service`" + `, ` + "`--webhook-cert-secret`" + `).
+Three names stay, as none is an object the chart names: the leader election Lease
+` + "`cos-externalizer.olm.operatorframework.io`" + ` (the manager has no flag for it; it is in the release's
+namespace), the webhooks' names (` + "`*.cos-externalizer.io`" + `, which ` + "`kubectl cos check`" + ` finds them by)
+and the CA's common name. A cluster still has one release: the webhooks and the reconciler are
+cluster-wide. The names must leave room for ` + "`-webhook`" + ` and ` + "`-metrics`" + ` in a Service name: the
+schema and the templates refuse a prefix over 55 characters, or one that is not a DNS label starting
+with a letter. Without the hook, uninstall with
+` + "`kubectl cos uninstall --deployment=NAME --mutating-webhook=NAME --validating-webhook=NAME`" + `.
+
 ## Values
 
 `

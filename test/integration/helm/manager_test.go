@@ -47,18 +47,37 @@ var managerRuns int
 // after them (--kubeconfig, listen addresses, the certificate's host 127.0.0.1; the webhook
 // configurations call it by URL). It must lead in cos-system, keep its CA there, serve, and a
 // ClusterObjectSet must round-trip through its webhooks into Secrets in cos-system and be rolled
-// out from them.
+// out from them. It does so as the chart installs by default and with fullnameOverride, with
+// which the manager must find its renamed objects by the flags the chart renders.
 func TestManagerFromChart(t *testing.T) {
+	managerRuns++
+	// Subtests in order: each uninstalls its release before the next installs.
+	for _, tc := range []struct {
+		name, fullname string
+		set            []string
+	}{
+		{"default", release, nil},
+		{"fullnameOverride", "acme", []string{"fullnameOverride=acme"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runManagerFromChart(t, tc.name, tc.fullname, tc.set) })
+	}
+}
+
+// runManagerFromChart is TestManagerFromChart with the values set, which name the objects fullname.
+func runManagerFromChart(t *testing.T, subtest, fullname string, set []string) {
 	ctx := context.Background()
 	c := testenv.Env.Client
 	const ns = "cos-system"
-	managerRuns++
 
 	// A cluster as docs/install.md's line meets it: no CRD (testenv installed one, earlier runs
 	// kept the chart's).
 	framework.Delete(ctx, t, c, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}})
 	env := []string{"KUBECONFIG=" + testenv.Env.Kubeconfig}
-	if out, err := helmEnv(t, env, "install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--set", "mode=self-signed"); err != nil {
+	install := []string{"install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--set", "mode=self-signed"}
+	for _, s := range set {
+		install = append(install, "--set", s)
+	}
+	if out, err := helmEnv(t, env, install...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
@@ -71,7 +90,7 @@ func TestManagerFromChart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm get manifest: %v\n%s", err, manifest)
 	}
-	args, environ := renderedManager(t, []byte(manifest))
+	args, environ := renderedManager(t, []byte(manifest), fullname)
 	framework.Eventually(ctx, t, "the chart's CRD established", func(ctx context.Context) (bool, string) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKey{Name: crdName}, crd); err != nil {
@@ -90,7 +109,7 @@ func TestManagerFromChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	webhook, probe, metrics := ports[0], ports[1], ports[2]
-	pointWebhooksAt(ctx, t, "https://127.0.0.1:"+strconv.Itoa(webhook))
+	pointWebhooksAt(ctx, t, "https://127.0.0.1:"+strconv.Itoa(webhook), fullname)
 	bin, err := local.BuildManager(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +118,7 @@ func TestManagerFromChart(t *testing.T) {
 		name, value, _ := strings.Cut(e, "=")
 		t.Setenv(name, value) // the process inherits them
 	}
-	args = append(args, "--kubeconfig="+serviceAccountKubeconfig(ctx, t, ns, "cos-externalizer"),
+	args = append(args, "--kubeconfig="+serviceAccountKubeconfig(ctx, t, ns, fullname),
 		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(webhook), "--webhook-cert-hosts=127.0.0.1",
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe), "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics))
 	logPath := filepath.Join(t.TempDir(), "manager.log")
@@ -141,13 +160,15 @@ func TestManagerFromChart(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d Leases, none held", len(leases.Items))
 	})
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: servingcert.DefaultCASecret}, &corev1.Secret{}); err != nil {
-		t.Errorf("the self-signed CA in %s: %v", ns, err)
+	// The CA Secret the chart names (its ServiceMonitor reads it), not the manager's default.
+	caSecret := fullname + strings.TrimPrefix(servingcert.DefaultCASecret, release)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: caSecret}, &corev1.Secret{}); err != nil {
+		t.Errorf("the self-signed CA %s in %s: %v", caSecret, ns, err)
 	}
 
 	// A ClusterObjectSet through the webhooks: its objects go into Secrets in cos-system, from which
 	// the reconciler rolls it out.
-	name := fmt.Sprintf("chart-manager-%d", managerRuns)
+	name := fmt.Sprintf("chart-manager-%s-%d", strings.ToLower(subtest), managerRuns)
 	cos := builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
 		builders.WithPhase("config", builders.Inline(builders.ConfigMap("default", name, map[string]string{"from": "chart"}))))
 	if err := c.Create(ctx, cos); err != nil {
@@ -179,16 +200,16 @@ func TestManagerFromChart(t *testing.T) {
 }
 
 // renderedManager returns the manager container's args and environment (NAME=value, a
-// resourceFieldRef resolved as the kubelet would) of the Deployment in a release's manifest.
-func renderedManager(t *testing.T, manifest []byte) (args, environ []string) {
+// resourceFieldRef resolved as the kubelet would) of the Deployment name in a release's manifest.
+func renderedManager(t *testing.T, manifest []byte, name string) (args, environ []string) {
 	t.Helper()
 	objs, err := manifests.Parse(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := find(objs, "Deployment", "cos-externalizer")
+	u := find(objs, "Deployment", name)
 	if u == nil {
-		t.Fatal("no Deployment cos-externalizer in the release")
+		t.Fatalf("no Deployment %s in the release", name)
 	}
 	deploy := &appsv1.Deployment{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, deploy); err != nil {
@@ -215,15 +236,15 @@ func renderedManager(t *testing.T, manifest []byte) (args, environ []string) {
 	return nil, nil
 }
 
-// pointWebhooksAt has the chart's webhook configurations call url (and each webhook's path) instead
-// of the Service, which no kube-proxy routes to a process here.
-func pointWebhooksAt(ctx context.Context, t *testing.T, url string) {
+// pointWebhooksAt has the chart's webhook configurations (named name) call url (and each webhook's
+// path) instead of the Service, which no kube-proxy routes to a process here.
+func pointWebhooksAt(ctx context.Context, t *testing.T, url, name string) {
 	t.Helper()
 	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion("admissionregistration.k8s.io/v1")
 		u.SetKind(kind)
-		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Name: "cos-externalizer"}, u); err != nil {
+		if err := testenv.Env.Client.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
 			t.Fatal(err)
 		}
 		hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
