@@ -25,12 +25,19 @@ import (
 )
 
 // rolloutFound is what one pass of the rollout found, for the status to report: the outcome, the
-// phase digests latched for the first time, the phases rolled out and ready, and API failures.
+// phase digests latched for the first time, the phases rolled out and ready (each with when it was
+// seen so: before the next phase is applied), and API failures.
 type rolloutFound struct {
 	outcome   conditions.Outcome
 	latched   []olmv1.ObservedPhase
-	completed []string
+	completed []completedPhase
 	err       error
+}
+
+// completedPhase is a phase whose every object passed its probes, and when the rollout saw it.
+type completedPhase struct {
+	name string
+	at   time.Time
 }
 
 // rollOut resolves the phases, verifies (or latches) their digests and applies them in order until
@@ -75,7 +82,7 @@ func (r *ClusterObjectSetReconciler) rollOut(ctx context.Context, cos *olmv1.Clu
 			found.outcome = v.Outcome
 			return found
 		}
-		found.completed = append(found.completed, phase.Name)
+		found.completed = append(found.completed, completedPhase{name: phase.Name, at: r.Clock.Now()})
 	}
 	found.outcome = conditions.Outcome{Kind: conditions.Complete}
 	return found

@@ -38,12 +38,12 @@ func (r *ClusterObjectSetReconciler) setStatus(cos *olmv1.ClusterObjectSet, foun
 	if found.latched != nil {
 		cos.Status.ObservedPhases = found.latched
 	}
-	for _, name := range found.completed {
+	for _, done := range found.completed {
 		for i := range cos.Status.ObservedPhases {
 			o := &cos.Status.ObservedPhases[i]
-			if o.Name == name && o.CompletedAt.IsZero() {
-				o.CompletedAt = metav1.NewTime(now)
-				r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventPhaseComplete, "RollOut", "phase %q is rolled out and ready", name)
+			if o.Name == done.name && o.CompletedAt.IsZero() {
+				o.CompletedAt = metav1.NewTime(done.at)
+				r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventPhaseComplete, "RollOut", "phase %q is rolled out and ready", done.name)
 			}
 		}
 	}

@@ -23,6 +23,14 @@ import (
 func TestSetStatus(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	earlier := metav1.NewTime(now.Add(-time.Hour))
+	seen := now.Add(-2 * time.Second) // when the rollout saw a phase complete, before the status is written
+	done := func(names ...string) []completedPhase {
+		var out []completedPhase
+		for _, n := range names {
+			out = append(out, completedPhase{name: n, at: seen})
+		}
+		return out
+	}
 	latched := []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa"}, {Name: "deploy", Digest: "sha256:bb"}}
 	progressing := func(reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: olmv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: 1, LastTransitionTime: earlier}
@@ -38,23 +46,23 @@ func TestSetStatus(t *testing.T) {
 		wantEvents []string
 	}{
 		"first pass latches, completes the first phase": {
-			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.RollingOut, Message: "probe"}, latched: latched, completed: []string{"crds"}},
-			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: metav1.NewTime(now)}, {Name: "deploy", Digest: "sha256:bb"}},
+			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.RollingOut, Message: "probe"}, latched: latched, completed: done("crds")},
+			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: metav1.NewTime(seen)}, {Name: "deploy", Digest: "sha256:bb"}},
 			wantReason: olmv1.ReasonRollingOut, wantMsg: "Revision is rolling out.",
 			wantEvents: []string{`Normal PhaseComplete phase "crds" is rolled out and ready`},
 		},
 		"a phase completed before keeps its time and says nothing": {
 			observed:   []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}, {Name: "deploy", Digest: "sha256:bb"}},
 			conditions: []metav1.Condition{progressing(olmv1.ReasonRollingOut, "Revision is rolling out.")},
-			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.Complete}, completed: []string{"crds", "deploy"}},
-			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}, {Name: "deploy", Digest: "sha256:bb", CompletedAt: metav1.NewTime(now)}},
+			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.Complete}, completed: done("crds", "deploy")},
+			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}, {Name: "deploy", Digest: "sha256:bb", CompletedAt: metav1.NewTime(seen)}},
 			wantReason: olmv1.ReasonSucceeded, wantMsg: "Revision has rolled out.",
 			wantEvents: []string{`Normal PhaseComplete phase "deploy" is rolled out and ready`, "Normal Succeeded every phase is rolled out and ready"},
 		},
 		"complete again: no Event": {
 			observed:   []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}},
 			conditions: []metav1.Condition{progressing(olmv1.ReasonSucceeded, "Revision has rolled out."), succeeded},
-			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.Complete}, completed: []string{"crds"}},
+			found:      rolloutFound{outcome: conditions.Outcome{Kind: conditions.Complete}, completed: done("crds")},
 			wantPhases: []olmv1.ObservedPhase{{Name: "crds", Digest: "sha256:aa", CompletedAt: earlier}},
 			wantReason: olmv1.ReasonSucceeded, wantMsg: "Revision has rolled out.",
 		},
