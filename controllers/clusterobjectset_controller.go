@@ -35,6 +35,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/recheck"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
@@ -52,10 +53,10 @@ import (
 // (package controllers/rolloutrbac), bound only where this manager rolls out.
 
 const (
-	// FieldOwner is the server-side apply field manager of every managed object.
-	FieldOwner = "cos-externalizer"
+	// FieldOwner is the server-side apply field manager of every managed object, and of the finalizer.
+	FieldOwner = finalizerowner.OurFieldManager
 	// Finalizer holds an Active ClusterObjectSet until its objects are torn down.
-	Finalizer = "olm.operatorframework.io/teardown"
+	Finalizer = finalizerowner.Teardown
 
 	// DefaultDriftCheckInterval is the default ClusterObjectSetReconciler.DriftCheck (--drift-check-interval).
 	DefaultDriftCheckInterval = 10 * time.Minute

@@ -39,15 +39,8 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
 )
 
-const (
-	// FieldManager is the field manager of uninstall's writes.
-	FieldManager = "cos-externalizer-uninstall"
-	// Finalizer is the rollout controller's teardown finalizer and OurFieldManager the field manager
-	// it adds it under (controllers.Finalizer and controllers.FieldOwner, which kubectl cos does not
-	// link).
-	Finalizer       = "olm.operatorframework.io/teardown"
-	OurFieldManager = "cos-externalizer"
-)
+// FieldManager is the field manager of uninstall's writes.
+const FieldManager = "cos-externalizer-uninstall"
 
 // passes is how often the finalizers are listed and released before Run gives up on
 // ClusterObjectSets that keep changing meanwhile.
@@ -287,7 +280,7 @@ func (r *runner) releaseFinalizers(ctx context.Context) (Result, error) {
 
 // release handles one ClusterObjectSet.
 func (r *runner) release(ctx context.Context, cos *metav1.PartialObjectMetadata, res *Result) error {
-	d := finalizerowner.Decide(cos.Finalizers, cos.ManagedFields, Finalizer, OurFieldManager)
+	d := finalizerowner.Decide(cos.Finalizers, cos.ManagedFields, finalizerowner.Teardown, finalizerowner.OurFieldManager)
 	switch d.Action {
 	case finalizerowner.Absent:
 		return nil
@@ -312,7 +305,7 @@ func (r *runner) release(ctx context.Context, cos *metav1.PartialObjectMetadata,
 			if err := r.c.Get(ctx, client.ObjectKeyFromObject(cos), cos); err != nil {
 				return ignoreGone(fmt.Errorf("clusterobjectset %s: %w", cos.Name, err))
 			}
-			if d = finalizerowner.Decide(cos.Finalizers, cos.ManagedFields, Finalizer, OurFieldManager); d.Action != finalizerowner.Release {
+			if d = finalizerowner.Decide(cos.Finalizers, cos.ManagedFields, finalizerowner.Teardown, finalizerowner.OurFieldManager); d.Action != finalizerowner.Release {
 				return errChanged
 			}
 		}

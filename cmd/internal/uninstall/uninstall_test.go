@@ -4,17 +4,7 @@ import (
 	"flag"
 	"testing"
 	"time"
-
-	"github.com/cos-externalizer/cos-externalizer/controllers"
 )
-
-// TestNamesAreTheControllers: the finalizer and field manager uninstall releases are those the rollout
-// controller adds.
-func TestNamesAreTheControllers(t *testing.T) {
-	if Finalizer != controllers.Finalizer || OurFieldManager != controllers.FieldOwner {
-		t.Errorf("uninstall releases %q of %q, the controller adds %q under %q", Finalizer, OurFieldManager, controllers.Finalizer, controllers.FieldOwner)
-	}
-}
 
 func TestValidate(t *testing.T) {
 	for name, tc := range map[string]struct {

@@ -13,6 +13,13 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
+// The teardown finalizer and the field manager our rollout controller adds it under: one definition
+// for every component that adds, judges or releases it (the reconciler, --rollout=auto, uninstall).
+const (
+	Teardown        = "olm.operatorframework.io/teardown"
+	OurFieldManager = "cos-externalizer"
+)
+
 // Owners returns the field managers whose managedFields entries own finalizer (the element of the set
 // metadata.finalizers), sorted, each once. An entry whose fieldsV1 cannot be read owns nothing.
 func Owners(managed []metav1.ManagedFieldsEntry, finalizer string) []string {
