@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -389,9 +390,10 @@ func onCA(ctx context.Context, c Cluster, ca *x509.Certificate) (bool, string) {
 
 // LeaderKilledMidRollout: the leader is killed while the Argo CD bundle rolls out (a gate in one of
 // its phases holds the rollout there); the other replica takes the Lease only after the leader is
-// gone and finishes the rollout.
+// gone and finishes the rollout. The Lease is shorter than the default (--leader-elect-* flags), so
+// the takeover comes sooner.
 func LeaderKilledMidRollout(t *testing.T, c Cluster) {
-	deploy(t, c, ModeCertManager)
+	deploy(t, c, ModeCertManager, "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s")
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(context.Background(), t, cl, "argocd")
@@ -417,6 +419,12 @@ func LeaderKilledMidRollout(t *testing.T, c Cluster) {
 	}
 	RunEverywhere(c, cos)
 	cos.Spec.Phases[gated].Objects = append(cos.Spec.Phases[gated].Objects, builders.Inline(gate))
+	// A run before this one (go test -count=N) deleted its set at its end without waiting for the
+	// teardown: wait it out, so that this run's gate starts closed. One GET when there is none.
+	framework.Eventually(context.Background(), t, "the set of an earlier run to be torn down", func(ctx context.Context) (bool, string) {
+		err := cl.Get(ctx, client.ObjectKeyFromObject(cos), &olmv1.ClusterObjectSet{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 	if err := cl.Create(ctx, cos); err != nil {
 		t.Fatal(err)
 	}

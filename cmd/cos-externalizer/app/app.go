@@ -70,12 +70,13 @@ type Options struct {
 	maxResolvedBytes           int64
 	maxConcurrentResolvedBytes int64
 
-	logging   loggingOptions       // logging.go
-	tls       tlsOptions           // tls.go
-	memory    memoryOptions        // memlimit.go
-	unrefd    unreferencedOptions  // pending.go
-	server    webhookServerOptions // clientauth.go
-	admission admissionOptions     // admission.go
+	logging   loggingOptions        // logging.go
+	lease     leaderElectionOptions // leaderelection.go
+	tls       tlsOptions            // tls.go
+	memory    memoryOptions         // memlimit.go
+	unrefd    unreferencedOptions   // pending.go
+	server    webhookServerOptions  // clientauth.go
+	admission admissionOptions      // admission.go
 
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
@@ -107,6 +108,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health (/healthz) and readiness (/readyz) endpoints.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the system namespace).")
+	o.lease.bind(fs)
 	fs.StringVar(&o.systemNamespace, "system-namespace", olmv1.DefaultSystemNamespace, "Namespace of the object-data Secrets; an empty ref.namespace means this namespace.")
 	o.logging.bind(fs)
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
@@ -144,6 +146,9 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 func (o *Options) Validate() error {
 	var errs []error
 	if err := o.logging.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.lease.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if o.systemNamespace == "" {
@@ -314,7 +319,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server) (ctr
 	if leNS == "" {
 		leNS = o.systemNamespace
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 o.metricsServer(tlsOpts, webhookTLSOpts),
 		HealthProbeBindAddress:  o.probeAddr,
@@ -330,7 +335,9 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server) (ctr
 		Client:        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		WebhookServer: webhookServer,
 		Controller:    config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
-	})
+	}
+	o.lease.apply(&mgrOpts)
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
