@@ -25,6 +25,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -118,7 +119,17 @@ func runManagerFromChart(t *testing.T, subtest, fullname string, set []string) {
 		name, value, _ := strings.Cut(e, "=")
 		t.Setenv(name, value) // the process inherits them
 	}
-	args = append(args, "--kubeconfig="+serviceAccountKubeconfig(ctx, t, ns, fullname),
+	kubeconfig := serviceAccountKubeconfig(ctx, t, ns, fullname)
+	// --rollout=auto (the default) reads OLM's Deployments in OLM's namespace, wherever the chart
+	// is: the chart's RBAC must let it (a Forbidden read is an observation it cannot decide on).
+	saConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs, err := app.ObserveOLM(ctx, saConfig); err != nil || len(obs.Unreadable) > 0 {
+		t.Errorf("--rollout=auto's reads as %s/%s: unreadable %v, error %v", ns, fullname, obs.Unreadable, err)
+	}
+	args = append(args, "--kubeconfig="+kubeconfig,
 		"--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(webhook), "--webhook-cert-hosts=127.0.0.1",
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe), "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics))
 	logPath := filepath.Join(t.TempDir(), "manager.log")
