@@ -13,7 +13,7 @@
 //	                     (default defaultWorkers; the fixed seed's steps are then rounds)
 //	COS_ADV_NEMESIS=0|1  with workers, the nemesis beside the rounds (default 1)
 //	COS_ADV_BURST=N      how many large creates a burst sends at once (default 2)
-//	COS_ADV_PENDING=...  open gates: invariants and ops of issue 27's unlanded fixes (gates; "all")
+//	COS_ADV_PENDING=...  open gates: invariants and ops of unlanded fixes and known windows (gates; "all")
 package adversarial_test
 
 import (

@@ -110,7 +110,7 @@ func generateNew(r *rand.Rand, m *model, op *Op, pickLive func(func(*entry) bool
 		op.Variant = []string{"etcd", "kube-apiserver"}[r.IntN(2)]
 	case opSkew, opSweepSkew:
 		op.Variant = []string{"6m", "-6m", "0s"}[r.IntN(3)]
-	case opSweepRace:
+	case opSweepRace, opOLMSweepRace:
 		// Secrets no other revision uses, so that the sweep comes for them.
 		e, ok := pickLive(func(e *entry) bool { return usable(e) && len(e.refs) > 0 && !m.shares(e) })
 		if !ok {
@@ -145,7 +145,7 @@ func (r *runner) execNew(op Op) error {
 		return r.olmSecret(op)
 	case opUnusedDelete:
 		return r.unusedDelete(op)
-	case opSweepRace:
+	case opSweepRace, opOLMSweepRace:
 		return r.sweepRace(op)
 	case opSweepSkew:
 		return r.sweepSkew(op)

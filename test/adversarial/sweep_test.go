@@ -32,6 +32,10 @@ const (
 	// returns. The create's admission writes the Secrets (the touch), so the sweep's conditional
 	// delete must fail and Rev keep its content.
 	opSweepRace = "sweep-race"
+	// opOLMSweepRace: sweep-race with Rev created by OLM's operator-controller, whose refs-only
+	// creates skip check-refs (its not-olm condition) and so touch no Secret: nothing makes the
+	// sweep's conditional delete fail. Gated (gates): it finds content lost, by design of the skip.
+	opOLMSweepRace = "olm-sweep-race"
 	// opSweepSkew: nemesis: the manager restarts with the sweep's clock shifted (Variant: a
 	// duration), apart from the reconciler's; a Secret written then must outlive its grace period.
 	opSweepSkew = "sweep-skew"
@@ -123,11 +127,15 @@ func (r *runner) sweepRace(op Op) error {
 		return nil
 	}
 	target := &entry{owner: op.Owner, rev: op.Rev, objs: src.objs}
+	creator, as := r.admin, ""
+	if op.Kind == opOLMSweepRace {
+		creator, as = r.olm, ", as OLM's operator-controller"
+	}
 	var judged []corev1.Secret
 	var created error
 	trap := &sweepTrap{keys: keys, fired: make(chan struct{}), spring: func(secrets []corev1.Secret) {
 		judged = secrets
-		created = expect("creating "+name+" with the stored refs of "+from+" while the sweep is about to delete them", r.admin.Create(r.ctx(), next.DeepCopy()))
+		created = expect("creating "+name+" with the stored refs of "+from+" while the sweep is about to delete them"+as, creator.Create(r.ctx(), next.DeepCopy()))
 		if created == nil {
 			// Remembered at once (the sweep deletes as soon as this returns, and the reconciler's
 			// ownership patch, which also changes the Secrets' version, must not get there first):
