@@ -2,12 +2,10 @@ package controllers
 
 import (
 	"context"
-	"slices"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -62,12 +60,10 @@ func (r *FinalizerReleaseReconciler) Reconcile(ctx context.Context, req reconcil
 	return reconcile.Result{}, nil
 }
 
-// finalizedByUs reports whether our field manager added the teardown finalizer (managedFields), as
-// the rollout controller does; OLM's reconciler adds a finalizer of the same name under its own
-// manager.
+// finalizedByUs reports whether the teardown finalizer is ours alone to release, as uninstalling
+// judges it (finalizerowner.Decide): our field manager added it (managedFields), as the rollout
+// controller does, and no other owns it; OLM's reconciler adds a finalizer of the same name under its
+// own manager, and one it shares with us is left to it (it tears down, then removes it).
 func finalizedByUs(cos *olmv1.ClusterObjectSet) bool {
-	if !controllerutil.ContainsFinalizer(cos, Finalizer) {
-		return false
-	}
-	return slices.Contains(finalizerowner.Owners(cos.ManagedFields, Finalizer), FieldOwner)
+	return finalizerowner.Decide(cos.Finalizers, cos.ManagedFields, Finalizer, FieldOwner).Action == finalizerowner.Release
 }

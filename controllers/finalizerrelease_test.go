@@ -26,6 +26,7 @@ func TestFinalizedByUs(t *testing.T) {
 		"no finalizer left":                {managed: []metav1.ManagedFieldsEntry{fields(FieldOwner, Finalizer)}},
 		"no managed fields":                {finalizers: []string{Finalizer}},
 		"managed fields that do not parse": {finalizers: []string{Finalizer}, managed: []metav1.ManagedFieldsEntry{{Manager: FieldOwner, FieldsV1: metav1.NewFieldsV1("{")}}},
+		"shared with OLM's reconciler":     {finalizers: []string{Finalizer}, managed: []metav1.ManagedFieldsEntry{fields(FieldOwner, Finalizer), fields("operator-controller", Finalizer)}},
 		"ours among others":                {finalizers: []string{"a", Finalizer}, managed: []metav1.ManagedFieldsEntry{fields("kubectl", "a"), fields(FieldOwner, Finalizer)}, want: true},
 	}
 	for name, tc := range tests {
