@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/tools/leaderelection"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -15,10 +16,6 @@ const (
 	DefaultRenewDeadline = 10 * time.Second
 	DefaultRetryPeriod   = 2 * time.Second
 )
-
-// leaseJitter is client-go's leaderelection.JitterFactor: a candidate retries within RetryPeriod
-// times it, so the renew deadline must leave room for one retry.
-const leaseJitter = 1.2
 
 // leaderElectionOptions are the timings of the leader election's Lease, under the names
 // kube-controller-manager and kube-scheduler give them. A leader that stops gives the Lease up at
@@ -35,8 +32,11 @@ func (o *leaderElectionOptions) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "How often replicas try to take or renew the Lease; the renew deadline must exceed 1.2 times it.")
 }
 
-// validate applies client-go's rules for the timings (leaderelection.NewLeaderElector) at start, with
-// the flags' names.
+// validate checks the timings at start, with the flags' names: each at least a second (ours: a
+// shorter one would have every replica write the Lease many times a second), then client-go's rules
+// (leaderelection.NewLeaderElector), which the manager would otherwise meet only once it runs: a
+// candidate retries within RetryPeriod times JitterFactor, so the renew deadline must leave room for
+// one retry.
 func (o *leaderElectionOptions) validate() error {
 	var errs []error
 	for _, f := range []struct {
@@ -53,8 +53,8 @@ func (o *leaderElectionOptions) validate() error {
 	if o.leaseDuration <= o.renewDeadline {
 		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be greater than --leader-elect-renew-deadline (%s)", o.leaseDuration, o.renewDeadline))
 	}
-	if float64(o.renewDeadline) <= leaseJitter*float64(o.retryPeriod) {
-		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be greater than 1.2 x --leader-elect-retry-period (%s)", o.renewDeadline, o.retryPeriod))
+	if o.renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(o.retryPeriod)) {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be greater than %g x --leader-elect-retry-period (%s)", o.renewDeadline, leaderelection.JitterFactor, o.retryPeriod))
 	}
 	return errors.Join(errs...)
 }
