@@ -351,7 +351,7 @@ test: test-tools verify lint image-check ## Run every test (unit, API and integr
 	@mkdir -p $(LOCAL)
 	pkgs=$$($(GO) list $(TEST_FIRST) ./... | grep -v '/test/e2e/local$$') || exit 1; \
 	e2e() { $(GO) test -count=1 -vet=off -ldflags='$(TEST_LDFLAGS)' -timeout 20m ./test/e2e/local/ >$(E2E_LOG) 2>&1; }; \
-	if [ '$(E2E_BESIDE)' = 1 ]; then e2e & e2e_pid=$$!; trap 'kill $$e2e_pid 2>/dev/null' INT TERM; fi; \
+	if [ '$(E2E_BESIDE)' = 1 ]; then e2e & e2e_pid=$$!; fi; \
 	rc=0; $(GO) test -count=1 -vet=off -ldflags='$(TEST_LDFLAGS)' -timeout 30m $$pkgs || rc=$$?; \
 	e2e_rc=0; if [ '$(E2E_BESIDE)' = 1 ]; then wait $$e2e_pid || e2e_rc=$$?; else e2e || e2e_rc=$$?; fi; \
 	echo "# test/e2e/local, run $(if $(filter 1,$(E2E_BESIDE)),beside,after) the packages above:"; cat $(E2E_LOG); \
