@@ -124,7 +124,7 @@ func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	if err := s.Client.List(ctx, sets); err != nil {
 		return nil, err
 	}
-	unused := unusedSecrets(secrets.Items, sets.Items, s.SystemNamespace)
+	unused := secretuse.UnusedSecrets(secrets.Items, sets.Items, s.SystemNamespace)
 	versions := make([]secretuse.Version, len(unused))
 	byVersion := make(map[secretuse.Version]corev1.Secret, len(unused))
 	for i, sec := range unused {
@@ -144,30 +144,7 @@ func (s *OrphanSweeper) Orphans(ctx context.Context) ([]corev1.Secret, error) {
 	if err := s.APIReader.List(ctx, live); err != nil {
 		return nil, fmt.Errorf("confirming orphaned Secrets: %w", err)
 	}
-	return unusedSecrets(candidates, live.Items, s.SystemNamespace), nil
-}
-
-// unusedSecrets returns the object-data Secrets among secrets that nobody uses and no existing
-// ClusterObjectSet owns (secretuse.Unused), judged against the ClusterObjectSets sets.
-func unusedSecrets(secrets []corev1.Secret, sets []olmv1.ClusterObjectSet, systemNamespace string) []corev1.Secret {
-	existing := map[types.UID]bool{}
-	for i := range sets {
-		existing[sets[i].UID] = true
-	}
-	users := secretuse.BySecret(sets, systemNamespace)
-	var out []corev1.Secret
-	for _, sec := range secrets {
-		if sec.Type != olmv1.SecretTypeObjectData {
-			continue
-		}
-		owned := slices.ContainsFunc(sec.OwnerReferences, func(ref metav1.OwnerReference) bool {
-			return collision.IsClusterObjectSetRef(ref) && existing[ref.UID]
-		})
-		if secretuse.Unused(users[client.ObjectKeyFromObject(&sec)], owned) {
-			out = append(out, sec)
-		}
-	}
-	return out
+	return secretuse.UnusedSecrets(candidates, live.Items, s.SystemNamespace), nil
 }
 
 // Delete deletes the Secrets, each only if it is still exactly the version that was judged (same uid

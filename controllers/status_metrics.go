@@ -75,6 +75,6 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	// Grace ignored: every Secret the sweep deletes now or once its grace has passed.
-	pending := unusedSecrets(secrets.Items, sets.Items, c.systemNamespace)
+	pending := secretuse.UnusedSecrets(secrets.Items, sets.Items, c.systemNamespace)
 	ch <- prometheus.MustNewConstMetric(c.orphaned, prometheus.GaugeValue, float64(len(pending)))
 }
