@@ -1,4 +1,4 @@
-package controllers
+package secretuse
 
 import (
 	"testing"
@@ -60,7 +60,7 @@ func TestUnusedSecrets(t *testing.T) {
 			if tc.cos != nil {
 				sets = append(sets, *tc.cos)
 			}
-			if got := len(secretuse.UnusedSecrets([]corev1.Secret{*tc.sec}, sets, "sys")) == 1; got != tc.want {
+			if got := len(UnusedSecrets([]corev1.Secret{*tc.sec}, sets, "sys")) == 1; got != tc.want {
 				t.Errorf("unused = %v, want %v", got, tc.want)
 			}
 		})
