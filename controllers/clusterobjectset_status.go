@@ -23,6 +23,9 @@ const (
 	EventAdopted       = "Adopted"
 	// EventCRDCleanupRetriggered: teardown re-triggered the API server's stalled cleanup of a deleted CRD.
 	EventCRDCleanupRetriggered = "CRDCleanupRetriggered"
+	// EventSecretRestored: the orphan sweep created a Secret the ClusterObjectSet references again
+	// from its quarantine copy.
+	EventSecretRestored = "SecretRestored"
 )
 
 // setStatus writes what the rollout found into the status of cos (the digests latched, when each

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -62,10 +61,6 @@ type Options struct {
 	// Unreferenced bounds the Secrets the mutating webhook wrote that nothing references yet
 	// (pending.go); nil: none.
 	Unreferenced *Unreferenced
-	// Clock gives the last-used time the mutating webhook's writes put on the Secrets it reuses or
-	// touches (objectdata.Writer.Clock): the manager passes the orphan sweep's clock, so that both
-	// ends of every grace period read one clock; nil is the real clock.
-	Clock clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
@@ -103,7 +98,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 		// Secrets read uncached, written at most WriteConcurrency at once.
 		Store: &objectdata.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.SystemNamespace, Concurrency: max(opts.WriteConcurrency, 1),
-			Clock: opts.Clock,
 		},
 		Options: opts, Metrics: metrics, Limits: limits,
 	}}})))

@@ -48,10 +48,11 @@ type Store interface {
 	// are exactly ours; a dry run checks existing ones and writes nothing (objectdata.Writer.Write).
 	// It returns how many it created; a Secret that is not ours is an *secretdata.ConflictError.
 	Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error)
-	// Touch writes the existing object-data Secrets among keys, as a reuse does, so that the orphan
-	// sweep's conditional delete of a version it judged before this request fails; it returns the
-	// keys it did not touch (missing, of another type, or outside the system namespace), without
-	// saying which (objectdata.Writer.Touch).
+	// Touch drops, from the existing object-data Secrets among keys, owner references to
+	// ClusterObjectSets that are gone, as a reuse does, so the garbage collector does not take them;
+	// it writes nothing else, and nothing at all where there is nothing to drop. It returns the keys
+	// it did not look at (missing, of another type, or outside the system namespace), without saying
+	// which (objectdata.Writer.Touch).
 	Touch(ctx context.Context, keys []types.NamespacedName) ([]types.NamespacedName, error)
 }
 
@@ -395,13 +396,13 @@ func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSe
 	return warnings
 }
 
-// touchUserRefs writes the object-data Secrets of the system namespace that the user's refs name
-// (Store.Touch) before the ClusterObjectSet is stored: the serialization point with the orphan sweep,
-// which deletes only a version of a Secret it has seen unused for a whole grace period, so content a
-// refs-only create copies from a ClusterObjectSet that is gone (an orphan delete, then a re-create
-// from the stored YAML; a GitOps wave) is not swept while the create is in flight. The touch also
-// drops the Secret's owner references to ClusterObjectSets that are gone or being deleted, so the
-// garbage collector no longer deletes it with them. Missing Secrets are checkUserRefs' to warn about.
+// touchUserRefs drops dead owner references from the object-data Secrets of the system namespace
+// that the user's refs name (Store.Touch) before the ClusterObjectSet is stored, so that the garbage
+// collector does not take content a refs-only create copies from a ClusterObjectSet that is gone (an
+// orphan delete, then a re-create from the stored YAML; a GitOps wave). It is not what keeps content
+// from the orphan sweep, and it may not run at all (the check-refs webhook fails open): the sweep
+// copies what it deletes and restores what a live ClusterObjectSet references
+// (controllers.OrphanSweeper). Missing Secrets are checkUserRefs' to warn about.
 func (p *Pipeline) touchUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSet) error {
 	var keys []types.NamespacedName
 	for _, key := range obj.ReferencedSecrets(p.SystemNamespace) {

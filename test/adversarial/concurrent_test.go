@@ -279,16 +279,8 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 // concurrentMix is the sequential mix plus the new ops.
 var concurrentMix = append(slices.Clone(weighted), []weight{
 	{opOrphanRecreate, 4}, {opCopyGone, 3}, {opWave, 5}, {opForged, 3}, {opSlowClient, 1}, {opBurst, 2},
-	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3},
+	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3}, {opOLMSweepRace, 3},
 }...)
-
-// The gated olm-sweep-race joins the mix only when its gate is open, so that the sequences of every
-// seed (the fixed one of make test too) stay what they were.
-func init() {
-	if gateOpen(opOLMSweepRace) {
-		concurrentMix = append(concurrentMix, weight{opOLMSweepRace, 10}) // often: it is there to show one bug
-	}
-}
 
 // nemesisMix is what the nemesis does beside a round.
 var nemesisMix = []weight{{opProxy, 4}, {opPause, 2}, {opSkew, 1}, {opSweepSkew, 1}}
@@ -300,7 +292,6 @@ var nemesisMix = []weight{{opProxy, 4}, {opPause, 2}, {opSkew, 1}, {opSweepSkew,
 // them).
 var gates = map[string]string{
 	"burst-timeout":  "concurrent large admissions may still meet the API server's own request timeout under CPU load (the webhook refuses quickly, the API server does not)",
-	"olm-sweep-race": "OLM's refs-only creates skip check-refs (not-olm, issue 29), so they touch no Secret; one landing between the orphan sweep's live confirmation and its conditional delete loses the Secrets it references",
 }
 
 // gatedOp reports whether op kind is gated (not drawn).

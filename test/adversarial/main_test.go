@@ -145,7 +145,7 @@ func (h *harness) startReplica() (*testenv.Manager, error) {
 		}
 	}
 	mgr, err := env.StartManagerWith(context.Background(), h.adjust,
-		"--leader-elect", "--orphan-grace-period="+h.grace.String(), "--orphan-sweep-interval="+h.sweepEvery.String(), "--keep-archived-revisions=1",
+		"--leader-elect", "--orphan-grace-period="+h.grace.String(), "--orphan-sweep-interval="+h.sweepEvery.String(), "--orphan-restore-window=90s", "--keep-archived-revisions=1",
 		// OLM's operator-controller exempt, as config/webhook-only makes it (op olm-owners); in the
 		// handler only: the generated matchCondition still sends its requests to the guard.
 		"--secret-guard-exempt-users="+webhook.NamespaceControllerUser+","+webhook.OperatorControllerUser)

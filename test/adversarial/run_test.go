@@ -72,6 +72,9 @@ type runner struct {
 	faulty atomic.Bool
 	// plant: the Secrets planted where the caller may not read (plant_test.go).
 	plant *planted
+	// settled is set while the checks after quiescence run: a swept Secret that a live
+	// ClusterObjectSet references must have been restored by then, not only be held in quarantine.
+	settled atomic.Bool
 }
 
 // entry returns the model's entry of name (nil if none).

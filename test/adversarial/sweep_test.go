@@ -29,12 +29,12 @@ import (
 const (
 	// opSweepRace: revision From is deleted with orphan propagation; when the sweep is about to
 	// delete its Secrets (its hook), revision Rev is created with From's stored refs before the hook
-	// returns. The create's admission writes the Secrets (the touch), so the sweep's conditional
-	// delete must fail and Rev keep its content.
+	// returns. The create writes nothing the sweep sees (a touch only drops dead owners, and there are
+	// none), so the sweep deletes them; its restore must create them again and Rev keep its content.
 	opSweepRace = "sweep-race"
 	// opOLMSweepRace: sweep-race with Rev created by OLM's operator-controller, whose refs-only
-	// creates skip check-refs (its not-olm condition) and so touch no Secret: nothing makes the
-	// sweep's conditional delete fail. Gated (gates): it finds content lost, by design of the skip.
+	// creates skip check-refs (its not-olm condition) altogether: content safety must not rest on
+	// any webhook call (issue 35).
 	opOLMSweepRace = "olm-sweep-race"
 	// opSweepSkew: nemesis: the manager restarts with the sweep's clock shifted (Variant: a
 	// duration), apart from the reconciler's; a Secret written then must outlive its grace period.
@@ -93,7 +93,8 @@ func (h *harness) disarm(t *sweepTrap) {
 // last seen) leaves its Secrets to the sweep. When the sweep, having seen them unused for its grace
 // period and confirmed so with a live list, is about to delete them, revision Rev is created with
 // From's stored refs, and remembered, before the sweep's hook returns. Then, once the sweep's delete
-// has had its answer (each judged Secret gone or at another version), Rev must have all its content.
+// has had its answer (each judged Secret gone or at another version), every Secret Rev references
+// must be back (restored from the sweep's quarantine copy) and hold all its content.
 func (r *runner) sweepRace(op Op) error {
 	from := r.m.name(op.Owner, op.From)
 	src := r.entry(from)
@@ -203,12 +204,30 @@ func (r *runner) sweepRace(op Op) error {
 		}
 		return true, nil
 	})
+	// Whatever the sweep deleted, its restore (the same sweep, or the next) creates again from the
+	// quarantine copies: every Secret Rev references must be back, while Rev is live.
+	var missing string
+	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		missing = ""
+		for key := range keys {
+			if err := r.admin.Get(ctx, key, &corev1.Secret{}); apierrors.IsNotFound(err) {
+				missing = key.String()
+				return false, nil
+			} else if err != nil {
+				return false, nil //nolint:nilerr // look again
+			}
+		}
+		return true, nil
+	})
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !secretuse.Live(cos) || r.goneInModel(target) {
 		return nil
+	}
+	if missing != "" {
+		return violated("content-lost", "Secret %s, which %s references, was swept and not restored within 30s", missing, name)
 	}
 	return r.checkContent(r.ctx(), cos, target)
 }

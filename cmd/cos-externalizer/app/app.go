@@ -80,9 +80,8 @@ type Options struct {
 
 	// Clock is the reconciler's clock (tests shift it); nil is the real clock. Not a flag.
 	Clock clock.PassiveClock
-	// SweepClock is the orphan sweep's clock, on which it measures every grace period (tests skew it
-	// apart from the reconciler's), and the clock of the last-used time the webhook's writes set
-	// (webhook.Options.Clock), the other end of those grace periods; nil is the real clock. Not a flag.
+	// SweepClock is the orphan sweep's clock, on which it measures every grace period and restore
+	// window (tests skew it apart from the reconciler's); nil is the real clock. Not a flag.
 	SweepClock clock.PassiveClock
 	// SweepBeforeDelete, when set (tests), is called by the orphan sweep with the Secrets it is about
 	// to delete, after its live confirmation (controllers.OrphanSweeper.BeforeDelete). Not a flag.
@@ -95,6 +94,7 @@ type Options struct {
 	sweepEvery   time.Duration
 	drainPeriod  time.Duration
 	sweepGrace   time.Duration
+	sweepRestore time.Duration
 	keepArchived int
 	driftCheck   time.Duration
 	externalRefs time.Duration
@@ -128,7 +128,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.rollout, "rollout", RolloutAuto, "Roll ClusterObjectSets out: true, false (webhook-only mode: Secret ownership and the orphan sweep still run, for clusters where another reconciler rolls out) or auto (false where OLM rolls ClusterObjectSets out: its ClusterObjectSet CRD, its object-controller Deployment, operator-controller's BoxcutterRuntime gate, its teardown finalizers; true where OLM is absent or does not; an error when unclear).")
 	fs.DurationVar(&o.sweepEvery, "orphan-sweep-interval", time.Minute, "How often orphaned object-data Secrets are swept.")
 	fs.DurationVar(&o.drainPeriod, "shutdown-drain-period", 3*time.Second, "On SIGTERM, how long the webhooks keep serving while every response closes its connection, so the API server moves its keep-alive connections to the other replicas before this one closes them; 0 stops at once.")
-	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "Age below which an object-data Secret without its ClusterObjectSet is kept (an admission request may still be in flight).")
+	fs.DurationVar(&o.sweepGrace, "orphan-grace-period", 5*time.Minute, "How long the sweep must have seen an object-data Secret unused (no live ClusterObjectSet references it, none owns it) before it deletes it; writes of the Secret do not restart it.")
+	fs.DurationVar(&o.sweepRestore, "orphan-restore-window", 2*time.Minute, "How long the sweep keeps a quarantine copy of each Secret it deleted, and creates the Secret again if a ClusterObjectSet stored meanwhile references it; must exceed the API server's --request-timeout (60s by default).")
 	fs.DurationVar(&o.driftCheck, "drift-check-interval", controllers.DefaultDriftCheckInterval, "How often a rolled-out ClusterObjectSet is reconciled without an event (±10%), to restore drift of its objects that no watch event showed; 0 relies on events alone.")
 	fs.DurationVar(&o.externalRefs, "external-ref-check-interval", controllers.DefaultExternalRefCheckInterval, "How often a rolled-out or Blocked ClusterObjectSet with refs to Secrets outside --system-namespace (which are not watched) re-reads them and verifies its phase digests (±10%); 0 turns it off.")
 	fs.IntVar(&o.keepArchived, "keep-archived-revisions", 5, "Archived revisions kept per owner; older ones are deleted.")
@@ -164,6 +165,7 @@ func (o *Options) Validate() error {
 	errs = append(errs,
 		positive("--orphan-sweep-interval", o.sweepEvery),
 		notNegative("--orphan-grace-period", o.sweepGrace),
+		notNegative("--orphan-restore-window", o.sweepRestore),
 		notNegative("--keep-archived-revisions", o.keepArchived),
 		notNegative("--external-ref-check-interval", o.externalRefs),
 		notNegative("--drift-check-interval", o.driftCheck))
@@ -392,7 +394,6 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
 		Drain:            drain,
 		Unreferenced:     o.unrefd.ledger(), // pending.go
-		Clock:            o.SweepClock,      // the sweep's: one clock for both ends of every grace period
 	}, metrics); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}
@@ -441,6 +442,7 @@ func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *cont
 	}
 	return mgr.Add(&controllers.OrphanSweeper{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SystemNamespace: o.systemNamespace, Interval: o.sweepEvery, GracePeriod: o.sweepGrace,
+		RestoreWindow: o.sweepRestore, Recorder: mgr.GetEventRecorder("cos-externalizer"),
 		Clock: o.SweepClock, BeforeDelete: o.SweepBeforeDelete, Metrics: metrics,
 	})
 }

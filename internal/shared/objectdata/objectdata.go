@@ -11,13 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -48,10 +46,6 @@ type Writer struct {
 	Namespace string
 	// Concurrency bounds the Secrets written at once; 0 or less means DefaultConcurrency.
 	Concurrency int
-	// Clock gives the last-used time touch writes on a reused or touched Secret: the manager injects
-	// the orphan sweep's clock, so that both ends of every grace period read one clock (the sweep
-	// measures from the write, whose resourceVersion it sees); nil is the real clock.
-	Clock clock.PassiveClock
 	// Written, when set, is called once per Secret of the plan as soon as it is written, reused or
 	// (on a dry run) checked, with its index in plan.Secrets and whether it was created. It may be
 	// called from several goroutines at once.
@@ -60,7 +54,7 @@ type Writer struct {
 
 // Write creates the planned Secrets of the ClusterObjectSet cosName, at most Concurrency at once. An
 // existing Secret of the same name is accepted only when it is ours and holds exactly the planned
-// content (secretdata.Unusable); a reused one is touched (content.LastUsedAnnotation) and loses owner
+// content (secretdata.Unusable); a reused one loses owner
 // references to ClusterObjectSets that are gone or being deleted. A dry run checks existing Secrets
 // the same way and writes nothing. It returns how many Secrets it created. A Secret that is not ours
 // is a *secretdata.ConflictError; a failed read or write a *secretdata.WriteError.
@@ -104,7 +98,6 @@ func (w *Writer) Write(ctx context.Context, cosName string, plan *content.Plan, 
 func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, error) {
 	key := client.ObjectKeyFromObject(want)
 	var err error
-	firstSeen := ""
 	for range reuseAttempts {
 		err = w.Client.Create(ctx, want.DeepCopy())
 		if err == nil {
@@ -121,48 +114,34 @@ func (w *Writer) createOrReuse(ctx context.Context, want *corev1.Secret) (bool, 
 			}
 			continue // deleted since the create: create it again
 		}
-		if firstSeen == "" {
-			firstSeen = got.ResourceVersion
-		}
 		var done bool
-		if done, err = w.touch(ctx, got, firstSeen); done || err != nil {
+		if done, err = w.touch(ctx, got); done || err != nil {
 			return false, err
 		}
 	}
 	return false, &secretdata.WriteError{Secret: key, Err: fmt.Errorf("it changed or vanished %d times while being reused: %w", reuseAttempts, err)}
 }
 
-// touch writes a Secret that this request is about to reference, read at got: the serialization point
-// with the orphan sweep, which deletes only a resourceVersion it has seen unused for a whole grace
-// period (controllers.OrphanSweeper). The write sets the last-used annotation and drops owner
+// touch drops, from a Secret that this request is about to reference, read at got, the owner
 // references to ClusterObjectSets that are gone or being deleted (a ClusterObjectSet deleted and now
 // re-created, restored, or pruned by a GitOps wave whose next revision copies its refs), which would
-// have the garbage collector delete the Secret; the new ClusterObjectSet's reconciler takes ownership,
-// and if it never appears, the sweep deletes the Secret after its grace period.
+// have the garbage collector delete it; the new ClusterObjectSet's reconciler takes ownership. It
+// writes nothing when there are none: so a request writes each existing Secret at most once per owner
+// that went away, whoever sends it, and no write is what keeps content from the orphan sweep (the
+// sweep's quarantine copy and restore are: controllers.OrphanSweeper).
 //
-// The write is guarded by got's resourceVersion. When the Secret was written by someone else since
-// this request first read it (firstSeen), that write serves as this request's (the sweep's grace
-// starts again from it) and only dead owners still need dropping. It reports whether the Secret is
-// touched; false with no error means it changed or vanished meanwhile: read it again.
-func (w *Writer) touch(ctx context.Context, got *corev1.Secret, firstSeen string) (bool, error) {
+// The write is guarded by got's resourceVersion. It reports whether the Secret needs nothing more;
+// false with no error means it changed or vanished meanwhile: read it again.
+func (w *Writer) touch(ctx context.Context, got *corev1.Secret) (bool, error) {
 	key := client.ObjectKeyFromObject(got)
 	live, err := w.liveOwners(ctx, got.OwnerReferences)
 	if err != nil {
 		return false, &secretdata.WriteError{Secret: key, Err: err}
 	}
-	if got.ResourceVersion != firstSeen && len(live) == len(got.OwnerReferences) {
+	if len(live) == len(got.OwnerReferences) {
 		return true, nil
 	}
 	patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if got.Annotations == nil {
-		got.Annotations = map[string]string{}
-	}
-	// A value equal to the one there would make the patch a no-op that changes no resourceVersion.
-	now := w.now()
-	if got.Annotations[content.LastUsedAnnotation] == content.LastUsedValue(now) {
-		now = now.Add(time.Nanosecond)
-	}
-	got.Annotations[content.LastUsedAnnotation] = content.LastUsedValue(now)
 	got.OwnerReferences = live
 	err = w.Client.Patch(ctx, got, patch)
 	switch {
@@ -175,12 +154,12 @@ func (w *Writer) touch(ctx context.Context, got *corev1.Secret, firstSeen string
 	}
 }
 
-// Touch writes the object-data Secrets of the system namespace that a ClusterObjectSet being
-// created references by refs the user gave (a refs-only create, or refs copied from another
-// ClusterObjectSet), as a reuse does (touch), so that the orphan sweep cannot delete them between
-// its last look and the moment the ClusterObjectSet is stored. keys outside the system namespace,
-// and Secrets that are missing or not of the object-data type, are not written and are returned as
-// untouched, in the order given, without saying which of these they are.
+// Touch drops dead owner references (touch) from the object-data Secrets of the system namespace that
+// a ClusterObjectSet being created references by refs the user gave (a refs-only create, or refs
+// copied from another ClusterObjectSet), so that the garbage collector does not take them with a
+// ClusterObjectSet that is gone. keys outside the system namespace, and Secrets that are missing or
+// not of the object-data type, are not written and are returned as untouched, in the order given,
+// without saying which of these they are.
 func (w *Writer) Touch(ctx context.Context, keys []client.ObjectKey) ([]client.ObjectKey, error) {
 	var untouched []client.ObjectKey
 	for _, key := range keys {
@@ -201,7 +180,6 @@ func (w *Writer) Touch(ctx context.Context, keys []client.ObjectKey) ([]client.O
 
 // touchOne touches one Secret; false: missing or not object-data.
 func (w *Writer) touchOne(ctx context.Context, key client.ObjectKey) (bool, error) {
-	firstSeen := ""
 	for range reuseAttempts {
 		got := &corev1.Secret{}
 		if err := w.Reader.Get(ctx, key, got); apierrors.IsNotFound(err) {
@@ -212,22 +190,12 @@ func (w *Writer) touchOne(ctx context.Context, key client.ObjectKey) (bool, erro
 		if got.Type != olmv1.SecretTypeObjectData {
 			return false, nil
 		}
-		if firstSeen == "" {
-			firstSeen = got.ResourceVersion
-		}
-		done, err := w.touch(ctx, got, firstSeen)
+		done, err := w.touch(ctx, got)
 		if done || err != nil {
 			return done, err
 		}
 	}
 	return false, &secretdata.WriteError{Secret: key, Err: fmt.Errorf("it changed %d times while being touched", reuseAttempts)}
-}
-
-func (w *Writer) now() time.Time {
-	if w.Clock == nil {
-		return time.Now()
-	}
-	return w.Clock.Now()
 }
 
 // liveOwners returns the owner references that point at something other than a ClusterObjectSet, or

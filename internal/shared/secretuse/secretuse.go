@@ -15,7 +15,6 @@ package secretuse
 import (
 	"slices"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,64 +149,6 @@ func isUser(users []Use, uid types.UID) bool {
 func Unused(users []Use, ownedByExisting bool) bool {
 	return len(users) == 0 && !ownedByExisting
 }
-
-// Version identifies one version of a Secret: the sweep deletes exactly the version it judged.
-type Version struct {
-	UID             types.UID
-	ResourceVersion string
-}
-
-// Sightings records since when the sweep has seen each object-data Secret unused (Unused) at one
-// resourceVersion, on one clock: the sweeper's own, never a time written by another process (the
-// API server's creationTimestamp, another replica's last-used annotation), so clock skew between
-// replicas and the API server cannot shorten a grace period.
-//
-// The grace period of a Secret starts when it is first seen unused, and starts again whenever its
-// resourceVersion changes: every admission that references a Secret writes it (the webhook's touch)
-// before its ClusterObjectSet is stored, so a Secret seen unchanged and unused for a whole grace
-// period has no admission in flight that began before the period (given a grace period longer than
-// the longest admission), and the sweep's delete, guarded by that resourceVersion, fails for any
-// that began since. A new leader starts with no sightings, so every grace period starts again.
-//
-// A Sightings is not safe for concurrent use; its zero value is ready.
-type Sightings struct {
-	seen map[types.UID]sighting
-}
-
-type sighting struct {
-	resourceVersion string
-	since           time.Time
-}
-
-// Observe records the Secrets seen unused at now (every other sighting is forgotten: a Secret used,
-// owned or gone since starts again when next seen unused) and returns those seen unused at the same
-// resourceVersion for at least grace, in the order given.
-func (s *Sightings) Observe(unused []Version, now time.Time, grace time.Duration) []Version {
-	seen := make(map[types.UID]sighting, len(unused))
-	var due []Version
-	for _, v := range unused {
-		prev, ok := s.seen[v.UID]
-		if !ok || prev.resourceVersion != v.ResourceVersion || prev.since.After(now) {
-			prev = sighting{resourceVersion: v.ResourceVersion, since: now}
-		}
-		seen[v.UID] = prev
-		if now.Sub(prev.since) >= grace {
-			due = append(due, v)
-		}
-	}
-	s.seen = seen
-	return due
-}
-
-// Seen reports whether v is seen unused (its grace period is running or over).
-func (s *Sightings) Seen(v Version) bool {
-	got, ok := s.seen[v.UID]
-	return ok && got.resourceVersion == v.ResourceVersion
-}
-
-// Waiting is how many Secrets are seen unused and wait for their grace period to pass, or to be
-// confirmed and deleted.
-func (s *Sightings) Waiting() int { return len(s.seen) }
 
 // GuardUpdate decides whether the Secret guard refuses an update of a Secret that users use (after
 // a live read): removing or changing its revision-name label (the manager's cache holds only

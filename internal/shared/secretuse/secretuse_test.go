@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -166,100 +165,6 @@ func TestUnused(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestSightings(t *testing.T) {
-	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	grace := 5 * time.Minute
-	a1, a2, b1 := Version{UID: "a", ResourceVersion: "1"}, Version{UID: "a", ResourceVersion: "2"}, Version{UID: "b", ResourceVersion: "1"}
-	type round struct {
-		at     time.Duration
-		unused []Version
-		want   []Version
-	}
-	tests := map[string][]round{
-		"due a grace period after it was first seen unused": {
-			{at: 0, unused: []Version{a1}},
-			{at: grace - time.Second, unused: []Version{a1}},
-			{at: grace, unused: []Version{a1}, want: []Version{a1}},
-		},
-		"a new resourceVersion (the webhook's touch) starts the grace period again": {
-			{at: 0, unused: []Version{a1}},
-			{at: grace - time.Second, unused: []Version{a2}},
-			{at: grace, unused: []Version{a2}},
-			{at: 2*grace - time.Second, unused: []Version{a2}, want: []Version{a2}},
-		},
-		"seen used in between: starts again": {
-			{at: 0, unused: []Version{a1, b1}},
-			{at: time.Minute, unused: []Version{b1}},
-			{at: grace, unused: []Version{a1, b1}, want: []Version{b1}},
-			{at: 2*grace - time.Second, unused: []Version{a1, b1}, want: []Version{b1}},
-			{at: 2 * grace, unused: []Version{a1, b1}, want: []Version{a1, b1}},
-		},
-		"a clock that went back starts again": {
-			{at: time.Hour, unused: []Version{a1}},
-			{at: 0, unused: []Version{a1}},
-			{at: grace - time.Second, unused: []Version{a1}},
-			{at: grace, unused: []Version{a1}, want: []Version{a1}},
-		},
-	}
-	for name, rounds := range tests {
-		t.Run(name, func(t *testing.T) {
-			var s Sightings
-			for i, r := range rounds {
-				got := s.Observe(r.unused, t0.Add(r.at), grace)
-				if diff := cmp.Diff(r.want, got, cmpopts.EquateEmpty()); diff != "" {
-					t.Errorf("round %d (at %s): due (-want +got):\n%s", i, r.at, diff)
-				}
-				if s.Waiting() != len(r.unused) {
-					t.Errorf("round %d: Waiting = %d, want %d", i, s.Waiting(), len(r.unused))
-				}
-			}
-		})
-	}
-}
-
-// FuzzSightings: whatever the sequence of observations, a Secret is due only after it has been seen
-// unused at one resourceVersion, without a gap, for at least the grace period.
-func FuzzSightings(f *testing.F) {
-	f.Add([]byte{0, 1, 0, 2, 1, 1, 0, 1, 9, 1})
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		var s Sightings
-		grace := 3 * time.Second
-		now := time.Unix(0, 0)
-		type first struct {
-			rv    string
-			since time.Time
-		}
-		model := map[types.UID]first{}
-		for i := 0; i+1 < len(ops); i += 2 {
-			now = now.Add(time.Duration(ops[i]%4) * time.Second)
-			var unused []Version
-			next := map[types.UID]first{}
-			for j, uid := range []types.UID{"a", "b", "c"} {
-				if ops[i+1]>>(2*j)&3 == 0 {
-					continue
-				}
-				v := Version{UID: uid, ResourceVersion: string(rune('0' + ops[i+1]>>(2*j)&3))}
-				unused = append(unused, v)
-				m, ok := model[uid]
-				if !ok || m.rv != v.ResourceVersion {
-					m = first{rv: v.ResourceVersion, since: now}
-				}
-				next[uid] = m
-			}
-			model = next
-			due := map[types.UID]bool{}
-			for _, v := range s.Observe(unused, now, grace) {
-				due[v.UID] = true
-			}
-			for _, v := range unused {
-				if m := model[v.UID]; due[v.UID] != (now.Sub(m.since) >= grace) {
-					t.Fatalf("%s at %s: due %v, seen unused at %s since %s", v.UID, now, due[v.UID], v.ResourceVersion, m.since)
-				}
-			}
-		}
-	})
 }
 
 func TestGuardUpdate(t *testing.T) {

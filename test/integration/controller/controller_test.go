@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -31,6 +33,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -498,8 +501,8 @@ func TestOrphanSweep(t *testing.T) {
 	if err := c().Create(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	// The young orphan claims, in its last-used annotation, a use ten minutes from now (another
-	// replica's clock ahead): the sweep reads no clock but its own, so that changes nothing.
+	// The young orphan claims, in its last-used annotation (which earlier releases wrote), a use ten
+	// minutes from now (another replica's clock ahead): the sweep reads no clock but its own.
 	young := objectDataSecret("orphan-young", "never-created-either", map[string][]byte{"k": []byte("{}")})
 	young.Annotations = map[string]string{content.LastUsedAnnotation: time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)}
 	if err := c().Create(ctx, young); err != nil {
@@ -522,28 +525,153 @@ func TestOrphanSweep(t *testing.T) {
 			t.Errorf("Secret %s was swept on the sweep's first look: %v", s.Name, err)
 		}
 	}
-	// The young one is written (an admission's touch) within the grace period: its grace starts again.
+	// The young one is written within the grace period (as earlier releases' touch did, or any
+	// client): that keeps nobody's Secret from expiring. Both go once the grace period has passed.
 	touch(t, young)
 	clk.SetTime(clk.Now().Add(5 * time.Minute))
 	waitSwept(t, sweeper, "the orphan seen unused for its grace period", old)
-	if err := c().Get(ctx, client.ObjectKeyFromObject(young), &corev1.Secret{}); err != nil {
-		t.Errorf("the Secret written within the grace period was swept: %v", err)
-	}
-	// A grace period after the sweep saw its new version, the young orphan goes too; the referenced
-	// Secret stays.
-	waitSeenUnused(t, sweeper, young)
-	clk.SetTime(clk.Now().Add(5 * time.Minute))
-	waitSwept(t, sweeper, "the young orphan", young)
+	waitSwept(t, sweeper, "the orphan written within its grace period", young)
 	if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: ref.Name}, &corev1.Secret{}); err != nil {
 		t.Errorf("a referenced Secret was swept: %v", err)
 	}
+	// Each was copied before it was deleted; nobody references them, so the copies go once the
+	// restore window has passed, and not before.
+	for _, s := range []*corev1.Secret{old, young} {
+		if q := quarantineOf(t, s); q == nil {
+			t.Errorf("no quarantine copy of swept Secret %s", s.Name)
+		}
+	}
+	clk.SetTime(clk.Now().Add(sweeper.RestoreWindow - time.Second))
+	if _, err := sweeper.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*corev1.Secret{old, young} {
+		if q := quarantineOf(t, s); q == nil {
+			t.Errorf("the quarantine copy of %s went before its restore window had passed", s.Name)
+		}
+	}
+	clk.SetTime(clk.Now().Add(time.Second))
+	if _, err := sweeper.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*corev1.Secret{old, young} {
+		if q := quarantineOf(t, s); q != nil {
+			t.Errorf("the quarantine copy of %s outlived its restore window", s.Name)
+		}
+	}
 }
 
-// newSweeper is an orphan sweep of the system namespace with metrics of its own and a 5-minute grace
-// period, on clk (nil: the real clock), confirming its candidates with a live list.
+// TestOrphanSweepCarriesOnAcrossLeaders: the sweep keeps how long it has seen each Secret unused in
+// the cluster, so a new leader (another process, another clock) carries on where the last one
+// stopped: a leader change costs one interval, not the whole grace period.
+func TestOrphanSweepCarriesOnAcrossLeaders(t *testing.T) {
+	orphan := objectDataSecret(fmt.Sprintf("orphan-leaders-%d", time.Now().UnixNano()%1e6), "never-created", map[string][]byte{"k": []byte("{}")})
+	if err := c().Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	first := testingclock.NewFakePassiveClock(time.Now())
+	a := newSweeper(first)
+	waitSeenUnused(t, a, orphan)
+	first.SetTime(first.Now().Add(4 * time.Minute))
+	if _, err := a.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The next leader's clock is a day behind: it compares no time with the first one's.
+	second := testingclock.NewFakePassiveClock(time.Now().Add(-24 * time.Hour))
+	b := newSweeper(second)
+	waitSeenUnused(t, b, orphan)
+	if err := c().Get(ctx, client.ObjectKeyFromObject(orphan), &corev1.Secret{}); err != nil {
+		t.Fatalf("the new leader swept the Secret on its first look: %v", err)
+	}
+	second.SetTime(second.Now().Add(time.Minute))
+	waitSwept(t, b, "the orphan, 4 minutes on the first leader and 1 on the second", orphan)
+}
+
+// TestOrphanSweepFinishesWhatADeadLeaderLeft: a leader that died after copying a Secret, or after
+// deleting it, leaves a quarantine copy; the next one deletes the Secret if it is still due, creates
+// it again if a ClusterObjectSet references it, and lets the copy go after its own restore window.
+func TestOrphanSweepFinishesWhatADeadLeaderLeft(t *testing.T) {
+	suffix := time.Now().UnixNano() % 1e6
+	copied := objectDataSecret(fmt.Sprintf("dead-leader-copied-%d", suffix), "never-created", map[string][]byte{"k": []byte("{}")})
+	deleted := objectDataSecret(fmt.Sprintf("dead-leader-deleted-%d", suffix), "never-created", map[string][]byte{"k": []byte(`{"a":"b"}`)})
+	for _, s := range []*corev1.Secret{copied, deleted} {
+		if err := c().Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := c().Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+			t.Fatal(err)
+		}
+		// The dead leader's steps: the copy of each, then the delete of one.
+		if err := c().Create(ctx, secretdata.Quarantine(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c().Delete(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	// A refs-only create lands meanwhile, naming the deleted Secret (admitted while it existed).
+	user := fmt.Sprintf("dead-leader-user-%d", suffix)
+	testenv.Env.RemoveAfter(t, user)
+	create(t, builders.COS(user, builders.WithPhase("configuration", builders.Ref(deleted.Name, "", "k"))))
+
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	sweeper := newSweeper(clk)
+	framework.Eventually(ctx, t, "the deleted Secret to be created again from its copy", func(ctx context.Context) (bool, string) {
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			return false, err.Error()
+		}
+		got := &corev1.Secret{}
+		if err := c().Get(ctx, client.ObjectKeyFromObject(deleted), got); err != nil {
+			return false, err.Error()
+		}
+		if diff := cmp.Diff(deleted.Data, got.Data); diff != "" {
+			return false, "restored with other data"
+		}
+		return got.Labels[olmv1.LabelRevisionName] == deleted.Labels[olmv1.LabelRevisionName] && got.Type == olmv1.SecretTypeObjectData, fmt.Sprintf("labels %v type %s", got.Labels, got.Type)
+	})
+	if q := quarantineOf(t, deleted); q != nil {
+		t.Error("the copy of the restored Secret was kept")
+	}
+	if m := (&dto.Metric{}); sweeper.Metrics.SecretsRestored.Write(m) != nil || m.GetCounter().GetValue() != 1 {
+		t.Errorf("secrets restored = %v, want 1", m.GetCounter().GetValue())
+	}
+	// The copied one is still unused: seen for a grace period, it is deleted (its copy found, not
+	// written again), and the copy goes after the window.
+	waitSeenUnused(t, sweeper, copied)
+	clk.SetTime(clk.Now().Add(sweeper.GracePeriod))
+	waitSwept(t, sweeper, "the Secret the dead leader copied", copied)
+	clk.SetTime(clk.Now().Add(sweeper.RestoreWindow))
+	framework.Eventually(ctx, t, "the copy to go after the window", func(ctx context.Context) (bool, string) {
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			return false, err.Error()
+		}
+		return quarantineOf(t, copied) == nil, "copy still there"
+	})
+}
+
+// quarantineOf returns the quarantine copy of s (by its uid), or nil.
+func quarantineOf(t *testing.T, s *corev1.Secret) *corev1.Secret {
+	t.Helper()
+	uid := s.UID
+	if uid == "" {
+		t.Fatalf("Secret %s has no uid: read it after creating it", s.Name)
+	}
+	q := &corev1.Secret{}
+	err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: secretdata.QuarantineName(uid)}, q)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// newSweeper is an orphan sweep of the system namespace with metrics of its own, a 5-minute grace
+// period and a 2-minute restore window, on clk (nil: the real clock), confirming its candidates with a live list.
 func newSweeper(clk clock.PassiveClock) *controllers.OrphanSweeper {
 	return &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), APIReader: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute, Clock: clk}
+		GracePeriod: 5 * time.Minute, RestoreWindow: 2 * time.Minute, Clock: clk}
 }
 
 // secretsAt are the Secrets of keys, by name only.
@@ -582,8 +710,8 @@ func waitSwept(t *testing.T, sweeper *controllers.OrphanSweeper, what string, s 
 	})
 }
 
-// waitSeenUnused sweeps until the sweeper has seen each of the Secrets unused at its current
-// resourceVersion (the cache it reads may not hold a write of a moment ago yet).
+// waitSeenUnused sweeps until the sweeper has seen each of the Secrets unused (the cache it reads may
+// not hold a write of a moment ago yet). It fills in each Secret's uid.
 func waitSeenUnused(t *testing.T, sweeper *controllers.OrphanSweeper, secrets ...*corev1.Secret) {
 	t.Helper()
 	framework.Eventually(ctx, t, "the sweep to see the Secrets unused", func(ctx context.Context) (bool, string) {
@@ -595,15 +723,16 @@ func waitSeenUnused(t *testing.T, sweeper *controllers.OrphanSweeper, secrets ..
 			if err := c().Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
 				return false, err.Error()
 			}
-			if !sweeper.SeenUnused(cur.UID, cur.ResourceVersion) {
-				return false, fmt.Sprintf("Secret %s at %s not seen unused", s.Name, cur.ResourceVersion)
+			s.UID = cur.UID
+			if !sweeper.SeenUnused(cur.UID) {
+				return false, fmt.Sprintf("Secret %s not seen unused", s.Name)
 			}
 		}
 		return true, ""
 	})
 }
 
-// touch writes the Secret as an admission that references it does (a new last-used time).
+// touch writes the Secret as earlier releases' admissions did (a new last-used time): any write.
 func touch(t *testing.T, s *corev1.Secret) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, content.LastUsedAnnotation, time.Now().UTC().Format(time.RFC3339Nano))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -19,7 +20,6 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -176,10 +176,11 @@ func TestRestoreFromBackupKeepsContent(t *testing.T) {
 	t.Logf("the restored ClusterObjectSet succeeded and owned its Secrets %s after the restore", time.Since(start).Round(time.Millisecond))
 }
 
-// TestSweepSparesASecretBeingReused: a producer's apply wrote the Secrets and failed; it retries
-// after the grace period, just as the sweep judges them orphaned. The webhook's reuse changes their
-// resourceVersion, and the sweep deletes only what it judged: the Secrets stay.
-func TestSweepSparesASecretBeingReused(t *testing.T) {
+// TestSweepRestoresASecretBeingReused: a producer's apply wrote the Secrets and failed; it retries
+// after the grace period, just as the sweep judges them orphaned. The webhook reuses them (it writes
+// nothing: they have no owner to drop), the sweep deletes what it judged, and its restore creates
+// them again, byte for byte, from its quarantine copies: the retried ClusterObjectSet rolls out.
+func TestSweepRestoresASecretBeingReused(t *testing.T) {
 	// A name of its own per run: the Secret names follow from it, and those of an earlier run may
 	// still wait for the garbage collector.
 	name := fmt.Sprintf("sweep-reuse-%d", time.Now().UnixNano())
@@ -190,15 +191,16 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
+	data := map[string]map[string][]byte{}
 	for _, s := range plan.Secrets {
 		if err := c().Create(ctx, objectDataSecret(s.Name, cos.Name, s.Data)); err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, s.Name)
+		data[s.Name] = s.Data
 	}
 	clk := testingclock.NewFakePassiveClock(time.Now())
-	sweeper := &controllers.OrphanSweeper{Metrics: controllers.NewMetrics(), Client: c(), SystemNamespace: testenv.SystemNamespace,
-		GracePeriod: 5 * time.Minute, Clock: clk}
+	sweeper := newSweeper(clk)
 	var secrets []*corev1.Secret
 	for _, name := range names {
 		secrets = append(secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: name}})
@@ -215,17 +217,24 @@ func TestSweepSparesASecretBeingReused(t *testing.T) {
 	}
 
 	create(t, cos) // the retry: the webhook reuses the Secrets
+	// The sweep deletes the version it judged: all of them, unless the reconciler's ownership patch
+	// (a new version, owned) got there first. Either way the content must be there after Restore.
+	n, err := sweeper.Delete(ctx, judged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the sweep deleted %d of the %d reused Secrets", n, len(names))
+	if err := sweeper.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range names {
 		s := &corev1.Secret{}
 		if err := c().Get(ctx, client.ObjectKey{Namespace: testenv.SystemNamespace, Name: name}, s); err != nil {
-			t.Fatal(err)
+			t.Fatalf("Secret %s, which %s references, was not restored: %v", name, cos.Name, err)
 		}
-		if _, ok := s.Annotations[content.LastUsedAnnotation]; !ok {
-			t.Errorf("Secret %s was reused without recording it", name)
+		if diff := cmp.Diff(data[name], s.Data); diff != "" {
+			t.Errorf("Secret %s restored with other data", name)
 		}
-	}
-	if n, err := sweeper.Delete(ctx, judged); err != nil || n != 0 {
-		t.Fatalf("the sweep deleted %d reused Secrets (%v)", n, err)
 	}
 	testenv.Env.WaitForCondition(t, cos.Name, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")
 }

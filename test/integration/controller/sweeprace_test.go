@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,12 +20,13 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
-// TestSweepLosesToARefsOnlyCreate (issue 27, item 2): a ClusterObjectSet deleted with orphan
+// TestSweepLosesToARefsOnlyCreate (issues 27 and 35): a ClusterObjectSet deleted with orphan
 // propagation leaves its Secrets to the sweep; the sweep sees them unused for a whole grace period,
 // confirms with a live list and is about to delete them, when the same refs are created again (kubectl
-// apply of the stored YAML). The create's admission writes the Secrets (the webhook's touch) before the
-// ClusterObjectSet is stored, so the sweep's delete, conditional on the version it judged, deletes
-// nothing; the re-created ClusterObjectSet rolls out with all its content.
+// apply of the stored YAML), by a creator whose create writes nothing (OLM's identity skips check-refs,
+// or check-refs times out: it fails open). The sweep deletes them; its restore, which lists the live
+// ClusterObjectSets after the delete, creates them again from its quarantine copies, byte for byte,
+// and the re-created ClusterObjectSet rolls out with all its content.
 func TestSweepLosesToARefsOnlyCreate(t *testing.T) {
 	name := fmt.Sprintf("sweep-race-%d", time.Now().UnixNano()%1e6)
 	again := name + "-again"
@@ -63,14 +65,33 @@ func TestSweepLosesToARefsOnlyCreate(t *testing.T) {
 	}
 
 	// Between the sweep's live list and its delete: the stored refs are applied again, under
-	// another name (the same name races the collector's orphan finalizer; the touch is the same).
+	// another name (the same name races the collector's orphan finalizer), writing nothing.
 	copyRefs(t, stored, again)
-	if n, err := sweeper.Delete(ctx, judged); err != nil || n != 0 {
-		t.Fatalf("the sweep deleted %d Secrets a ClusterObjectSet being created references (%v)", n, err)
+	before := map[string]map[string][]byte{}
+	for _, s := range secrets {
+		full := &corev1.Secret{}
+		if err := c().Get(ctx, client.ObjectKeyFromObject(s), full); err != nil {
+			t.Fatal(err)
+		}
+		before[s.Name] = full.Data
+	}
+	// The sweep deletes the version it judged: all of them, unless the reconciler's ownership patch
+	// (a new version, owned) got there first. Either way the content must be there after Restore.
+	n, err := sweeper.Delete(ctx, judged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the sweep deleted %d of the %d Secrets the create references", n, len(keys))
+	if err := sweeper.Restore(ctx); err != nil {
+		t.Fatal(err)
 	}
 	for _, key := range keys {
-		if err := c().Get(ctx, key, &corev1.Secret{}); err != nil {
-			t.Errorf("Secret %s: %v", key, err)
+		got := &corev1.Secret{}
+		if err := c().Get(ctx, key, got); err != nil {
+			t.Fatalf("Secret %s, which %s references, was not restored: %v", key, again, err)
+		}
+		if diff := cmp.Diff(before[key.Name], got.Data); diff != "" {
+			t.Errorf("Secret %s restored with other data", key)
 		}
 	}
 	testenv.Env.WaitForCondition(t, again, olmv1.ConditionSucceeded, metav1.ConditionTrue, "")

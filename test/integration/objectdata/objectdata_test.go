@@ -92,27 +92,17 @@ func TestWrite(t *testing.T) {
 				}
 			},
 		},
-		"reused and touched": {
-			existing: func(_ *testing.T, p *content.Plan) []client.Object {
-				return []client.Object{existing(p, func(*corev1.Secret) {})}
-			},
-			check: func(t *testing.T, s *corev1.Secret, _ bool, before string) {
-				if _, ok := content.LastUsed(s.Annotations); !ok || s.ResourceVersion == before {
-					t.Errorf("the reused Secret was not touched: resourceVersion %s, annotations %v", s.ResourceVersion, s.Annotations)
-				}
-			},
-		},
-		// Every reuse writes the Secret, however recent its last use (as another replica's clock has
-		// it): the write is what the orphan sweep's conditional delete serializes with.
-		"touched a moment ago: touched again, the rest kept": {
+		// A reuse writes nothing when there is no dead owner to drop (issue 35): no request can make
+		// the webhook rewrite a Secret it did not create over and over.
+		"reused: nothing written": {
 			existing: func(_ *testing.T, p *content.Plan) []client.Object {
 				return []client.Object{existing(p, func(s *corev1.Secret) {
 					s.Annotations = map[string]string{content.LastUsedAnnotation: recently, "marker": "kept"}
 				})}
 			},
 			check: func(t *testing.T, s *corev1.Secret, _ bool, before string) {
-				if s.ResourceVersion == before || s.Annotations["marker"] != "kept" {
-					t.Errorf("not touched again, or changed: resourceVersion %s (was %s), annotations %v", s.ResourceVersion, before, s.Annotations)
+				if s.ResourceVersion != before || s.Annotations["marker"] != "kept" || s.Annotations[content.LastUsedAnnotation] != recently {
+					t.Errorf("the reused Secret was written: resourceVersion %s (was %s), annotations %v", s.ResourceVersion, before, s.Annotations)
 				}
 			},
 		},
