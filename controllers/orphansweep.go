@@ -58,7 +58,11 @@ type OrphanSweeper struct {
 	// BeforeDelete, when set (tests), is called with the Secrets about to be deleted, after the live
 	// confirmation and before the first of them is copied.
 	BeforeDelete func(ctx context.Context, secrets []corev1.Secret)
-	Metrics      *Metrics
+	// AfterStep, when set (tests), is called after each step the sweep takes for one Secret
+	// (StepCopied, StepDeleted) and before it restores one (StepRestoring); an error stops the sweep
+	// there, as if the process had died (the adversarial test kills the replica between steps).
+	AfterStep func(ctx context.Context, step string, secret types.NamespacedName) error
+	Metrics   *Metrics
 
 	mu       sync.Mutex
 	progress secretuse.Progress
@@ -80,6 +84,13 @@ const SafeGracePeriod = time.Minute
 // with its default --request-timeout (60 s): a ClusterObjectSet admitted before a delete is stored
 // within it.
 const SafeRestoreWindow = time.Minute
+
+// The steps of the sweep for one Secret, for AfterStep.
+const (
+	StepCopied    = "copied"
+	StepDeleted   = "deleted"
+	StepRestoring = "restoring"
+)
 
 // ProgressConfigMap is the ConfigMap of the system namespace in which the leader keeps how long each
 // Secret has been seen unused (secretuse.Progress), under ProgressKey.
@@ -275,12 +286,18 @@ func (s *OrphanSweeper) deleteOne(ctx context.Context, sec *corev1.Secret) (bool
 	if err := s.quarantine(ctx, full); err != nil {
 		return false, err
 	}
+	if err := s.step(ctx, StepCopied, sec); err != nil {
+		return false, err
+	}
 	err := s.Client.Delete(ctx, sec, client.Preconditions{UID: &sec.UID, ResourceVersion: &sec.ResourceVersion})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if err := s.step(ctx, StepDeleted, sec); err != nil {
+		return true, err
 	}
 	// The window starts once the delete has been answered.
 	s.mu.Lock()
@@ -398,6 +415,9 @@ func (s *OrphanSweeper) restoreOne(ctx context.Context, q *metav1.PartialObjectM
 		s.Metrics.RestoreFailures.Inc()
 		return false, err
 	}
+	if err := s.step(ctx, StepRestoring, restored); err != nil {
+		return false, err
+	}
 	if err := s.Client.Create(ctx, restored); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("creating Secret %s again from its quarantine copy: %w", key, err)
 	}
@@ -414,6 +434,13 @@ func (s *OrphanSweeper) restoreOne(ctx context.Context, q *metav1.PartialObjectM
 		}
 	}
 	return true, nil
+}
+
+func (s *OrphanSweeper) step(ctx context.Context, step string, sec *corev1.Secret) error {
+	if s.AfterStep == nil {
+		return nil
+	}
+	return s.AfterStep(ctx, step, client.ObjectKeyFromObject(sec))
 }
 
 func (s *OrphanSweeper) clock() clock.PassiveClock {

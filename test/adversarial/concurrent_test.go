@@ -106,7 +106,7 @@ func (r *runner) indeterminate(err error) bool {
 
 // exclusive ops stop or restart the manager: they run in a round of their own.
 func exclusive(kind string) bool {
-	return kind == opRestart || kind == opFailover || kind == opDown || kind == opSkew || kind == opSweepSkew || kind == opNSDelete
+	return kind == opRestart || kind == opFailover || kind == opDown || kind == opSkew || kind == opSweepSkew || kind == opNSDelete || kind == opSweepKill
 }
 
 // faulty ops make other ops of their round fail for want of service, as they should.
@@ -279,7 +279,7 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 // concurrentMix is the sequential mix plus the new ops.
 var concurrentMix = append(slices.Clone(weighted), []weight{
 	{opOrphanRecreate, 4}, {opCopyGone, 3}, {opWave, 5}, {opForged, 3}, {opSlowClient, 1}, {opBurst, 2},
-	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3}, {opOLMSweepRace, 3},
+	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3}, {opOLMSweepRace, 3}, {opSweepKill, 2},
 }...)
 
 // nemesisMix is what the nemesis does beside a round.
@@ -291,7 +291,7 @@ var nemesisMix = []weight{{opProxy, 4}, {opPause, 2}, {opSkew, 1}, {opSweepSkew,
 // slow-client gates were removed once its fixes landed (a 30-minute soak with every gate open held
 // them).
 var gates = map[string]string{
-	"burst-timeout":  "concurrent large admissions may still meet the API server's own request timeout under CPU load (the webhook refuses quickly, the API server does not)",
+	"burst-timeout": "concurrent large admissions may still meet the API server's own request timeout under CPU load (the webhook refuses quickly, the API server does not)",
 }
 
 // gatedOp reports whether op kind is gated (not drawn).

@@ -76,6 +76,8 @@ type harness struct {
 	// reconciler's; traps are the sweep-race ops' armed hooks (app.Options.SweepBeforeDelete).
 	sweepSkew time.Duration
 	traps     map[*sweepTrap]bool
+	// kills are the sweep-kill ops' armed hooks (app.Options.SweepAfterStep).
+	kills map[*killTrap]bool
 }
 
 var current *harness

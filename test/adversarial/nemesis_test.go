@@ -163,6 +163,7 @@ func (h *harness) adjust(o *app.Options) {
 		o.SweepClock = shiftedClock{d: h.sweepSkew}
 	}
 	o.SweepBeforeDelete = h.beforeSweepDelete
+	o.SweepAfterStep = h.afterSweepStep
 }
 
 // shiftedClock is the real clock shifted by d.

@@ -39,6 +39,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -110,7 +111,7 @@ func generateNew(r *rand.Rand, m *model, op *Op, pickLive func(func(*entry) bool
 		op.Variant = []string{"etcd", "kube-apiserver"}[r.IntN(2)]
 	case opSkew, opSweepSkew:
 		op.Variant = []string{"6m", "-6m", "0s"}[r.IntN(3)]
-	case opSweepRace, opOLMSweepRace:
+	case opSweepRace, opOLMSweepRace, opSweepKill:
 		// Secrets no other revision uses, so that the sweep comes for them.
 		e, ok := pickLive(func(e *entry) bool { return usable(e) && len(e.refs) > 0 && !m.shares(e) })
 		if !ok {
@@ -118,6 +119,9 @@ func generateNew(r *rand.Rand, m *model, op *Op, pickLive func(func(*entry) bool
 		}
 		op.From = e.rev
 		next(e.owner)
+		if op.Kind == opSweepKill {
+			op.Variant = []string{controllers.StepCopied, controllers.StepDeleted}[r.IntN(2)]
+		}
 	case opSlowClient, opUnusedDelete:
 	default:
 		return false
@@ -147,6 +151,8 @@ func (r *runner) execNew(op Op) error {
 		return r.unusedDelete(op)
 	case opSweepRace, opOLMSweepRace:
 		return r.sweepRace(op)
+	case opSweepKill:
+		return r.sweepKill(op)
 	case opSweepSkew:
 		return r.sweepSkew(op)
 	case opProxy, opPause, opSkew:

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,10 @@ const (
 	// creates skip check-refs (its not-olm condition) altogether: content safety must not rest on
 	// any webhook call (issue 35).
 	opOLMSweepRace = "olm-sweep-race"
+	// opSweepKill: sweep-race where the sweeping replica dies at one of its steps for the Secrets
+	// (Variant: controllers.StepCopied or StepDeleted), Rev created by OLM there (untouched, before
+	// or after the delete); a second replica takes over and must finish: Rev keeps its content.
+	opSweepKill = "sweep-kill"
 	// opSweepSkew: nemesis: the manager restarts with the sweep's clock shifted (Variant: a
 	// duration), apart from the reconciler's; a Secret written then must outlive its grace period.
 	opSweepSkew = "sweep-skew"
@@ -301,4 +306,149 @@ func (r *runner) sweepSkew(op Op) error {
 		}
 	}
 	return nil
+}
+
+// killTrap is armed by a sweep-kill op: the first time the sweep reaches step for one of its
+// Secrets (keys), spring runs in the sweep's goroutine; then the sweep blocks, as a dead process
+// would, until its replica is stopped.
+type killTrap struct {
+	keys   map[types.NamespacedName]bool
+	step   string
+	spring func()
+	fired  chan struct{}
+	once   sync.Once
+}
+
+// afterSweepStep is every replica's app.Options.SweepAfterStep.
+func (h *harness) afterSweepStep(ctx context.Context, step string, key types.NamespacedName) error {
+	h.mu.Lock()
+	var due *killTrap
+	for t := range h.kills {
+		if t.step == step && t.keys[key] {
+			due = t
+			delete(h.kills, t)
+			break
+		}
+	}
+	h.mu.Unlock()
+	if due == nil {
+		return nil
+	}
+	due.spring()
+	due.once.Do(func() { close(due.fired) })
+	<-ctx.Done() // dead: nothing more of this sweep happens
+	return fmt.Errorf("killed after step %s of %s", step, key)
+}
+
+// sweepKill: revision From is deleted with orphan propagation; when the sweep reaches step Variant
+// for one of its Secrets, revision Rev is created with From's stored refs as OLM (untouched), and
+// the sweeping replica dies there (failover: a second replica takes the lease). The new leader must
+// finish what the dead one left: every Secret Rev references exists again, with its content.
+func (r *runner) sweepKill(op Op) error {
+	from := r.m.name(op.Owner, op.From)
+	src := r.entry(from)
+	if src == nil || src.objs == nil || src.lost {
+		return nil
+	}
+	stored := &olmv1.ClusterObjectSet{}
+	switch err := r.admin.Get(r.ctx(), client.ObjectKey{Name: from}, stored); {
+	case err == nil && stored.DeletionTimestamp.IsZero():
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	default:
+		return nil // gone or being deleted by something else
+	}
+	phases := storedForm(stored).Spec.Phases
+	name := r.m.name(op.Owner, op.Rev)
+	next := r.revision(op, builders.WithPhases(phases...))
+	keys := map[types.NamespacedName]bool{}
+	for _, key := range next.ReferencedSecrets(testenv.SystemNamespace) {
+		if key.Namespace == testenv.SystemNamespace {
+			keys[key] = true
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	target := &entry{owner: op.Owner, rev: op.Rev, objs: src.objs}
+	var created error
+	trap := &killTrap{keys: keys, step: op.Variant, fired: make(chan struct{}), spring: func() {
+		created = expect("creating "+name+" as OLM with the stored refs of "+from+" at the sweep's step "+op.Variant, r.olm.Create(r.ctx(), next.DeepCopy()))
+		if created == nil {
+			r.mu.Lock()
+			target.refs = next.ReferencedSecrets(testenv.SystemNamespace)
+			target.phases = next.Spec.Phases
+			r.m.entries[name] = target
+			r.mu.Unlock()
+		}
+	}}
+	r.env.mu.Lock()
+	if r.env.kills == nil {
+		r.env.kills = map[*killTrap]bool{}
+	}
+	r.env.kills[trap] = true
+	r.env.mu.Unlock()
+	disarm := func() {
+		r.env.mu.Lock()
+		delete(r.env.kills, trap)
+		r.env.mu.Unlock()
+	}
+	if err := r.deleteAndWait(from, metav1.DeletePropagationOrphan); err != nil {
+		disarm()
+		return err
+	}
+	bound := time.Now().Add(r.env.grace + 5*r.env.sweepEvery + time.Minute)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for fired := false; !fired; {
+		select {
+		case <-trap.fired:
+			fired = true
+		case <-tick.C:
+			why := r.noSweepFor(keys)
+			if why == "" && time.Now().After(bound) {
+				why = "not within the bound"
+			}
+			if why == "" {
+				continue
+			}
+			disarm()
+			select {
+			case <-trap.fired:
+				fired = true
+			default:
+				r.logf("sweep-kill: the sweep did not come for the Secrets of %s (%s)", from, why)
+				return nil
+			}
+		}
+	}
+	r.logf("sweep-kill: the sweep died after step %s for a Secret of %s; %s was created as OLM; failing over", op.Variant, from, name)
+	if err := r.env.failover(); err != nil {
+		return err
+	}
+	if created != nil {
+		return created
+	}
+	var missing string
+	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, settleBound, true, func(ctx context.Context) (bool, error) {
+		missing = ""
+		for key := range keys {
+			if err := r.admin.Get(ctx, key, &corev1.Secret{}); err != nil {
+				missing = key.String()
+				return false, nil //nolint:nilerr // look again
+			}
+		}
+		return true, nil
+	})
+	cos := &olmv1.ClusterObjectSet{}
+	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !secretuse.Live(cos) || r.goneInModel(target) {
+		return nil
+	}
+	if missing != "" {
+		return violated("content-lost", "Secret %s, which %s references, was not restored by the next leader within %s", missing, name, settleBound)
+	}
+	return r.checkContent(r.ctx(), cos, target)
 }

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -86,6 +87,9 @@ type Options struct {
 	// SweepBeforeDelete, when set (tests), is called by the orphan sweep with the Secrets it is about
 	// to delete, after its live confirmation (controllers.OrphanSweeper.BeforeDelete). Not a flag.
 	SweepBeforeDelete func(ctx context.Context, secrets []corev1.Secret)
+	// SweepAfterStep, when set (tests), is called by the orphan sweep after each of its steps for one
+	// Secret; an error stops the sweep there (controllers.OrphanSweeper.AfterStep). Not a flag.
+	SweepAfterStep func(ctx context.Context, step string, secret types.NamespacedName) error
 	// SkipControllerNameValidation lets a process start the manager more than once (tests): the
 	// manager's controllers skip the check that their names are unique. Not a flag.
 	SkipControllerNameValidation bool
@@ -443,6 +447,6 @@ func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *cont
 	return mgr.Add(&controllers.OrphanSweeper{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SystemNamespace: o.systemNamespace, Interval: o.sweepEvery, GracePeriod: o.sweepGrace,
 		RestoreWindow: o.sweepRestore, Recorder: mgr.GetEventRecorder("cos-externalizer"),
-		Clock: o.SweepClock, BeforeDelete: o.SweepBeforeDelete, Metrics: metrics,
+		Clock: o.SweepClock, BeforeDelete: o.SweepBeforeDelete, AfterStep: o.SweepAfterStep, Metrics: metrics,
 	})
 }
