@@ -69,6 +69,14 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	if req.Operation == admissionv1.Update {
 		oldRaw = req.OldObject.Raw
 	}
+	if cosadmission.StaleUpdate(cosadmission.Operation(req.Operation), oldRaw, req.Object.Raw) {
+		// The API server answers this update 409 Conflict after mutating admission, whatever this
+		// webhook answers: judged against a stored object it was not written against, it would be
+		// refused where the client must see the Conflict it retries, or write Secrets for an update
+		// never stored. Admitted as it is, nothing read or written, before it is charged.
+		ctrl.LoggerFrom(ctx).V(1).Info("admitted a stale update as it is: the API server answers it 409 Conflict")
+		return admission.Allowed(""), ""
+	}
 	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, req.Object.Raw, oldRaw)
 	if refused != nil {
 		return refused.resp, refused.reason

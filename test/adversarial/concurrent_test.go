@@ -123,6 +123,14 @@ func destructive(kind string) bool {
 // while they run; then the checks after every step.
 func (r *runner) round(ops []Op) error {
 	r.done = append(r.done, ops...)
+	r.mu.Lock()
+	r.roundOps = ops
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.roundOps = nil
+		r.mu.Unlock()
+	}()
 	r.faulty.Store(slices.ContainsFunc(ops, func(o Op) bool { return faulty(o.Kind) }))
 	defer r.faulty.Store(false)
 	ctx, stop := context.WithCancel(r.ctx())

@@ -119,6 +119,22 @@ func (m *model) ownerLabel(owner int) string { return fmt.Sprintf("%s-o%d", m.ru
 
 func (m *model) cmNamespace() string { return "adv-" + m.run }
 
+// deletes returns the names of the revisions op deletes (and maybe creates again).
+func (m *model) deletes(op Op) []string {
+	switch op.Kind {
+	case opDelete, opRecreate, opRestore:
+		return []string{m.name(op.Owner, op.Rev)}
+	case opOrphanRecreate:
+		if op.Variant == "other" {
+			return []string{m.name(op.Owner, op.From)}
+		}
+		return []string{m.name(op.Owner, op.Rev)}
+	case opWave, opSweepRace, opOLMSweepRace:
+		return []string{m.name(op.Owner, op.From)}
+	}
+	return nil
+}
+
 // live returns the names of the entries that were not deleted, sorted.
 func (m *model) live(filter func(*entry) bool) []string {
 	var out []string

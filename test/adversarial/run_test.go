@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -35,9 +36,14 @@ import (
 // violation is an invariant that did not hold, or an answer no op may get: the run fails with it.
 // kind names the invariant (content-lost, delete-wedged, ...): shrinking keeps a shorter sequence
 // only when it violates the same one.
-type violation struct{ kind, msg string }
+type violation struct {
+	kind, msg string
+	cause     error // the answer it was about, when there is one
+}
 
 func (v *violation) Error() string { return v.kind + ": " + v.msg }
+
+func (v *violation) Unwrap() error { return v.cause }
 
 func violated(kind, format string, args ...any) error {
 	return &violation{kind: kind, msg: fmt.Sprintf(format, args...)}
@@ -60,8 +66,11 @@ type runner struct {
 	done  []Op
 	logf  func(format string, args ...any)
 
-	// mu guards the model (m) and what the checks remember (uids): ops of a round run at once.
+	// mu guards the model (m), what the checks remember (uids) and roundOps: ops of a round run at
+	// once.
 	mu sync.Mutex
+	// roundOps are the ops of the round running (none between rounds and in the sequential mode).
+	roundOps []Op
 	// uids: per managed object, the UID it had and the live ClusterObjectSet that controlled it
 	// when last seen (the invariant "a managed object's UID never changes under a live controller").
 	uids map[string]controlled
@@ -152,6 +161,34 @@ func expect(what string, err error, allowed ...func(error) bool) error {
 	return violated("unexpected-answer", "%s: unexpected answer: %v", what, err)
 }
 
+// replaceAnswer judges the answer to apply variant replace's PUT of the manifests a revision was
+// just created from: nil for every answer a correct system may give under the round's interleaving,
+// and nothing changed by it (the revision holds what was created). Conflict: the reconciler wrote it
+// (finalizer, status) between each read and its PUT, as many times as retry.DefaultRetry retries.
+// Invalid "cannot un-archive": a revision of the same owner created in the round rolled out and
+// archived it before the PUT (whose lifecycleState is the manifests' Active), as the CRD's rule
+// answers. Anything else is err.
+func (r *runner) replaceAnswer(name string, err error) error {
+	switch {
+	case apierrors.IsConflict(err):
+		r.logf("replacing %s: Conflict after every retry (the reconciler wrote it meanwhile): not replaced", name)
+		return nil
+	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "cannot un-archive"):
+		cur := &olmv1.ClusterObjectSet{}
+		if gerr := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cur); gerr == nil && cur.Spec.LifecycleState == olmv1.LifecycleStateArchived {
+			r.logf("replacing %s: archived by a successor before the PUT: refused as un-archive, not replaced", name)
+			return nil
+		}
+	}
+	return err
+}
+
+// isGoneAfterAdmission: err is remember's, for a revision gone by the time it was read back.
+func isGoneAfterAdmission(err error) bool {
+	var v *violation
+	return errors.As(err, &v) && v.kind == "unexpected-answer" && apierrors.IsNotFound(err)
+}
+
 // revision is the ClusterObjectSet of revision op.Rev of owner op.Owner, with opts (its phases).
 func (r *runner) revision(op Op, opts ...builders.Option) *olmv1.ClusterObjectSet {
 	return builders.COS(r.m.name(op.Owner, op.Rev), append([]builders.Option{builders.WithRevision(op.Rev),
@@ -181,7 +218,7 @@ func (r *runner) remember(name string, e *entry) error { return r.rememberAs(nam
 func (r *runner) rememberAs(name string, e *entry, copied bool) error {
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
-		return violated("unexpected-answer", "reading %s right after it was admitted: %v", name, err)
+		return &violation{kind: "unexpected-answer", msg: fmt.Sprintf("reading %s right after it was admitted: %v", name, err), cause: err}
 	}
 	lost := false
 	if copied {
@@ -240,6 +277,7 @@ func (r *runner) apply(op Op) error {
 				replaced.ResourceVersion = cur.ResourceVersion
 				return r.admin.Update(r.ctx(), replaced)
 			})
+			err = r.replaceAnswer(cos.Name, err)
 		}
 	case "always":
 		cos.Annotations = map[string]string{"cos-externalizer.io/externalize": "always"}
@@ -313,18 +351,64 @@ func (r *runner) empty(op Op) error {
 	return r.remember(name, &entry{owner: op.Owner, rev: op.Rev, empty: true})
 }
 
+// fill sets the phases of an empty revision once, with an Update at the resourceVersion it read.
+// What the round does meanwhile decides the answer, and each is the API server's own (the webhooks
+// answer a stale update as it does: docs/adversarial.md, "What the oracle accepts"): success;
+// Conflict when the stored revision moved on since the read (the reconciler archived it or wrote
+// its finalizer or status, a concurrent archive, fill or delete); NotFound when it is gone, if the
+// round may delete it (deletable). Nothing else.
 func (r *runner) fill(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
 	e, cos, err := r.stored(name)
-	if cos == nil || e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() {
+	// Nothing to fill: gone, being deleted, or filled already (a concurrent fill got there first:
+	// filling it again is refused as the API server refuses it, phases are immutable).
+	if cos == nil || e == nil || !e.empty || !cos.DeletionTimestamp.IsZero() || len(cos.Spec.Phases) > 0 {
 		return err
 	}
+	archived := cos.Spec.LifecycleState == olmv1.LifecycleStateArchived
 	objs := r.m.objects(op.Owner, op.Rev, op.Seed, false)
 	cos.Spec.Phases = r.inlineCOS(op, objs).Spec.Phases
-	if err := expect("filling "+name, r.admin.Update(r.ctx(), cos), apierrors.IsConflict); err != nil {
+	err = r.admin.Update(r.ctx(), cos)
+	switch {
+	case apierrors.IsConflict(err):
+		r.logf("filling %s: Conflict, the stored revision moved on since it was read: not filled", name)
+		return nil
+	case apierrors.IsNotFound(err) && r.deletable(op, name, archived):
+		r.logf("filling %s: gone since it was read (deleted by the round or pruned): not filled", name)
+		return nil
+	}
+	if err := expect("filling "+name, err); err != nil {
 		return err
 	}
-	return r.remember(name, &entry{owner: op.Owner, rev: op.Rev, objs: objs, inline: true})
+	filled := &entry{owner: op.Owner, rev: op.Rev, objs: objs, inline: true}
+	if err := r.remember(name, filled); err != nil {
+		if !r.deletable(op, name, archived) || !isGoneAfterAdmission(err) {
+			return err
+		}
+		r.logf("filling %s: admitted, gone by the time it was read back (deleted by the round or pruned)", name)
+		r.mu.Lock()
+		e.gone = true
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// deletable reports whether revision name may be deleted while op runs, by something a correct
+// system does: another op of the round deletes it (a delete, recreate, restore, wave,
+// orphan-recreate or sweep-race), or, archived (when op read it), the reconciler prunes it
+// (--keep-archived-revisions). Then an answer NotFound is the API server's, not a violation.
+func (r *runner) deletable(op Op, name string, archived bool) bool {
+	if archived {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, other := range r.roundOps {
+		if other != op && slices.Contains(r.m.deletes(other), name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *runner) archive(op Op) error {
@@ -395,7 +479,9 @@ func (r *runner) recreate(op Op) error {
 func (r *runner) restore(op Op) error {
 	name := r.m.name(op.Owner, op.Rev)
 	e, stored, err := r.stored(name)
-	if stored == nil || e == nil || !stored.DeletionTimestamp.IsZero() {
+	// A lost copy (created with refs to content already gone) has nothing to back up: how many
+	// copies are lost depends on the interleaving of earlier rounds.
+	if stored == nil || e == nil || e.lost || !stored.DeletionTimestamp.IsZero() {
 		return err
 	}
 	var secrets []*corev1.Secret
