@@ -9,6 +9,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
 func TestUnusedSecrets(t *testing.T) {
