@@ -82,7 +82,7 @@ func TestUnusedIndex(t *testing.T) {
 			{set: indexedCOS("x", "u1", false, "a")},
 			{secret: idxSecret(sys, "a", od), size: 10},
 			{secret: idxSecret(sys, "b", od), size: 20},
-			{set: indexedCOS("y", "u2", false, sys + "/b")},
+			{set: indexedCOS("y", "u2", false, sys+"/b")},
 		}, want: want{Names: []string{}}},
 		"a set being deleted is no user": {ops: []indexOp{
 			{set: indexedCOS("x", "u1", true, "a")},
