@@ -43,7 +43,6 @@ func TestUnreferencedWritesAreBounded(t *testing.T) {
 			_ = testenv.Env.Client.Delete(context.Background(), sec)
 		}
 	})
-	rest := testenv.Env.Clientset.CoreV1().RESTClient()
 	var tooMany int
 	for i := range creates {
 		blob := make([]byte, perCOS*3/4)
@@ -51,20 +50,8 @@ func TestUnreferencedWritesAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("unreferenced-%d", i)
-		cos := builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
-			builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", name, map[string]string{"blob": base64.StdEncoding.EncodeToString(blob)}))))
-		// Refused by the API server's storage after admission: the webhook has written its Secrets.
-		cos.ResourceVersion = "1"
-		body, err := json.Marshal(cos)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// No retries: client-go retries a 429 with Retry-After by itself.
-		err = rest.Post().AbsPath("/apis/olm.operatorframework.io/v1/clusterobjectsets").SetHeader("Content-Type", "application/json").
-			Body(body).MaxRetries(0).Do(ctx).Error()
+		err := createUnreferenced(ctx, t, name, map[string]string{"blob": base64.StdEncoding.EncodeToString(blob)})
 		switch {
-		case err == nil:
-			t.Fatalf("%s was stored: the API server should refuse a create with a resourceVersion", name)
 		case apierrors.IsTooManyRequests(err):
 			tooMany++
 			if !strings.Contains(err.Error(), "--max-unreferenced-bytes=") || !strings.Contains(err.Error(), "nothing was written") {
@@ -121,24 +108,11 @@ func TestUnreferencedCountsTheCluster(t *testing.T) {
 	args := []string{"--system-namespace=" + ns, "--max-unreferenced-secrets=3"}
 	withManager(t, args...)
 	testenv.Env.RemoveAfter(t, "ledger-user")
-	rest := testenv.Env.Clientset.CoreV1().RESTClient()
 	// attempt is a create refused by the API server's storage after admission (its resourceVersion):
 	// the webhook writes its Secret, which nothing will reference, unless it refuses with 429 first.
 	attempt := func(name string) (tooMany bool) {
 		t.Helper()
-		cos := builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
-			builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", name, map[string]string{"k": "v"}))))
-		cos.ResourceVersion = "1"
-		body, err := json.Marshal(cos)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = rest.Post().AbsPath("/apis/olm.operatorframework.io/v1/clusterobjectsets").SetHeader("Content-Type", "application/json").
-			Body(body).MaxRetries(0).Do(ctx).Error()
-		switch {
-		case err == nil:
-			t.Fatalf("%s was stored: the API server should refuse a create with a resourceVersion", name)
-		case apierrors.IsTooManyRequests(err):
+		if err := createUnreferenced(ctx, t, name, map[string]string{"k": "v"}); apierrors.IsTooManyRequests(err) {
 			if !strings.Contains(err.Error(), "--max-unreferenced-secrets=3") {
 				t.Errorf("%s: the refusal does not name the flag: %v", name, err)
 			}
@@ -210,4 +184,26 @@ func TestUnreferencedCountsTheCluster(t *testing.T) {
 	manager = m
 	pending(3)
 	refused("ledger-d", "the Secrets of ledger-a, -b and -c, written before the restart, fill the bound")
+}
+
+// createUnreferenced creates the ClusterObjectSet name with one inline ConfigMap of data (externalize:
+// always) that the API server's storage refuses after admission, for the resourceVersion it carries,
+// as a forger, or a create that fails after admission for any reason, leaves it: the webhook writes
+// its Secret, which nothing will reference, unless it refuses first. It returns the API server's
+// error, never nil. No retries: client-go retries a 429 with Retry-After by itself.
+func createUnreferenced(ctx context.Context, t *testing.T, name string, data map[string]string) error {
+	t.Helper()
+	cos := builders.COS(name, builders.WithAnnotations(map[string]string{admission.Annotation: string(admission.ModeAlways)}),
+		builders.WithPhase("configuration", builders.Inline(builders.ConfigMap("default", name, data))))
+	cos.ResourceVersion = "1"
+	body, err := json.Marshal(cos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = testenv.Env.Clientset.CoreV1().RESTClient().Post().AbsPath("/apis/olm.operatorframework.io/v1/clusterobjectsets").
+		SetHeader("Content-Type", "application/json").Body(body).MaxRetries(0).Do(ctx).Error()
+	if err == nil {
+		t.Fatalf("%s was stored: the API server should refuse a create with a resourceVersion", name)
+	}
+	return err
 }
