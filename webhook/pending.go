@@ -360,7 +360,7 @@ func (e *UnreferencedLimitError) Error() string {
 	default:
 		flags = fmt.Sprintf("--max-unreferenced-bytes=%d", e.MaxBytes)
 	}
-	return fmt.Sprintf("the webhook holds as many object-data Secrets written and not yet referenced by any ClusterObjectSet as it may (%s): "+
+	return fmt.Sprintf("the cluster holds as many object-data Secrets that no ClusterObjectSet references as the webhook allows (%s): "+
 		"no room for the %d Secrets (%d bytes) of this ClusterObjectSet; nothing was written; retry once the ClusterObjectSets being created are stored, or the orphan sweep has removed Secrets that none references",
 		flags, e.Secrets, e.Bytes)
 }
