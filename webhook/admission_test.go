@@ -16,6 +16,7 @@ import (
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 )
 
@@ -74,7 +75,8 @@ func TestAdmissionCharged(t *testing.T) {
 			want: charged{Code: 413, Refusals: map[string]float64{RefusalTooLarge: 1}}},
 		"update: resolving the stored refs past its room": {op: admissionv1.Update, old: stored, obj: other, capacity: updateCost,
 			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{RefusalBusy: 1}}},
-		"update: resolving the stored refs with room": {op: admissionv1.Update, old: stored, obj: other, capacity: 2 * updateCost,
+		// Room for the Secret it reads (charged ReadCost before the read) and the value it resolves.
+		"update: resolving the stored refs with room": {op: admissionv1.Update, old: stored, obj: other, capacity: 2*updateCost + secretdata.ReadCost,
 			want: charged{Code: 422, Reason: metav1.StatusReasonInvalid, Refusals: map[string]float64{RefusalInvalid: 1}}},
 	}
 	for name, tc := range tests {

@@ -83,7 +83,7 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	}
 	defer budget.Release()
 	resp, reason := e.decide(ctx, req, dryRun)
-	if budget.Busy() {
+	if budget.Busy() && reason != RefusalBusy {
 		// An update compared with its stored refs without room to resolve them all: its answer
 		// would rest on a comparison not made. Nothing was written for it (Secrets are written
 		// after the comparison, and only for content the comparison found the same).
@@ -105,6 +105,10 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 		}
 	}
 	r := e.pipeline().Admit(ctx, in)
+	if r.Refusal != nil && r.Refusal.Reason == cosadmission.ReasonBusy {
+		// No room to read a Secret it names: nothing was read past the room, nothing written.
+		return busy(e.Options.Admission.Pool, "no room to read the Secrets this ClusterObjectSet names").WithWarnings(r.Warnings...), RefusalBusy
+	}
 	if r.Refusal != nil {
 		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), string(r.Refusal.Reason)
 	}

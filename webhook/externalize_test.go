@@ -135,6 +135,7 @@ func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
 		cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
 		cosadmission.ReasonInternal:       RefusalBadRequest,
 		cosadmission.ReasonUnreferenced:   RefusalUnreferenced,
+		cosadmission.ReasonBusy:           RefusalBusy,
 	} {
 		if string(reason) != label {
 			t.Errorf("reason %q, want the label %q", reason, label)

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -92,18 +93,36 @@ func listUsersOf(ctx context.Context, reader client.Reader, keys map[types.Names
 // usersFunc answers, from one read of the cluster, the users of each Secret of keys.
 type usersFunc func(ctx context.Context, keys map[types.NamespacedName]bool) (map[types.NamespacedName][]secretuse.Use, error)
 
-// coalescedList shares one uncached List among the requests that need one at the same time, and
-// never answers a request with a List that began before the request asked: such a List may miss a
-// ClusterObjectSet created just before the request. At most one List runs; requests that ask while
-// it runs wait for the next one, which starts when it ends and answers them all. Its zero value is
-// ready.
+// coalescedList shares one uncached List among the requests that need one, and never answers a
+// request with a List that began before the request asked: such a List may miss a ClusterObjectSet
+// created just before the request. One List runs at a time; the requests that ask meanwhile join the
+// next one, which starts once the running one has ended and a pause has passed (listPause: as long
+// as the last List took, at least minListPause and at most maxListPause), and answers them all. So a
+// replica starts at most one List per minListPause and spends at most about half of its time listing,
+// however many reviews come and however they trickle in (one List per review when each came just
+// after the last List began: 50 concurrent reviews made 28 Lists); a review waits at most the List
+// running when it asks, a pause and its own List. Its zero value is ready.
 type coalescedList struct {
-	mu      sync.Mutex
-	running *listCall
-	pending *listCall // starts when running ends; requests join it until then
-	// joined, when set, is called once a request has joined a call (tests).
+	// clock times the pauses; nil: the real clock.
+	clock clock.Clock
+
+	mu sync.Mutex
+	// pending is the next List: requests join it until it starts.
+	pending *listCall
+	// active: a runner goroutine runs or pauses (run); a request that finds none starts one.
+	active bool
+	// next is when the next List may start.
+	next time.Time
+	// joined, when set, is called once a request has joined a call (tests); started: it started the
+	// runner.
 	joined func(key types.NamespacedName, started bool)
 }
+
+// The pause between two uncached Lists of one replica (coalescedList).
+const (
+	minListPause = 250 * time.Millisecond
+	maxListPause = time.Second
+)
 
 type listCall struct {
 	keys  map[types.NamespacedName]bool // frozen once the call starts
@@ -117,25 +136,20 @@ type listCall struct {
 // that gives up does not fail the others; Do returns when ctx ends first.
 func (c *coalescedList) Do(ctx context.Context, key types.NamespacedName, users usersFunc) (map[types.NamespacedName][]secretuse.Use, error) {
 	c.mu.Lock()
-	call := c.pending
-	start := false
-	switch {
-	case call != nil:
-	case c.running == nil:
-		call = &listCall{keys: map[types.NamespacedName]bool{}, done: make(chan struct{})}
-		c.running, start = call, true
-	default:
-		call = &listCall{keys: map[types.NamespacedName]bool{}, done: make(chan struct{})}
-		c.pending = call
+	if c.pending == nil {
+		c.pending = &listCall{keys: map[types.NamespacedName]bool{}, done: make(chan struct{})}
 	}
+	call := c.pending
 	call.keys[key] = true
+	start := !c.active
+	c.active = true
 	joined := c.joined
 	c.mu.Unlock()
 	if joined != nil {
 		joined(key, start)
 	}
 	if start {
-		go c.run(context.WithoutCancel(ctx), call, users)
+		go c.run(context.WithoutCancel(ctx), users)
 	}
 	select {
 	case <-call.done:
@@ -145,16 +159,42 @@ func (c *coalescedList) Do(ctx context.Context, key types.NamespacedName, users 
 	}
 }
 
-// run runs call, then the calls that were pending when each one ended.
-func (c *coalescedList) run(ctx context.Context, call *listCall, users usersFunc) {
-	for call != nil {
+// run runs the pending calls one after another, each once its pause has passed, until none is
+// pending.
+func (c *coalescedList) run(ctx context.Context, users usersFunc) {
+	clk := c.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	for {
+		c.mu.Lock()
+		if c.pending == nil {
+			c.active = false
+			c.mu.Unlock()
+			return
+		}
+		wait := c.next.Sub(clk.Now())
+		c.mu.Unlock()
+		if wait > 0 {
+			<-clk.After(wait) // requests keep joining the pending call
+		}
+		c.mu.Lock()
+		call := c.pending
+		c.pending = nil
+		c.mu.Unlock()
+		start := clk.Now()
 		lctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 		call.users, call.err = users(lctx, call.keys)
 		cancel()
+		end := clk.Now()
 		c.mu.Lock()
-		close(call.done)
-		call, c.pending = c.pending, nil
-		c.running = call
+		c.next = end.Add(listPause(end.Sub(start)))
 		c.mu.Unlock()
+		close(call.done)
 	}
+}
+
+// listPause is the pause after a List that took took.
+func listPause(took time.Duration) time.Duration {
+	return min(max(took, minListPause), maxListPause)
 }

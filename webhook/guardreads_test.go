@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
@@ -52,16 +55,19 @@ func TestGuardCandidates(t *testing.T) {
 	}
 }
 
-// TestCoalescedList: requests that ask while a List runs are answered by the next List, which starts
-// after they asked, together; the running List answers only those that asked before it started.
+// TestCoalescedList: requests that ask while a List runs, or while the pause after it lasts, are
+// answered together by the next List, which starts after they asked and only once the pause has
+// passed; the running List answers only those that asked before it started.
 func TestCoalescedList(t *testing.T) {
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: n} }
-	var c coalescedList
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	c := coalescedList{clock: clk}
 	joins := make(chan bool, 10)
 	c.joined = func(_ types.NamespacedName, started bool) { joins <- started }
 	var mu sync.Mutex
 	var calls []map[types.NamespacedName]bool
 	release := make(chan struct{})
+	listed := make(chan int, 10)
 	users := func(_ context.Context, keys map[types.NamespacedName]bool) (map[types.NamespacedName][]secretuse.Use, error) { //nolint:unparam // the signature of coalescedList.Do's list
 		mu.Lock()
 		calls = append(calls, keys)
@@ -69,11 +75,13 @@ func TestCoalescedList(t *testing.T) {
 		mu.Unlock()
 		if n == 1 {
 			<-release
+			clk.Step(100 * time.Millisecond) // the first List takes 100 ms: the pause is the minimum
 		}
 		out := map[types.NamespacedName][]secretuse.Use{}
 		for k := range keys {
 			out[k] = []secretuse.Use{{Name: fmt.Sprintf("call-%d", n)}}
 		}
+		listed <- n
 		return out, nil
 	}
 	answers := map[string]string{}
@@ -94,13 +102,13 @@ func TestCoalescedList(t *testing.T) {
 	}
 	ask("a")
 	if started := <-joins; !started {
-		t.Fatal("the first request did not start a List")
+		t.Fatal("the first request did not start the Lists")
 	}
 	ask("b")
 	ask("c")
 	for range 2 {
 		if started := <-joins; started {
-			t.Fatal("a request started a second List while one ran")
+			t.Fatal("a request started a second runner while a List ran")
 		}
 	}
 	// A request that gives up while it waits returns, and the others still get their answer.
@@ -111,13 +119,45 @@ func TestCoalescedList(t *testing.T) {
 	}
 	<-joins
 	close(release)
+	if n := <-listed; n != 1 {
+		t.Fatalf("List %d ended first", n)
+	}
+	// The second List waits for the pause; a request that asks meanwhile joins it.
+	for !clk.HasWaiters() {
+		runtime.Gosched()
+	}
+	ask("e")
+	<-joins
+	clk.Step(minListPause - time.Nanosecond)
+	select {
+	case n := <-listed:
+		t.Fatalf("List %d ran before the pause had passed", n)
+	default:
+	}
+	clk.Step(time.Nanosecond)
 	wg.Wait()
-	want := map[string]string{"a": "call-1", "b": "call-2", "c": "call-2"}
+	want := map[string]string{"a": "call-1", "b": "call-2", "c": "call-2", "e": "call-2"}
 	if diff := cmp.Diff(want, answers); diff != "" {
 		t.Errorf("answers (-want +got):\n%s", diff)
 	}
-	wantCalls := []map[types.NamespacedName]bool{{key("a"): true}, {key("b"): true, key("c"): true, key("d"): true}}
+	wantCalls := []map[types.NamespacedName]bool{{key("a"): true}, {key("b"): true, key("c"): true, key("d"): true, key("e"): true}}
 	if diff := cmp.Diff(wantCalls, calls); diff != "" {
 		t.Errorf("Lists (-want +got):\n%s", diff)
+	}
+}
+
+func TestListPause(t *testing.T) {
+	tests := map[time.Duration]time.Duration{
+		0:                      minListPause,
+		10 * time.Millisecond:  minListPause,
+		minListPause:           minListPause,
+		600 * time.Millisecond: 600 * time.Millisecond,
+		maxListPause:           maxListPause,
+		10 * time.Second:       maxListPause,
+	}
+	for took, want := range tests {
+		if got := listPause(took); got != want {
+			t.Errorf("after a List of %v: pause %v, want %v", took, got, want)
+		}
 	}
 }

@@ -30,6 +30,10 @@ type Metrics struct {
 	// ExemptionMismatch is 1 when the served secret guard's exemption matchCondition differs from
 	// --secret-guard-exempt-users (exemptionCheck).
 	ExemptionMismatch prometheus.Gauge
+	// UnreferencedSecrets and UnreferencedBytes are what the bound on unreferenced Secrets counts
+	// (Unreferenced.Pending).
+	UnreferencedSecrets prometheus.Gauge
+	UnreferencedBytes   prometheus.Gauge
 }
 
 // NewMetrics creates the metrics, unregistered (tests use their own); the manager creates its own once
@@ -47,11 +51,13 @@ func NewMetrics() *Metrics {
 			Help:    "Time to answer an admission request, by webhook and operation.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10},
 		}, []string{"webhook", "operation"}),
-		ExemptionMismatch: metric.Gauge("cos_externalizer_secret_guard_exemption_mismatch", "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start)."),
+		UnreferencedSecrets: metric.Gauge("cos_externalizer_unreferenced_secrets", "object-data Secrets the bound of --max-unreferenced-secrets counts: those of the system namespace that no ClusterObjectSet references or owns, as this replica's cache shows them, and those its webhook writes in flight may create."),
+		UnreferencedBytes:   metric.Gauge("cos_externalizer_unreferenced_bytes", "Bytes of data of the object-data Secrets the bound of --max-unreferenced-bytes counts (cos_externalizer_unreferenced_secrets)."),
+		ExemptionMismatch:   metric.Gauge("cos_externalizer_secret_guard_exemption_mismatch", "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start)."),
 	}
 }
 
 // Collectors are m's metrics, for the manager to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch}
+	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch, m.UnreferencedSecrets, m.UnreferencedBytes}
 }

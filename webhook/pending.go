@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -16,7 +17,6 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
@@ -31,26 +31,48 @@ const (
 // RefusalUnreferenced is the refusal metric's reason of a request refused by Unreferenced.
 const RefusalUnreferenced = "unreferenced_limit"
 
-// maxAbsentChecks bounds the uncached reads one refused request spends on ledger entries the cache
-// does not hold (Secrets deleted before the cache saw them).
+// maxAbsentChecks bounds the uncached reads one refused request spends on Secrets this replica
+// created that its cache has not shown (deleted before the cache saw them).
 const maxAbsentChecks = 8
 
-// Unreferenced bounds the object-data Secrets that this replica's mutating webhook created and that no
-// ClusterObjectSet references yet: a caller that is not the API server (or a create refused after
-// admission) makes the webhook write Secrets that nothing will ever reference, which the orphan sweep
-// removes only after its grace period. Past MaxBytes or MaxSecrets, a write is refused at once with
-// 429 and nothing is written. Bytes count when this replica creates a Secret, not when it reuses one;
-// a Secret leaves the ledger once the manager's cache shows it referenced by a live ClusterObjectSet,
-// owned by an existing one, or gone. A dry run neither checks nor counts. The bound is per replica.
+// defaultSyncWait is how long a write waits for the manager's cache to be read before it is refused
+// (Unreferenced.SyncWait).
+const defaultSyncWait = 5 * time.Second
+
+// Unreferenced bounds the object-data Secrets of the system namespace that no ClusterObjectSet uses
+// and none owns (secretuse.UnusedSecrets, the orphan sweep's candidates), whoever wrote them: a
+// caller that is not the API server (or a create refused after admission) makes the webhook write
+// Secrets that nothing will ever reference, which the orphan sweep removes only after its grace
+// period. Past MaxBytes or MaxSecrets, a write that would create Secrets is refused at once with 429
+// and nothing is written; one that only reuses existing Secrets passes. A dry run neither checks nor
+// counts.
+//
+// The count is derived from the cluster, not from what this process wrote: the manager's cache,
+// followed event by event (Watch, secretuse.UnusedIndex), so every replica counts the same Secrets
+// and a restarted replica counts again those that exist before it admits a write; a Secret leaves
+// the count when the cache shows it referenced by a live ClusterObjectSet, owned by an existing one,
+// or gone. The cache holds Secrets without their data: their sizes are measured before it drops it
+// (RecordSize, the cache's transform). To that this replica adds what only it knows: the room its
+// writes in flight hold, and the Secrets they created that its cache does not show yet.
 type Unreferenced struct {
 	MaxBytes   int64
 	MaxSecrets int
+	// SyncWait bounds how long a write waits for the manager's cache to be read at start before it is
+	// refused (429); 0: 5 seconds.
+	SyncWait time.Duration
 
-	mu     sync.Mutex
+	// sizes are the data sizes of the cached Secrets, by UID, measured before the cache drops the
+	// data (RecordSize).
+	sizesMu sync.Mutex
+	sizes   map[types.UID]int64
+
+	mu sync.Mutex
+	// index is the cluster's unused Secrets as the cache shows them; nil until Watch.
+	index  *secretuse.UnusedIndex
 	ledger ledger
-	// cache is the manager's (Watch): nil, entries leave only when a refused request prunes them.
-	cache           client.Reader
-	systemNamespace string
+	// synced reports whether the index holds everything the cache listed at start; nil: not watching.
+	synced  func() bool
+	metrics *Metrics
 }
 
 // Wrap returns inner, which writes Secrets into namespace, bounded by u; a nil u returns inner.
@@ -61,122 +83,202 @@ func (u *Unreferenced) Wrap(inner cosadmission.Store, namespace string) cosadmis
 	return &unreferencedStore{Store: inner, u: u, namespace: namespace}
 }
 
-// Watch follows the manager's cache: a ClusterObjectSet that references a Secret, an owner that
-// exists and a Secret deleted take it out of the ledger. It must be called before the cache starts.
-func (u *Unreferenced) Watch(ctx context.Context, informers cache.Informers, reader client.Reader, systemNamespace string) error {
-	u.cache, u.systemNamespace = reader, systemNamespace
+// RecordSize measures the data of sec (secretBytes), before the manager's cache drops it: the cache's
+// transform calls it for every Secret it stores. A nil u records nothing.
+func (u *Unreferenced) RecordSize(sec *corev1.Secret) {
+	if u == nil || sec.UID == "" {
+		return
+	}
+	n := dataBytes(sec.Data)
+	u.sizesMu.Lock()
+	defer u.sizesMu.Unlock()
+	if u.sizes == nil {
+		u.sizes = map[types.UID]int64{}
+	}
+	u.sizes[sec.UID] = n
+}
+
+// sizeOf returns the recorded data size of the Secret uid; forget: and forgets it (deleted).
+func (u *Unreferenced) sizeOf(uid types.UID, forget bool) int64 {
+	u.sizesMu.Lock()
+	defer u.sizesMu.Unlock()
+	n := u.sizes[uid]
+	if forget {
+		delete(u.sizes, uid)
+	}
+	return n
+}
+
+// Watch follows the manager's cache (informers, for the Secrets of systemNamespace and every
+// ClusterObjectSet): every change of either updates the count. metrics' gauges of unreferenced
+// Secrets follow it (nil: none). It must be called before the cache starts; writes wait until the
+// cache has been read (SyncWait).
+func (u *Unreferenced) Watch(ctx context.Context, informers cache.Informers, systemNamespace string, metrics *Metrics) error {
+	u.follow(systemNamespace, metrics)
 	cosInformer, err := informers.GetInformer(ctx, &olmv1.ClusterObjectSet{})
 	if err != nil {
-		return fmt.Errorf("watching ClusterObjectSets for the unreferenced Secrets' ledger: %w", err)
+		return fmt.Errorf("watching ClusterObjectSets for the count of unreferenced Secrets: %w", err)
 	}
-	if _, err := cosInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { u.referencedBy(obj) },
-		UpdateFunc: func(_, obj any) { u.referencedBy(obj) },
-	}); err != nil {
+	sets, err := cosInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { u.setChanged(obj, false) },
+		UpdateFunc: func(_, obj any) { u.setChanged(obj, false) },
+		DeleteFunc: func(obj any) { u.setChanged(obj, true) },
+	})
+	if err != nil {
 		return err
 	}
 	secretInformer, err := informers.GetInformer(ctx, &corev1.Secret{})
 	if err != nil {
-		return fmt.Errorf("watching Secrets for the unreferenced Secrets' ledger: %w", err)
+		return fmt.Errorf("watching Secrets for the count of unreferenced Secrets: %w", err)
 	}
-	_, err = secretInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { u.secretChanged(ctx, obj) },
-		UpdateFunc: func(_, obj any) { u.secretChanged(ctx, obj) },
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if sec, ok := obj.(*corev1.Secret); ok {
-				u.drop(client.ObjectKeyFromObject(sec))
-			}
-		},
+	secrets, err := secretInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { u.secretChanged(obj, false) },
+		UpdateFunc: func(_, obj any) { u.secretChanged(obj, false) },
+		DeleteFunc: func(obj any) { u.secretChanged(obj, true) },
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	u.synced = func() bool { return sets.HasSynced() && secrets.HasSynced() }
+	u.mu.Unlock()
+	return nil
 }
 
-// Pending returns the Secrets in the ledger and their bytes.
+// follow starts counting the unused Secrets of systemNamespace from the changes told (setChanged,
+// secretChanged), empty.
+func (u *Unreferenced) follow(systemNamespace string, metrics *Metrics) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.index, u.metrics = secretuse.NewUnusedIndex(systemNamespace), metrics
+	u.export()
+}
+
+// setChanged tells the index a ClusterObjectSet as the cache has it now, or gone.
+func (u *Unreferenced) setChanged(obj any, deleted bool) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = tomb.Obj, true
+	}
+	cos, ok := obj.(*olmv1.ClusterObjectSet)
+	if !ok {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if deleted {
+		u.index.DeleteClusterObjectSet(cos.Name)
+	} else {
+		u.index.SetClusterObjectSet(cos)
+	}
+	u.export()
+}
+
+// secretChanged tells the index a Secret as the cache has it now, or gone: the cache shows it, so it
+// is no longer this replica's alone to count.
+func (u *Unreferenced) secretChanged(obj any, deleted bool) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = tomb.Obj, true
+	}
+	sec, ok := obj.(*corev1.Secret)
+	if !ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(sec)
+	size := u.sizeOf(sec.UID, deleted)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if deleted {
+		u.index.DeleteSecret(key)
+	} else {
+		u.index.SetSecret(sec, size)
+	}
+	u.ledger.seen(key)
+	u.export()
+}
+
+// export sets the gauges to what the bound counts; u.mu is held.
+func (u *Unreferenced) export() {
+	if u.metrics == nil {
+		return
+	}
+	count, bytes := u.pending()
+	u.metrics.UnreferencedSecrets.Set(float64(count))
+	u.metrics.UnreferencedBytes.Set(float64(bytes))
+}
+
+// Pending returns what the bound counts: the unreferenced Secrets the cache shows, those this
+// replica created that it does not show yet, and the room its writes in flight hold, in Secrets and
+// bytes.
 func (u *Unreferenced) Pending() (int, int64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return len(u.ledger.entries), u.ledger.bytes
+	return u.pending()
 }
 
-func (u *Unreferenced) drop(key types.NamespacedName) {
+// pending is Pending with u.mu held.
+func (u *Unreferenced) pending() (int, int64) {
+	c := u.cluster()
+	return c.count + len(u.ledger.unseen) + u.ledger.reservedCount, c.bytes + u.ledger.unseenBytes + u.ledger.reservedBytes
+}
+
+// cluster is what the index counts; u.mu is held.
+func (u *Unreferenced) cluster() usage {
+	if u.index == nil {
+		return usage{}
+	}
+	n, b := u.index.Unused()
+	return usage{count: n, bytes: b}
+}
+
+// exists reports whether the cache shows the Secret key (of any type, used or not); u.mu is held.
+func (u *Unreferenced) exists(key types.NamespacedName) bool {
+	return u.index != nil && u.index.Exists(key)
+}
+
+// waitSynced waits until the index holds what the cache listed at start, for at most SyncWait.
+func (u *Unreferenced) waitSynced(ctx context.Context) error {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.ledger.drop(key)
+	synced := u.synced
+	u.mu.Unlock()
+	if synced == nil || synced() {
+		return nil
+	}
+	timeout := u.SyncWait
+	if timeout <= 0 {
+		timeout = defaultSyncWait
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return synced(), nil
+	}); err != nil {
+		return &unreferencedNotReadError{}
+	}
+	return nil
 }
 
-// referencedBy drops the Secrets a live ClusterObjectSet references.
-func (u *Unreferenced) referencedBy(obj any) {
-	cos, ok := obj.(*olmv1.ClusterObjectSet)
-	if !ok || !secretuse.Live(cos) {
-		return
-	}
-	keys := cos.ReferencedSecrets(u.systemNamespace)
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for _, key := range keys {
-		u.ledger.drop(key)
-	}
+// unreferencedNotReadError refuses a write while the manager's cache has not been read: the count of
+// unreferenced Secrets is not known yet.
+type unreferencedNotReadError struct{}
+
+func (*unreferencedNotReadError) Error() string {
+	return "the webhook has not yet counted the object-data Secrets that no ClusterObjectSet references (its cache is being read): nothing was written; retry"
 }
 
-// secretChanged drops a Secret of the ledger that an existing ClusterObjectSet owns.
-func (u *Unreferenced) secretChanged(ctx context.Context, obj any) {
-	sec, ok := obj.(*corev1.Secret)
-	if !ok || !u.holds(client.ObjectKeyFromObject(sec)) {
-		return
-	}
-	if u.ownedByExisting(ctx, sec.OwnerReferences) {
-		u.drop(client.ObjectKeyFromObject(sec))
-	}
-}
-
-func (u *Unreferenced) holds(key types.NamespacedName) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	_, ok := u.ledger.entries[key]
-	return ok
-}
-
-// ownedByExisting reports whether the cache holds a ClusterObjectSet that refs name, with its uid.
-func (u *Unreferenced) ownedByExisting(ctx context.Context, refs []metav1.OwnerReference) bool {
-	for _, ref := range refs {
-		if !collision.IsClusterObjectSetRef(ref) {
-			continue
-		}
-		owner := &olmv1.ClusterObjectSet{}
-		if err := u.cache.Get(ctx, client.ObjectKey{Name: ref.Name}, owner); err == nil && owner.UID == ref.UID {
-			return true
-		}
-	}
-	return false
-}
-
-// settled reports whether the cache already shows the Secret key referenced by a live
-// ClusterObjectSet or owned by an existing one; absent reports that the cache does not hold it.
-func (u *Unreferenced) settled(ctx context.Context, key types.NamespacedName) (settled, absent bool) {
-	if u.cache == nil {
-		return false, false
-	}
-	referrers, err := objectdata.Referrers(ctx, u.cache, key)
-	if err == nil && len(secretuse.Users(referrers, key, u.systemNamespace)) > 0 {
-		return true, false
-	}
-	sec := &corev1.Secret{}
-	if err := u.cache.Get(ctx, key, sec); err != nil {
-		return false, apierrors.IsNotFound(err)
-	}
-	return u.ownedByExisting(ctx, sec.OwnerReferences), false
-}
+// Unwrap makes the pipeline refuse with 429 (cosadmission.ErrRetryLater).
+func (*unreferencedNotReadError) Unwrap() error { return cosadmission.ErrRetryLater }
 
 // reserve takes room for the Secrets of items that may be created, or refuses with an
-// *UnreferencedLimitError. Past the bound it first prunes the ledger against the cache, leaves out
-// the planned Secrets that exist already (read with store, uncached: a reuse creates nothing), and
-// tries once more.
+// *UnreferencedLimitError. Past the bound it first drops the Secrets this replica created that its
+// cache does not show and that are gone, leaves out the planned Secrets that exist already (read with
+// store, uncached: a reuse creates nothing), and tries once more.
 func (u *Unreferenced) reserve(ctx context.Context, store cosadmission.Store, items []pendingItem) (*reservation, error) {
+	if err := u.waitSynced(ctx); err != nil {
+		return nil, err
+	}
 	u.mu.Lock()
-	r, ok := u.ledger.reserve(items, u.MaxBytes, u.MaxSecrets)
+	r, ok := u.ledger.reserve(items, u.exists, u.cluster(), u.MaxBytes, u.MaxSecrets)
+	if ok {
+		u.export()
+	}
 	u.mu.Unlock()
 	if ok {
 		return r, nil
@@ -189,8 +291,11 @@ func (u *Unreferenced) reserve(ctx context.Context, store cosadmission.Store, it
 		}
 	}
 	u.mu.Lock()
-	r, ok = u.ledger.reserve(missing, u.MaxBytes, u.MaxSecrets)
-	count, bytes := len(u.ledger.entries)+u.ledger.reservedCount, u.ledger.bytes+u.ledger.reservedBytes
+	r, ok = u.ledger.reserve(missing, u.exists, u.cluster(), u.MaxBytes, u.MaxSecrets)
+	count, bytes := u.pending()
+	if ok {
+		u.export()
+	}
 	u.mu.Unlock()
 	if ok {
 		return r, nil
@@ -205,40 +310,33 @@ func (u *Unreferenced) reserve(ctx context.Context, store cosadmission.Store, it
 	}
 }
 
-// prune drops the entries the cache shows settled, and those it does not hold that an uncached read
-// finds gone (at most maxAbsentChecks).
+// prune drops the Secrets this replica created that its cache does not show, when an uncached read
+// finds them gone (at most maxAbsentChecks).
 func (u *Unreferenced) prune(ctx context.Context, store cosadmission.Store) {
 	u.mu.Lock()
-	keys := make([]types.NamespacedName, 0, len(u.ledger.entries))
-	for key := range u.ledger.entries {
+	keys := make([]types.NamespacedName, 0, min(len(u.ledger.unseen), maxAbsentChecks))
+	for key := range u.ledger.unseen {
+		if len(keys) == maxAbsentChecks {
+			break
+		}
 		keys = append(keys, key)
 	}
 	u.mu.Unlock()
-	checks := 0
 	for _, key := range keys {
-		settled, absent := u.settled(ctx, key)
-		if absent && checks < maxAbsentChecks {
-			checks++
-			_, err := store.GetSecret(ctx, key)
-			settled = apierrors.IsNotFound(err)
-		}
-		if settled {
-			u.drop(key)
+		if _, err := store.GetSecret(ctx, key); apierrors.IsNotFound(err) {
+			u.mu.Lock()
+			u.ledger.seen(key)
+			u.mu.Unlock()
 		}
 	}
 }
 
-// settle ends r: the Secrets created enter the ledger, unless the cache already shows them settled.
-func (u *Unreferenced) settle(ctx context.Context, r *reservation, created []pendingItem) {
-	var keep []pendingItem
-	for _, it := range created {
-		if settled, _ := u.settled(ctx, it.key); !settled {
-			keep = append(keep, it)
-		}
-	}
+// settle ends r: the Secrets created count as this replica's until its cache shows them.
+func (u *Unreferenced) settle(r *reservation, created []pendingItem) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.ledger.settle(r, keep)
+	u.ledger.settle(r, created, u.exists)
+	u.export()
 }
 
 // UnreferencedLimitError refuses a write that would pass the bound: nothing was written. It names
@@ -262,7 +360,7 @@ func (e *UnreferencedLimitError) Error() string {
 	default:
 		flags = fmt.Sprintf("--max-unreferenced-bytes=%d", e.MaxBytes)
 	}
-	return fmt.Sprintf("the webhook holds as many object-data Secrets written and not yet referenced by any ClusterObjectSet as it may (%s): "+
+	return fmt.Sprintf("the cluster holds as many object-data Secrets that no ClusterObjectSet references as the webhook allows (%s): "+
 		"no room for the %d Secrets (%d bytes) of this ClusterObjectSet; nothing was written; retry once the ClusterObjectSets being created are stored, or the orphan sweep has removed Secrets that none references",
 		flags, e.Secrets, e.Bytes)
 }
@@ -315,14 +413,19 @@ func (s *unreferencedStore) Write(ctx context.Context, cosName string, plan *con
 			added = append(added, it)
 		}
 	}
-	s.u.settle(context.WithoutCancel(ctx), r, added)
+	s.u.settle(r, added)
 	return n, err
 }
 
-// secretBytes is what a planned Secret stores: its keys and values.
+// secretBytes is what a planned Secret stores (dataBytes).
 func secretBytes(s content.SecretOut) int64 {
+	return dataBytes(s.Data)
+}
+
+// dataBytes is what a Secret's data stores: its keys and values.
+func dataBytes(data map[string][]byte) int64 {
 	var n int64
-	for k, v := range s.Data {
+	for k, v := range data {
 		n += int64(len(k) + len(v))
 	}
 	return n
@@ -334,12 +437,18 @@ type pendingItem struct {
 	bytes int64
 }
 
-// ledger is the accounting of Unreferenced, with no client: the Secrets created and not yet
-// referenced (entries), and the room held by writes in flight (reservations). It is not safe for
-// concurrent use; its zero value is ready.
+// usage is a number of Secrets and their bytes.
+type usage struct {
+	count int
+	bytes int64
+}
+
+// ledger is this replica's part of the count of Unreferenced, with no client: the room held by its
+// writes in flight (reservations), and the Secrets they created that its cache does not show yet
+// (unseen). It is not safe for concurrent use; its zero value is ready.
 type ledger struct {
-	entries       map[types.NamespacedName]int64
-	bytes         int64
+	unseen        map[types.NamespacedName]int64
+	unseenBytes   int64
 	reservedBytes int64
 	reservedCount int
 }
@@ -376,17 +485,18 @@ func reservationOf(items []pendingItem) *reservation {
 	return r
 }
 
-// reserve holds room for the items not in the ledger, unless the ledger, the writes in flight and
-// they together would pass maxBytes or maxCount.
-func (l *ledger) reserve(items []pendingItem, maxBytes int64, maxCount int) (*reservation, bool) {
+// reserve holds room for the items that neither exist (the cache shows them: a write reuses them)
+// nor are unseen, unless cluster (what the cache counts), the unseen Secrets, the writes in flight
+// and they together would pass maxBytes or maxCount.
+func (l *ledger) reserve(items []pendingItem, exists func(types.NamespacedName) bool, cluster usage, maxBytes int64, maxCount int) (*reservation, bool) {
 	var fresh []pendingItem
 	for _, it := range items {
-		if _, ok := l.entries[it.key]; !ok {
+		if _, ok := l.unseen[it.key]; !ok && !exists(it.key) {
 			fresh = append(fresh, it)
 		}
 	}
 	r := reservationOf(fresh)
-	if l.bytes+l.reservedBytes+r.bytes > maxBytes || len(l.entries)+l.reservedCount+r.count > maxCount {
+	if cluster.bytes+l.unseenBytes+l.reservedBytes+r.bytes > maxBytes || cluster.count+len(l.unseen)+l.reservedCount+r.count > maxCount {
 		return nil, false
 	}
 	l.reservedBytes += r.bytes
@@ -394,26 +504,26 @@ func (l *ledger) reserve(items []pendingItem, maxBytes int64, maxCount int) (*re
 	return r, true
 }
 
-// settle gives r's room back and enters the Secrets created.
-func (l *ledger) settle(r *reservation, created []pendingItem) {
+// settle gives r's room back and counts the Secrets created that the cache does not show yet.
+func (l *ledger) settle(r *reservation, created []pendingItem, exists func(types.NamespacedName) bool) {
 	l.reservedBytes -= r.bytes
 	l.reservedCount -= r.count
 	for _, it := range created {
-		if _, ok := l.entries[it.key]; ok {
+		if _, ok := l.unseen[it.key]; ok || exists(it.key) {
 			continue
 		}
-		if l.entries == nil {
-			l.entries = map[types.NamespacedName]int64{}
+		if l.unseen == nil {
+			l.unseen = map[types.NamespacedName]int64{}
 		}
-		l.entries[it.key] = it.bytes
-		l.bytes += it.bytes
+		l.unseen[it.key] = it.bytes
+		l.unseenBytes += it.bytes
 	}
 }
 
-// drop takes the Secret key out of the ledger.
-func (l *ledger) drop(key types.NamespacedName) {
-	if n, ok := l.entries[key]; ok {
-		delete(l.entries, key)
-		l.bytes -= n
+// seen stops counting the Secret key as unseen: the cache shows it (or it is gone).
+func (l *ledger) seen(key types.NamespacedName) {
+	if n, ok := l.unseen[key]; ok {
+		delete(l.unseen, key)
+		l.unseenBytes -= n
 	}
 }

@@ -87,7 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	ctrl.LoggerFrom(ctx).Info("secret guard exempts", "users", opts.ExemptUsers)
 
 	if opts.Unreferenced != nil {
-		if err := opts.Unreferenced.Watch(ctx, mgr.GetCache(), mgr.GetClient(), opts.SystemNamespace); err != nil {
+		if err := opts.Unreferenced.Watch(ctx, mgr.GetCache(), opts.SystemNamespace, metrics); err != nil {
 			return err
 		}
 	}

@@ -104,6 +104,7 @@ const (
 	ReasonWriteFailed    Reason = "write_failed"       // reading or writing a Secret or the stored COS failed
 	ReasonInternal       Reason = "bad_request"        // planning failed for another reason
 	ReasonUnreferenced   Reason = "unreferenced_limit" // the Store refused to write now (ErrRetryLater: the unreferenced bound): nothing was written
+	ReasonBusy           Reason = "busy"               // no room in the request's Budget to read a Secret it names (content.ErrBusy): nothing was written
 )
 
 // ErrRetryLater, wrapped by an error of Store.Write, says that the Store wrote nothing and refuses
@@ -297,14 +298,22 @@ func (p *Pipeline) toHeal(ctx context.Context, cosName string, plan *content.Pla
 	for _, s := range plan.Secrets {
 		want := secretdata.ObjectDataSecret(cosName, p.SystemNamespace, s)
 		key := types.NamespacedName{Namespace: want.Namespace, Name: want.Name}
-		got, err := p.Store.GetSecret(ctx, key)
-		switch {
-		case apierrors.IsNotFound(err):
-			h.missing = append(h.missing, key.Name)
-		case err != nil:
-			return heal{}, writeRefusal(&secretdata.WriteError{Secret: key, Err: err})
-		case len(secretdata.Unusable(got, want)) > 0:
-			damaged = true
+		var readErr error
+		if err := charged(ctx, func() {
+			got, err := p.Store.GetSecret(ctx, key)
+			switch {
+			case apierrors.IsNotFound(err):
+				h.missing = append(h.missing, key.Name)
+			case err != nil:
+				readErr = err
+			case len(secretdata.Unusable(got, want)) > 0:
+				damaged = true
+			}
+		}); err != nil {
+			return heal{}, busyRefusal(err)
+		}
+		if readErr != nil {
+			return heal{}, writeRefusal(&secretdata.WriteError{Secret: key, Err: readErr})
 		}
 	}
 	if len(h.missing) > 0 || damaged {
@@ -320,7 +329,11 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 	if ferr != nil {
 		return refused(warnings, invalid(ReasonInvalid, field.ErrorList{ferr}))
 	}
-	warnings = append(warnings, p.checkUserRefs(ctx, obj)...)
+	checked, r := p.checkUserRefs(ctx, obj)
+	warnings = append(warnings, checked...)
+	if r != nil {
+		return refused(warnings, r)
+	}
 	if !dryRun {
 		if err := p.touchUserRefs(ctx, obj); err != nil {
 			return refused(warnings, &Refusal{Reason: ReasonWriteFailed, Code: http.StatusServiceUnavailable, Err: err})
@@ -356,44 +369,106 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 // reported as not checked, without reading it, and a Secret of another type reads as missing, so the
 // warnings say nothing about a Secret the request did not submit beyond what its name and type
 // already tell. A Secret that cannot be read is not warned about.
-func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSet) []string {
-	var warnings []string
-	secrets := map[types.NamespacedName]*corev1.Secret{}
-	outside := map[types.NamespacedName]bool{}
+//
+// Each Secret is read once, however many refs name it, and one at a time: charged to the request's
+// Budget before it is read (charged), checked for the keys its refs name, and dropped. No room in the
+// Budget refuses the request (ReasonBusy, 429) before anything is written.
+func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSet) ([]string, *Refusal) {
+	type refAt struct {
+		path    *field.Path
+		secret  types.NamespacedName
+		dataKey string
+	}
+	var refs []refAt
+	// The data keys the refs name, by Secret, in the order the Secrets are first named: names only.
+	named := map[types.NamespacedName]map[string]bool{}
+	var order []types.NamespacedName
 	for i, ph := range obj.Spec.Phases {
 		for j, o := range ph.Objects {
 			if !o.IsRef() {
 				continue
 			}
 			key := types.NamespacedName{Namespace: o.Ref.NamespaceOr(p.SystemNamespace), Name: o.Ref.Name}
-			path := field.NewPath("spec", "phases").Index(i).Child("objects").Index(j).Child("ref")
+			refs = append(refs, refAt{path: field.NewPath("spec", "phases").Index(i).Child("objects").Index(j).Child("ref"), secret: key, dataKey: o.Ref.Key})
 			if key.Namespace != p.SystemNamespace {
-				if !outside[key] {
-					outside[key] = true
-					warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s not checked: outside %s", WarningPrefix, path, key, p.SystemNamespace))
-				}
 				continue
 			}
-			sec, seen := secrets[key]
-			if !seen {
-				var err error
-				if sec, err = p.getObjectData(ctx, key); err != nil {
-					sec = nil
-					if !apierrors.IsNotFound(err) {
-						continue
-					}
-				}
-				secrets[key] = sec
+			if named[key] == nil {
+				named[key] = map[string]bool{}
+				order = append(order, key)
 			}
-			switch {
-			case sec == nil:
-				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s does not exist (yet)", WarningPrefix, path, key))
-			case sec.Data[o.Ref.Key] == nil:
-				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s has no key %q", WarningPrefix, path, key, o.Ref.Key))
-			}
+			named[key][o.Ref.Key] = true
 		}
 	}
-	return warnings
+	// What each Secret read showed: whether it could be read, exists, and which of the named keys it has.
+	type found struct {
+		read, exists bool
+		has          map[string]bool
+	}
+	results := make(map[types.NamespacedName]found, len(order))
+	for _, key := range order {
+		var f found
+		if err := charged(ctx, func() {
+			sec, err := p.getObjectData(ctx, key)
+			switch {
+			case err == nil:
+				f = found{read: true, exists: true, has: map[string]bool{}}
+				for k := range named[key] {
+					if sec.Data[k] != nil {
+						f.has[k] = true
+					}
+				}
+			case apierrors.IsNotFound(err):
+				f = found{read: true}
+			}
+		}); err != nil {
+			return nil, busyRefusal(err)
+		}
+		results[key] = f
+	}
+	var warnings []string
+	outside := map[types.NamespacedName]bool{}
+	for _, r := range refs {
+		if r.secret.Namespace != p.SystemNamespace {
+			if !outside[r.secret] {
+				outside[r.secret] = true
+				warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s not checked: outside %s", WarningPrefix, r.path, r.secret, p.SystemNamespace))
+			}
+			continue
+		}
+		switch f := results[r.secret]; {
+		case !f.read:
+		case !f.exists:
+			warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s does not exist (yet)", WarningPrefix, r.path, r.secret))
+		case !f.has[r.dataKey]:
+			warnings = append(warnings, fmt.Sprintf("%s%s: Secret %s has no key %q", WarningPrefix, r.path, r.secret, r.dataKey))
+		}
+	}
+	return warnings, nil
+}
+
+// charged runs read, which reads one Secret and drops it before it returns, charged to the request's
+// Budget (content.BudgetFrom; none: not charged): secretdata.ReadCost is held before the read, as a
+// Secret's size is not known before it is read, and given back after it. A Budget that holds its
+// request's room never waits for more: no room at once is a *content.WaitError (content.ErrBusy), and
+// read does not run.
+func charged(ctx context.Context, read func()) error {
+	b := content.BudgetFrom(ctx)
+	if b == nil {
+		read()
+		return nil
+	}
+	if err := b.Hold(secretdata.ReadCost); err != nil {
+		return err
+	}
+	defer b.Unhold(secretdata.ReadCost)
+	read()
+	return nil
+}
+
+// busyRefusal refuses a request that found no room to read a Secret it names: 429, to be retried.
+func busyRefusal(err error) *Refusal {
+	return &Refusal{Reason: ReasonBusy, Code: http.StatusTooManyRequests, Err: fmt.Errorf("reading the Secrets this ClusterObjectSet names: %w", err)}
 }
 
 // touchUserRefs drops dead owner references from the object-data Secrets of the system namespace

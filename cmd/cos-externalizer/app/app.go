@@ -242,7 +242,7 @@ func (o *Options) servingCert() servingcert.Options {
 // stored in object-data Secrets: Secrets only of the system namespace carrying the revision-name
 // label, and of those only their metadata (secretMetadataOnly); managed objects only when they carry
 // the owning-revision label; ClusterObjectSets all.
-func cacheOptions(systemNamespace string) cache.Options {
+func cacheOptions(systemNamespace string, measure func(*corev1.Secret)) cache.Options {
 	owning, _ := labels.NewRequirement(olmv1.LabelOwningRevision, selection.Exists, nil)
 	revision, _ := labels.NewRequirement(olmv1.LabelRevisionName, selection.Exists, nil)
 	return cache.Options{
@@ -251,7 +251,7 @@ func cacheOptions(systemNamespace string) cache.Options {
 			&corev1.Secret{}: {
 				Namespaces: map[string]cache.Config{systemNamespace: {}},
 				Label:      labels.NewSelector().Add(*revision),
-				Transform:  secretMetadataOnly,
+				Transform:  secretMetadataOnly(measure),
 			},
 			&olmv1.ClusterObjectSet{}: {Label: labels.Everything()},
 		},
@@ -280,7 +280,13 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return err
 	}
 	serving := servingcert.New(o.servingCert(), m.servingCert)
-	mgr, err := o.newManager(cfg, serving)
+	// The bound on unreferenced Secrets counts them from the cache, their sizes measured as it reads
+	// them (pending.go).
+	var unreferenced *webhook.Unreferenced
+	if o.enableWebhooks {
+		unreferenced = o.unrefd.ledger()
+	}
+	mgr, err := o.newManager(cfg, serving, unreferenced)
 	if err != nil {
 		return err
 	}
@@ -290,7 +296,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return err
 	}
 	if o.enableWebhooks {
-		if err := o.setupWebhooks(ctx, mgr, serving, drain, m.webhook); err != nil {
+		if err := o.setupWebhooks(ctx, mgr, serving, drain, m.webhook, unreferenced); err != nil {
 			return err
 		}
 	}
@@ -307,7 +313,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 
 // newManager creates the manager, its metrics and webhook servers serving over TLS as the flags say
 // (the webhook server with serving's certificate), with its health and readiness checks.
-func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server) (ctrl.Manager, error) {
+func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, unreferenced *webhook.Unreferenced) (ctrl.Manager, error) {
 	tlsSettings, err := o.tls.settings()
 	if err != nil {
 		return nil, err
@@ -335,7 +341,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server) (ctr
 		// A stopping leader gives the Lease up, so the next replica takes over at once instead of
 		// after the lease duration (safe: the process exits when the manager returns).
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOptions(o.systemNamespace),
+		Cache:                         cacheOptions(o.systemNamespace, unreferenced.RecordSize),
 		// Managed objects are read through the cache too (the reconciler's settled reconciles make no
 		// API request); the cache holds only those carrying the owning-revision label.
 		Client:        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -377,7 +383,7 @@ func (o *Options) metricsServer(tlsOpts, webhookTLSOpts []func(*tls.Config)) met
 }
 
 // setupWebhooks registers the webhooks, counted in metrics, and the serving certificate.
-func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *webhook.Drain, metrics *webhook.Metrics) error {
+func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *webhook.Drain, metrics *webhook.Metrics, unreferenced *webhook.Unreferenced) error {
 	mode, _ := admission.ParseMode(o.externalize)
 	var exempt []string
 	for _, u := range strings.Split(o.exemptUsers, ",") {
@@ -397,7 +403,7 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		MaxResolvedBytes: o.maxResolvedBytes,
 		Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
 		Drain:            drain,
-		Unreferenced:     o.unrefd.ledger(), // pending.go
+		Unreferenced:     unreferenced, // pending.go
 	}, metrics); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}

@@ -2,13 +2,14 @@ package app
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // CacheOptions are the options of the manager's cache (cacheOptions), for the tests that check what
 // it holds.
 func CacheOptions(systemNamespace string) cache.Options {
-	return cacheOptions(systemNamespace)
+	return cacheOptions(systemNamespace, nil)
 }
 
 // secretMetadataOnly is the transform of the manager's Secret informer: it drops the data of every
@@ -20,10 +21,19 @@ func CacheOptions(systemNamespace string) cache.Options {
 // metadata only. Writes of a cached Secret are merge patches of the fields they change, so a copy
 // without data never writes `data`. Objects other than a typed Secret (an unstructured managed
 // object shares the informer's configuration, not this informer) pass unchanged.
-func secretMetadataOnly(obj any) (any, error) {
-	if sec, ok := obj.(*corev1.Secret); ok {
-		sec.Data = nil
-		sec.StringData = nil
+//
+// measure, when set, is called with each Secret before its data is dropped: the bound on
+// unreferenced Secrets keeps their sizes (webhook.Unreferenced.RecordSize), a number per Secret,
+// rather than the data.
+func secretMetadataOnly(measure func(*corev1.Secret)) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if sec, ok := obj.(*corev1.Secret); ok {
+			if measure != nil {
+				measure(sec)
+			}
+			sec.Data = nil
+			sec.StringData = nil
+		}
+		return obj, nil
 	}
-	return obj, nil
 }

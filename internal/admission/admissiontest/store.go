@@ -24,6 +24,9 @@ import (
 type Store struct {
 	// Namespace holds the Secrets Write creates.
 	Namespace string
+	// OnGetSecret, when set, is called at every GetSecret, before it answers (tests that watch what a
+	// request holds while it reads).
+	OnGetSecret func(ctx context.Context, key types.NamespacedName)
 
 	mu      sync.Mutex
 	coss    map[string]*olmv1.ClusterObjectSet
@@ -82,7 +85,10 @@ func (s *Store) GetClusterObjectSet(_ context.Context, name string) (*olmv1.Clus
 }
 
 // GetSecret returns a copy of the stored Secret, or NotFound, or the error FailReads set.
-func (s *Store) GetSecret(_ context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+func (s *Store) GetSecret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+	if s.OnGetSecret != nil {
+		s.OnGetSecret(ctx, key)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.fail[key]; err != nil {

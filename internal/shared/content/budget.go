@@ -215,6 +215,13 @@ func (b *Budget) Hold(n int64) error {
 	return b.charge(context.Background(), n, false)
 }
 
+// Unhold gives back n bytes that Hold charged, once what they stood for is dropped (a Secret read and
+// checked): what the Budget then holds past its reservation and its other charges goes back to the
+// Pool.
+func (b *Budget) Unhold(n int64) {
+	b.giveBack(n)
+}
+
 // Busy reports whether the Pool refused this Budget room (ErrBusy): what it resolved or decided may
 // be short of what it would have with room, and a retry may do better.
 func (b *Budget) Busy() bool {

@@ -99,7 +99,7 @@ func drawAll(ctx context.Context, b *Budget, total, step int64) error {
 // Budget takes free room at once or is refused.
 func TestBudgetReserve(t *testing.T) {
 	type step struct {
-		op      string // reserve, hold, draw, giveBack, release
+		op      string // reserve, hold, draw, giveBack, unhold, release
 		n       int64
 		wantErr bool
 		// after the step
@@ -133,6 +133,15 @@ func TestBudgetReserve(t *testing.T) {
 			{op: "hold", n: 11, wantErr: true, poolUsed: 90},
 			{op: "hold", n: 10, poolUsed: 100, held: 10, charged: 10},
 		}},
+		"a read held and given back, one at a time, past the reservation": {100, 0, []step{
+			{op: "reserve", n: 40, poolUsed: 40, held: 40},
+			{op: "hold", n: 40, poolUsed: 40, held: 40, charged: 40},
+			{op: "hold", n: 30, poolUsed: 70, held: 70, charged: 70},
+			{op: "unhold", n: 30, poolUsed: 40, held: 40, charged: 40},
+			{op: "hold", n: 30, poolUsed: 70, held: 70, charged: 70},
+			{op: "hold", n: 31, wantErr: true, poolUsed: 70, held: 70, charged: 70},
+			{op: "unhold", n: 30, poolUsed: 40, held: 40, charged: 40},
+		}},
 		"more than the capacity": {100, 0, []step{
 			{op: "reserve", n: 101, wantErr: true},
 			{op: "reserve", n: 100, poolUsed: 100, held: 100},
@@ -163,6 +172,8 @@ func TestBudgetReserve(t *testing.T) {
 					err = b.draw(ctx, s.n)
 				case "giveBack":
 					b.giveBack(s.n)
+				case "unhold":
+					b.Unhold(s.n)
 				case "release":
 					b.Release()
 				}

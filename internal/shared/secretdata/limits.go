@@ -26,3 +26,10 @@ func (l Limits) WithPool(pool *content.Pool) Limits {
 	l.Pool = pool
 	return l
 }
+
+// ReadCost is what reading one Secret may hold until it is dropped: the API server's response (the
+// stored object, at most etcd's 1.5 MiB request limit; a Secret's data is at most 1 MiB, base64 in
+// JSON) and the Secret decoded from it, at once. The admission pipeline charges it to the request's
+// Budget (content.Budget.Hold) before each read, as the size of a Secret is not known before it is
+// read.
+const ReadCost = 3 << 20

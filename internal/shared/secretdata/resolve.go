@@ -41,10 +41,15 @@ type Config struct {
 	RequireImmutable bool
 	// BusyFlag is the flag a Busy failure names; empty: ResolvedPoolFlag.
 	BusyFlag string
+	// ChargeReads charges every Secret read to Budget (content.Budget.Hold): ReadCost before the
+	// read, then what the Secret read holds while the Resolver keeps it (an admission request's
+	// Budget, SecretResolver). No room is a Busy failure, and the Secret is not read.
+	ChargeReads bool
 }
 
 // Resolver reads refs out of Secrets for one resolution (one reconcile, one admission request, one
-// kubectl cos command): each Secret is read once (its failure too), each key is verified and decoded
+// kubectl cos command): each Secret is read once (its failure too) and kept for the resolution
+// (charged to the Budget with ChargeReads), each key is verified and decoded
 // once under the one budget (content.Budget), and every ref to a key gets the same object, which
 // callers must not change. Failures are *Failure. A Resolver serves one goroutine.
 type Resolver struct {
@@ -82,12 +87,25 @@ func (r *Resolver) Key(ref olmv1.ObjectSourceRef) types.NamespacedName {
 	return types.NamespacedName{Namespace: ref.NamespaceOr(r.c.SystemNamespace), Name: ref.Name}
 }
 
-// secret returns the Secret key as read once by Get; a failed read is a *Failure (SecretMissing or
-// SecretUnreadable).
-func (r *Resolver) secret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+// secret returns the Secret key as read once by Get, for the ref to its data key dataKey; a failed
+// read is a *Failure (SecretMissing or SecretUnreadable, or Busy with ChargeReads).
+func (r *Resolver) secret(ctx context.Context, key types.NamespacedName, dataKey string) (*corev1.Secret, error) {
 	read, ok := r.secrets[key]
 	if !ok {
+		if r.c.ChargeReads {
+			if err := r.c.Budget.Hold(ReadCost); err != nil {
+				// Not kept: the request is refused for want of room (the Budget is Busy).
+				return nil, &Failure{Reason: Busy, Flag: r.c.BusyFlag, Secret: key, Key: dataKey, Err: err}
+			}
+		}
 		sec, err := r.c.Get(ctx, key)
+		if r.c.ChargeReads {
+			var kept int64
+			if err == nil {
+				kept = min(int64(sec.Size()), ReadCost)
+			}
+			r.c.Budget.Unhold(ReadCost - kept)
+		}
 		if err != nil {
 			read.err = readFailure(key, err)
 		} else {
@@ -110,7 +128,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref olmv1.ObjectSourceRef) (map[
 // Value resolves ref as Resolve does, and says what it found on the way, also when it fails.
 func (r *Resolver) Value(ctx context.Context, ref olmv1.ObjectSourceRef) (Value, error) {
 	key := r.Key(ref)
-	sec, err := r.secret(ctx, key)
+	sec, err := r.secret(ctx, key, ref.Key)
 	if err != nil {
 		return Value{}, err
 	}
@@ -164,5 +182,7 @@ func SecretResolver(ctx context.Context, limits Limits, get GetSecretFunc, syste
 			context.AfterFunc(ctx, budget.Release)
 		}
 	}
-	return New(Config{Get: get, SystemNamespace: systemNamespace, Budget: budget, BusyFlag: flag}).Func(ctx)
+	// The request's own Budget is charged the Secrets read too: they are kept for the request.
+	charge := flag == AdmissionPoolFlag
+	return New(Config{Get: get, SystemNamespace: systemNamespace, Budget: budget, BusyFlag: flag, ChargeReads: charge}).Func(ctx)
 }

@@ -22,8 +22,9 @@ import (
 )
 
 // TestSecretResolverRequestBudget: with the request's Budget in its context, SecretResolver draws from
-// it (its reservation first), does not release it when ctx ends (its owner does), and without room at
-// once fails with ErrBusy naming the admission flag, telling nothing of the value.
+// it (its reservation first) the Secret it reads (ReadCost before the read, what the Secret keeps
+// after) and the value, does not release it when ctx ends (its owner does), and without room at once
+// fails with ErrBusy naming the admission flag, before reading, telling nothing of the value.
 func TestSecretResolverRequestBudget(t *testing.T) {
 	value := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}`)
 	key := content.Key(value)
@@ -39,19 +40,22 @@ func TestSecretResolverRequestBudget(t *testing.T) {
 		return b.Used()
 	}()
 
+	// The Secret read is charged ReadCost before the read, then what it keeps while the request lasts.
+	kept := int64((&corev1.Secret{Data: map[string][]byte{key: value}}).Size())
+	const capacity = secretdata.ReadCost + 1<<20
 	tests := map[string]struct {
 		reserve, othersHold int64
 		wantErr             bool
 		wantHeld            int64 // the request's share of the pool after resolving, until its owner's Release
 	}{
-		"within the reservation":       {reserve: cost, wantHeld: cost},
-		"past it, with room":           {reserve: 1, wantHeld: cost},
-		"past it, no room: ErrBusy":    {reserve: 1, othersHold: 1 << 20, wantErr: true, wantHeld: 1},
-		"no reservation, room at once": {wantHeld: cost},
+		"within the reservation":            {reserve: cost + kept, wantHeld: cost + kept},
+		"past it, with room":                {reserve: 1, wantHeld: cost + kept},
+		"past it, no room to read: ErrBusy": {reserve: 1, othersHold: 1<<20 + 1, wantErr: true, wantHeld: 1},
+		"no reservation, room at once":      {wantHeld: cost + kept},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			pool := content.NewPool(1<<20 + 1)
+			pool := content.NewPool(capacity)
 			others := pool.NewBudget(0)
 			if err := others.Hold(tc.othersHold); err != nil {
 				t.Fatal(err)
@@ -66,7 +70,7 @@ func TestSecretResolverRequestBudget(t *testing.T) {
 				if !errors.Is(err, content.ErrBusy) || obj != nil {
 					t.Fatalf("got %v, want ErrBusy", err)
 				}
-				want := `secret olmv1-system/s key "` + key + `": no room in the ` + "1048577" + ` bytes of resolved content this process holds at once: ` +
+				want := `secret olmv1-system/s key "` + key + `": no room in the ` + strconv.Itoa(capacity) + ` bytes of resolved content this process holds at once: ` +
 					content.ErrNoWaitWhileHolding.Error() + " (the limit is --max-concurrent-admission-bytes)"
 				if diff := cmp.Diff(want, err.Error()); diff != "" {
 					t.Errorf("message (-want +got):\n%s", diff)

@@ -43,7 +43,7 @@ func TestUnusedSecrets(t *testing.T) {
 			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind, Name: "y", UID: "uid-y"}}
 		}), cos: deleting},
 		"no ClusterObjectSet": {sec: secret(), want: true},
-		// Times written by others never decide: the sweep's own clock does (secretuse.Sightings).
+		// Times written by others never decide: the sweep's own clock does (secretuse.Progress).
 		"a last use in the future is no reason to keep it": {sec: secret(func(s *corev1.Secret) {
 			s.Annotations = map[string]string{content.LastUsedAnnotation: created.Add(time.Hour).Format(time.RFC3339)}
 		}), want: true},

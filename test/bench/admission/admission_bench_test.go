@@ -202,6 +202,20 @@ func containersJSON(b *testing.B, size int) []byte {
 // bundle's CRDs are not rolled out), under a 1 GiB limit, and installs its webhooks.
 func startManager(b *testing.B, env *testenv.Environment) *controlplane.Process {
 	b.Helper()
+	return startManagerAt(b, env).proc
+}
+
+// benchManager is a manager process and where its webhooks answer: url, with a serving certificate
+// of ca.
+type benchManager struct {
+	proc *controlplane.Process
+	url  string
+	ca   []byte
+}
+
+// startManagerAt is startManager, telling where the webhooks answer.
+func startManagerAt(b *testing.B, env *testenv.Environment) benchManager {
+	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
 	bin := os.Getenv("COS_BENCH_MANAGER") // another build to compare, e.g. the release before
@@ -256,7 +270,7 @@ func startManager(b *testing.B, env *testenv.Environment) *controlplane.Process 
 		}
 		return len(probe.Spec.Phases[0].Objects) == 1 && probe.Spec.Phases[0].Objects[0].IsRef(), "not externalized"
 	})
-	return proc
+	return benchManager{proc: proc, url: "https://127.0.0.1:" + strconv.Itoa(ports[0]), ca: bundle.CA}
 }
 
 // resetPeak resets the process's peak RSS (VmHWM) to its current RSS.

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -25,10 +27,11 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
-// countingReader counts the reads that pass through it to the API server.
+// countingReader counts the reads that pass through it to the API server: lists counts pages,
+// listsStarted the Lists (their first pages).
 type countingReader struct {
 	client.Reader
-	gets, lists atomic.Int64
+	gets, lists, listsStarted atomic.Int64
 }
 
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -38,6 +41,9 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	c.lists.Add(1)
+	if lo := (&client.ListOptions{}).ApplyOptions(opts); lo.Continue == "" {
+		c.listsStarted.Add(1)
+	}
 	return c.Reader.List(ctx, list, opts...)
 }
 
@@ -125,5 +131,43 @@ func TestSecretGuardReadsAreBounded(t *testing.T) {
 			}
 			t.Logf("%d GETs, %d List pages (%d ClusterObjectSets)", gets, lists, len(all.Items))
 		})
+	}
+}
+
+// TestSecretGuardListsAreShared: 50 concurrent DELETE reviews of unused Secrets, each confirmed by an
+// uncached List, share the Lists of one replica: one runs at a time, and the next starts only after
+// a pause of at least 250 ms (the guard's least), so however the reviews trickle in (each reads the
+// ClusterObjectSet its label names first), the Lists started are at most one plus one per 250 ms the
+// reviews took (before: 28 Lists for 50 reviews).
+func TestSecretGuardListsAreShared(t *testing.T) {
+	const reviews = 50
+	reader := &countingReader{Reader: testenv.Env.Client}
+	guard := &webhook.SecretGuard{Cache: frozenCache{}, APIReader: reader, Metrics: webhook.NewMetrics(),
+		Options: webhook.Options{SystemNamespace: testenv.SystemNamespace}}
+	start := time.Now()
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for i := range reviews {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: fmt.Sprintf("guard-shared-%d-0123456789abcdef", i),
+			Labels: map[string]string{olmv1.LabelRevisionName: fmt.Sprintf("guard-shared-%d", i)}}, Type: olmv1.SecretTypeObjectData}
+		review := deleteReview(t, sec)
+		wg.Go(func() {
+			if resp := guard.Handle(context.Background(), review); !resp.Allowed {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	started, gets := reader.listsStarted.Load(), reader.gets.Load()
+	t.Logf("%d reviews in %v: %d uncached Lists (%d pages), %d GETs", reviews, took.Round(time.Millisecond), started, reader.lists.Load(), gets)
+	if refused.Load() > 0 {
+		t.Errorf("%d deletes of Secrets nobody references refused", refused.Load())
+	}
+	if bound := 1 + int64(took/(250*time.Millisecond)); started > bound {
+		t.Errorf("%d Lists started in %v, more than %d: one per pause", started, took, bound)
+	}
+	if gets != reviews {
+		t.Errorf("%d GETs, want %d (the ClusterObjectSet each label names)", gets, reviews)
 	}
 }
