@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -340,7 +341,7 @@ func answerOf(t *testing.T, env string, err error, stderr string) staleAnswer {
 		if !strings.Contains(stderr, "Error from server (Conflict)") {
 			t.Errorf("%s: kubectl: %v, want a Conflict: %s", env, err, stderr)
 		}
-		return staleAnswer{Stderr: stderr}
+		return staleAnswer{Stderr: clusterSpecific(stderr)}
 	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
@@ -351,7 +352,19 @@ func answerOf(t *testing.T, env string, err error, stderr string) staleAnswer {
 	if s.Code != 409 || s.Reason != metav1.StatusReasonConflict {
 		t.Errorf("%s: answer %d %s (%s), want 409 %s", env, s.Code, s.Reason, s.Message, metav1.StatusReasonConflict)
 	}
+	s.Message = clusterSpecific(s.Message)
 	return staleAnswer{Status: s}
+}
+
+var (
+	uidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	rvPattern  = regexp.MustCompile(`\(\d+\)`)
+)
+
+// clusterSpecific replaces what differs between two control planes for the same answer (uids, and
+// resourceVersions in a precondition's message) with placeholders, so that the answers compare.
+func clusterSpecific(msg string) string {
+	return rvPattern.ReplaceAllString(uidPattern.ReplaceAllString(msg, "UID"), "(RV)")
 }
 
 // applyStale sends stale as a server-side apply configuration, its resourceVersion included.
