@@ -30,6 +30,15 @@ type Metrics struct {
 	// ExemptionMismatch is 1 when the served secret guard's exemption matchCondition differs from
 	// --secret-guard-exempt-users (exemptionCheck).
 	ExemptionMismatch prometheus.Gauge
+	// ClientAuthRequired is 1 when the webhook server serves only callers with a client certificate
+	// of --webhook-client-ca (or serves no webhooks), 0 when it serves any caller.
+	ClientAuthRequired prometheus.Gauge
+	// ClientCAReloadFailures counts the versions of the --webhook-client-ca file that could not be
+	// loaded; ClientCAReloadFailing is 1 while the file cannot be (the last good bundle is in use);
+	// ClientCAExpiry is the earliest expiry of the bundle's certificates (ClientCA).
+	ClientCAReloadFailures prometheus.Counter
+	ClientCAReloadFailing  prometheus.Gauge
+	ClientCAExpiry         prometheus.Gauge
 }
 
 // NewMetrics creates the metrics, unregistered (tests use their own); the manager creates its own once
@@ -48,10 +57,19 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10},
 		}, []string{"webhook", "operation"}),
 		ExemptionMismatch: metric.Gauge("cos_externalizer_secret_guard_exemption_mismatch", "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start)."),
+		ClientAuthRequired: metric.Gauge("cos_externalizer_webhook_client_authentication_required",
+			"1 when the webhook server serves only callers with a client certificate of --webhook-client-ca (or serves no webhooks); 0 when any client that reaches its port may call the webhooks."),
+		ClientCAReloadFailures: metric.Counter("cos_externalizer_webhook_client_ca_reload_failures_total",
+			"Versions of the --webhook-client-ca file (missing, unreadable, empty or not PEM) that could not be loaded; the last good bundle stays in use."),
+		ClientCAReloadFailing: metric.Gauge("cos_externalizer_webhook_client_ca_reload_failing",
+			"1 while the --webhook-client-ca file cannot be loaded (the last good bundle is in use, and a restart would fail)."),
+		ClientCAExpiry: metric.Gauge("cos_externalizer_webhook_client_ca_expiry_timestamp_seconds",
+			"Earliest expiry (Unix time) of the certificates of the --webhook-client-ca bundle in use; 0 without one."),
 	}
 }
 
 // Collectors are m's metrics, for the manager to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch}
+	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch,
+		m.ClientAuthRequired, m.ClientCAReloadFailures, m.ClientCAReloadFailing, m.ClientCAExpiry}
 }

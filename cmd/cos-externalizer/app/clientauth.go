@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
@@ -59,18 +61,36 @@ func (o *webhookServerOptions) validate() error {
 }
 
 // server builds the webhook server; tlsOpts are the webhook's own (never the metrics endpoint's:
-// Prometheus authenticates with a token, not a client certificate).
-func (o *webhookServerOptions) server(host string, port int, certDir string, tlsOpts []func(*tls.Config)) (*webhook.Server, error) {
+// Prometheus authenticates with a token, not a client certificate). The client CA's expiry and
+// reload failures go to metrics.
+func (o *webhookServerOptions) server(host string, port int, certDir string, tlsOpts []func(*tls.Config), metrics *webhook.Metrics) (*webhook.Server, error) {
 	so := webhook.ServerOptions{
 		Host: host, Port: port, CertDir: certDir, TLSOpts: tlsOpts,
 		ReadTimeout: o.readTimeout, MaxRequestBytes: o.maxRequestBytes,
 	}
 	if o.clientCA != "" {
-		ca, err := webhook.NewClientCA(o.clientCA, o.names())
+		ca, err := webhook.NewClientCA(o.clientCA, webhook.ClientCAOptions{Names: o.names(), Metrics: metrics})
 		if err != nil {
 			return nil, fmt.Errorf("--webhook-client-ca: %w", err)
 		}
 		so.ClientCA = ca
 	}
 	return webhook.NewServer(so), nil
+}
+
+// announce says at start, and in the metric cos_externalizer_webhook_client_authentication_required,
+// whether the webhook port authenticates its callers: without --webhook-client-ca it is a warning,
+// as the port is then open to anything that reaches it.
+func (o *webhookServerOptions) announce(log logr.Logger, serving bool, metrics *webhook.Metrics) {
+	switch {
+	case !serving:
+		metrics.ClientAuthRequired.Set(1)
+	case o.clientCA != "":
+		metrics.ClientAuthRequired.Set(1)
+		log.Info("the webhook server serves only callers with a client certificate of the client CA", "webhookClientCA", o.clientCA, "webhookClientNames", o.names())
+	default:
+		metrics.ClientAuthRequired.Set(0)
+		warn(log, "the webhook port accepts unauthenticated callers: anything that reaches it can send the webhooks forged admission requests, which the manager acts on (it writes Secrets); set --webhook-client-ca (docs/install.md#authenticating-the-api-servers-calls-to-the-webhooks)",
+			"webhookClientCA", "")
+	}
 }
