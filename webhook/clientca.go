@@ -337,8 +337,9 @@ func withConnVerification(ctx context.Context) context.Context {
 // Reverify serves a request only when its connection's client certificate verifies against the
 // bundle as it is now: the handshake verified it against the bundle of its time, and a kept-alive
 // connection outlives a rotation. One that no longer verifies is refused (403) and its connection
-// closed, so that the caller's next request makes a new handshake. A connection's verification is
-// kept until the bundle changes or the chain expires.
+// closed, so that the caller's next request makes a new handshake; it is counted as a refusal with
+// reason client_certificate. A connection's verification is kept until the bundle changes or the
+// chain expires.
 func (c *ClientCA) Reverify(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cv, _ := r.Context().Value(connVerificationKey{}).(*connVerification)
@@ -369,6 +370,9 @@ func (c *ClientCA) Reverify(h http.Handler) http.Handler {
 			if logIt {
 				c.log.Error(err, "refused a request: its connection's client certificate does not verify against the current client CA bundle; closing the connection",
 					"remoteAddr", r.RemoteAddr)
+			}
+			if c.m != nil {
+				c.m.Refusals.WithLabelValues(RefusalClientCertificate).Inc()
 			}
 			w.Header().Set("Connection", "close")
 			http.Error(w, "the client certificate of this connection is not trusted by the current client CA bundle: reconnect", http.StatusForbidden)

@@ -16,6 +16,9 @@ const (
 	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded
 	RefusalNameRequired   = "name_required"   // generateName without a name cannot be externalized
 	RefusalBusy           = "busy"            // the requests admitted at once left no room (429, retryable)
+	// RefusalClientCertificate: the request's kept-alive connection presented a client certificate
+	// the current --webhook-client-ca bundle no longer verifies (403; the connection is closed).
+	RefusalClientCertificate = "client_certificate"
 )
 
 // Metrics are the webhook's Prometheus metrics.

@@ -40,8 +40,8 @@ func (l *boundedListener) Accept() (net.Conn, error) {
 
 // boundedConn caps every read deadline set on it with the bound of the request being read: limit,
 // set at accept and at the first byte after a request ended, cleared when a request's body has been
-// read. Between requests (idle, or the HTTP server's background read while a handler runs), the
-// deadlines set are applied as they are.
+// read (or its response written). Between requests (idle, or the HTTP server's background read
+// while a handler runs), the deadlines set are applied as they are.
 type boundedConn struct {
 	net.Conn
 	bound time.Duration
@@ -52,12 +52,16 @@ type boundedConn struct {
 	want time.Time
 	// limit is the end of the current request's bound; zero between requests.
 	limit time.Time
-	// between is true once a request's body has been read, until the next byte arrives.
+	// between is true once a request has been read, until the next byte arrives.
 	between bool
+	// seq counts the bounds started; handled is the one of the request last handed to a handler.
+	seq, handled uint64
 }
 
 func newBoundedConn(c net.Conn, bound time.Duration, clk clock.PassiveClock) *boundedConn {
-	return &boundedConn{Conn: c, bound: bound, clock: clk, limit: clk.Now().Add(bound)}
+	bc := &boundedConn{Conn: c, bound: bound, clock: clk, limit: clk.Now().Add(bound), seq: 1}
+	_ = bc.applyLocked() // not shared yet; a failure shows at the first read
+	return bc
 }
 
 // Read reads; the first bytes after a request ended start the next request's bound.
@@ -67,6 +71,7 @@ func (c *boundedConn) Read(p []byte) (int, error) {
 		c.mu.Lock()
 		if c.between {
 			c.between = false
+			c.seq++
 			c.limit = c.clock.Now().Add(c.bound)
 			_ = c.applyLocked() // a failure shows at the next read
 		}
@@ -98,37 +103,71 @@ func (c *boundedConn) applyLocked() error {
 	return c.Conn.SetReadDeadline(d)
 }
 
-// requestRead ends the current request's bound: its body has been read (or its handler returned).
-// The next byte starts the next one.
-func (c *boundedConn) requestRead() {
+// handling records that the request of the current bound reached its handler, and returns its bound.
+func (c *boundedConn) handling() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.between {
+	c.handled = c.seq
+	return c.seq
+}
+
+// requestRead ends bound seq, when it is the current one: its request has been read. The next byte
+// starts the next one.
+func (c *boundedConn) requestRead(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.between || c.seq != seq {
 		return
 	}
 	c.limit, c.between = time.Time{}, true
 	_ = c.applyLocked()
 }
 
+// idle ends the bound of the request last handled, if it still runs: its response has been written,
+// and whatever of its body the handler left has been read or given up.
+func (c *boundedConn) idle() {
+	c.mu.Lock()
+	seq := c.handled
+	c.mu.Unlock()
+	c.requestRead(seq)
+}
+
 // boundedConnKey is the context key of a request's boundedConn (boundedConnContext).
 type boundedConnKey struct{}
 
-// boundedConnContext is the server's ConnContext: it puts the connection's boundedConn, under its
-// TLS, into the context of every request it carries.
-func boundedConnContext(ctx context.Context, c net.Conn) context.Context {
+// boundedConnOf returns the boundedConn under c's TLS, or nil.
+func boundedConnOf(c net.Conn) *boundedConn {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if bc, ok := c.(*boundedConn); ok {
+	bc, _ := c.(*boundedConn)
+	return bc
+}
+
+// boundedConnContext is the server's ConnContext: it puts the connection's boundedConn into the
+// context of every request it carries.
+func boundedConnContext(ctx context.Context, c net.Conn) context.Context {
+	if bc := boundedConnOf(c); bc != nil {
 		return context.WithValue(ctx, boundedConnKey{}, bc)
 	}
 	return ctx
 }
 
+// boundedConnState is the server's ConnState: a connection gone idle has written its response.
+func boundedConnState(c net.Conn, s http.ConnState) {
+	if s != http.StateIdle {
+		return
+	}
+	if bc := boundedConnOf(c); bc != nil {
+		bc.idle()
+	}
+}
+
 // withRequestBound ends the request's bound on its connection once its body has been read to the
-// end (or failed), when its handler returns, or at once for a request without a body. Without it,
-// the bound would cap the HTTP server's background read while the handler runs, which cancels the
-// request's context when it times out.
+// end, or at once for a request without a body: from then on the HTTP server reads in the
+// background while the handler runs, and a time-out of that read cancels the request's context. A
+// body whose reading fails keeps the bound, under which the server then gives up what is left of
+// it; so does one the handler leaves unread, until the response is written (boundedConnState).
 func withRequestBound(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		bc, _ := r.Context().Value(boundedConnKey{}).(*boundedConn)
@@ -136,28 +175,26 @@ func withRequestBound(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		var once sync.Once
-		done := func() { once.Do(bc.requestRead) }
-		defer done()
+		seq := bc.handling()
 		if r.Body == nil || r.Body == http.NoBody {
-			done()
+			bc.requestRead(seq)
 		} else {
-			r.Body = &boundedBody{ReadCloser: r.Body, done: done}
+			r.Body = &boundedBody{ReadCloser: r.Body, eof: func() { bc.requestRead(seq) }}
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// boundedBody calls done when a read ends the body (io.EOF) or fails.
+// boundedBody calls eof when a read reaches the body's end.
 type boundedBody struct {
 	io.ReadCloser
-	done func()
+	eof func()
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.done()
+	if errors.Is(err, io.EOF) {
+		b.eof()
 	}
 	return n, err
 }

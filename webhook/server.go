@@ -178,6 +178,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return boundedConnContext(withConnVerification(ctx), c)
 		},
+		ConnState:         boundedConnState,
 		Handler:           s.Handler(),
 		MaxHeaderBytes:    1 << 20,
 		ReadHeaderTimeout: min(readHeaderTimeout, s.opts.ReadTimeout),
