@@ -88,10 +88,10 @@ func TestBoundedConnDeadlines(t *testing.T) {
 	idle := func(c *boundedConn, _ *deadlineConn, _ *testingclock.FakePassiveClock) { c.idle() }
 	tests := map[string][]step{
 		"the handshake and the first request share the bound": {
-			{set(t0.Add(bound)), t0.Add(bound)}, // the handshake's own bound, from accept
-			{at(25*time.Second, set(t0.Add(55*time.Second))), t0.Add(bound)}, // headers after a slow handshake
-			{at(26*time.Second, set(time.Time{})), t0.Add(bound)},            // "no deadline" is the bound still
-			{at(27*time.Second, set(t0.Add(57*time.Second))), t0.Add(bound)}, // the whole request's
+			{set(t0.Add(bound)), t0.Add(bound)},                                 // the handshake's own bound, from accept
+			{at(25*time.Second, set(t0.Add(55*time.Second))), t0.Add(bound)},    // headers after a slow handshake
+			{at(26*time.Second, set(time.Time{})), t0.Add(bound)},               // "no deadline" is the bound still
+			{at(27*time.Second, set(t0.Add(57*time.Second))), t0.Add(bound)},    // the whole request's
 			{at(28*time.Second, set(t0.Add(time.Second))), t0.Add(time.Second)}, // an earlier one applies
 		},
 		"the body read ends the bound: the background read and the idle wait are not capped": {
