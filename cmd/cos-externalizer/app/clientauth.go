@@ -24,9 +24,9 @@ type webhookServerOptions struct {
 }
 
 func (o *webhookServerOptions) bind(fs *flag.FlagSet) {
-	fs.StringVar(&o.clientCA, "webhook-client-ca", "", "PEM bundle of the CAs whose client certificates may call the webhook server (the API server's, configured by an AdmissionConfiguration kubeConfigFile): a caller without one fails the TLS handshake. Re-read when the file changes. Empty: any TLS client may call, and the port is a write primitive to whoever reaches it (docs/security.md).")
+	fs.StringVar(&o.clientCA, "webhook-client-ca", "", "PEM bundle of the CAs whose client certificates may call the webhook server (the API server's, configured by an AdmissionConfiguration kubeConfigFile): a caller without one fails the TLS handshake, and a kept-alive connection whose certificate the bundle no longer verifies is refused and closed. Re-read when the file changes; a file that cannot be loaded keeps the last good bundle, logged and counted once per version. Empty: any TLS client may call, and the port is a write primitive to whoever reaches it (docs/security.md); the manager warns at start.")
 	fs.StringVar(&o.clientNames, "webhook-client-names", "", "Comma-separated common names or DNS names, one of which a client certificate of --webhook-client-ca must carry. Empty: any certificate the CA signed.")
-	fs.DurationVar(&o.readTimeout, "webhook-read-timeout", webhook.DefaultReadTimeout, "Longest time the webhook server spends reading one request, TLS handshake, headers and body: a client that sends slower is cut off.")
+	fs.DurationVar(&o.readTimeout, "webhook-read-timeout", webhook.DefaultReadTimeout, "Longest time the webhook server spends reading one request, headers and body, from the connection's accept (the TLS handshake included) for its first request and from the first byte of each later one: a client that sends slower is cut off.")
 	fs.Int64Var(&o.maxRequestBytes, "webhook-max-request-bytes", webhook.DefaultMaxRequestBytes, "Largest request body the webhook server reads; a larger one is refused (413).")
 }
 
