@@ -16,6 +16,9 @@ const (
 	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded
 	RefusalNameRequired   = "name_required"   // generateName without a name cannot be externalized
 	RefusalBusy           = "busy"            // the requests admitted at once left no room (429, retryable)
+	// RefusalClientCertificate: the request's kept-alive connection presented a client certificate
+	// the current --webhook-client-ca bundle no longer verifies (403; the connection is closed).
+	RefusalClientCertificate = "client_certificate"
 )
 
 // Metrics are the webhook's Prometheus metrics.
@@ -34,6 +37,15 @@ type Metrics struct {
 	// (Unreferenced.Pending).
 	UnreferencedSecrets prometheus.Gauge
 	UnreferencedBytes   prometheus.Gauge
+	// ClientAuthRequired is 1 when the webhook server serves only callers with a client certificate
+	// of --webhook-client-ca (or serves no webhooks), 0 when it serves any caller.
+	ClientAuthRequired prometheus.Gauge
+	// ClientCAReloadFailures counts the versions of the --webhook-client-ca file that could not be
+	// loaded; ClientCAReloadFailing is 1 while the file cannot be (the last good bundle is in use);
+	// ClientCAExpiry is the earliest expiry of the bundle's certificates (ClientCA).
+	ClientCAReloadFailures prometheus.Counter
+	ClientCAReloadFailing  prometheus.Gauge
+	ClientCAExpiry         prometheus.Gauge
 }
 
 // NewMetrics creates the metrics, unregistered (tests use their own); the manager creates its own once
@@ -54,10 +66,19 @@ func NewMetrics() *Metrics {
 		UnreferencedSecrets: metric.Gauge("cos_externalizer_unreferenced_secrets", "object-data Secrets the bound of --max-unreferenced-secrets counts: those of the system namespace that no ClusterObjectSet references or owns, as this replica's cache shows them, and those its webhook writes in flight may create."),
 		UnreferencedBytes:   metric.Gauge("cos_externalizer_unreferenced_bytes", "Bytes of data of the object-data Secrets the bound of --max-unreferenced-bytes counts (cos_externalizer_unreferenced_secrets)."),
 		ExemptionMismatch:   metric.Gauge("cos_externalizer_secret_guard_exemption_mismatch", "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start)."),
+		ClientAuthRequired: metric.Gauge("cos_externalizer_webhook_client_authentication_required",
+			"1 when the webhook server serves only callers with a client certificate of --webhook-client-ca (or serves no webhooks); 0 when any client that reaches its port may call the webhooks."),
+		ClientCAReloadFailures: metric.Counter("cos_externalizer_webhook_client_ca_reload_failures_total",
+			"Versions of the --webhook-client-ca file (missing, unreadable, empty or not PEM) that could not be loaded; the last good bundle stays in use."),
+		ClientCAReloadFailing: metric.Gauge("cos_externalizer_webhook_client_ca_reload_failing",
+			"1 while the --webhook-client-ca file cannot be loaded (the last good bundle is in use, and a restart would fail)."),
+		ClientCAExpiry: metric.Gauge("cos_externalizer_webhook_client_ca_expiry_timestamp_seconds",
+			"Earliest expiry (Unix time) of the certificates of the --webhook-client-ca bundle in use; 0 without one."),
 	}
 }
 
 // Collectors are m's metrics, for the manager to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch, m.UnreferencedSecrets, m.UnreferencedBytes}
+	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch,
+		m.UnreferencedSecrets, m.UnreferencedBytes, m.ClientAuthRequired, m.ClientCAReloadFailures, m.ClientCAReloadFailing, m.ClientCAExpiry}
 }

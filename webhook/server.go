@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -26,7 +28,8 @@ import (
 // Bounds of the webhook server's requests.
 const (
 	// DefaultReadTimeout bounds the reading of a whole request, TLS handshake, headers and body (the
-	// API server sends a 3 MiB body in milliseconds; a client that trickles it is cut off).
+	// API server sends a 3 MiB body in milliseconds; a client that trickles it is cut off): from the
+	// connection's accept for its first request, from its first byte for a later one (readbound.go).
 	DefaultReadTimeout = 30 * time.Second
 	// DefaultMaxRequestBytes is the largest request body read: controller-runtime's admission limit
 	// (an UPDATE's review carries the object and the old object, each up to the API server's 3 MiB).
@@ -51,18 +54,24 @@ type ServerOptions struct {
 	ClientCA *ClientCA
 	// ReadTimeout bounds the reading of a whole request (0: DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// Clock starts each request's ReadTimeout (tests); nil is the real clock.
+	Clock clock.PassiveClock
 	// MaxRequestBytes bounds a request's body (0: DefaultMaxRequestBytes).
 	MaxRequestBytes int64
 }
 
 // Server is controller-runtime's webhook server (the same registration, metrics and TLS options)
 // with bounds on slow and large requests, and optional client authentication:
-//   - ReadTimeout bounds the handshake and the reading of each request, body included
-//     (controller-runtime's bounds only the headers), so a client trickling a body is cut off;
+//   - ReadTimeout bounds the reading of each request, body included (controller-runtime's bounds
+//     only the headers), from the connection's accept (the TLS handshake included) for the first
+//     request and from the first byte of each later one, so a client trickling a handshake, the
+//     first bytes of a request or a body is cut off (readbound.go; with HTTP/2, the handshake and
+//     each stream are bounded apart);
 //   - a body over MaxRequestBytes is refused (413) without being read;
 //   - with a ClientCA, a connection without a verified client certificate fails its handshake and
-//     reaches no handler; each request's context tells whether its caller was authenticated
-//     (CallerAuthenticated).
+//     reaches no handler; each request is verified again against the current bundle (a kept-alive
+//     connection whose certificate it no longer trusts is refused and closed); each request's
+//     context tells whether its caller was authenticated (CallerAuthenticated).
 type Server struct {
 	opts ServerOptions
 	// inner registers the hooks: its mux and controller-runtime's instrumentation; never started.
@@ -92,6 +101,9 @@ func NewServer(o ServerOptions) *Server {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	mux := http.NewServeMux()
 	return &Server{opts: o, mux: mux, inner: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: o.Port, WebhookMux: mux})}
 }
@@ -115,9 +127,14 @@ func (s *Server) Addr() net.Addr {
 	return s.listener.Addr()
 }
 
-// Handler is what the server serves: the mux, behind the body bound and the caller's authentication.
+// Handler is what the server serves: the mux, behind the read and body bounds and the caller's
+// authentication (verified again against the current bundle).
 func (s *Server) Handler() http.Handler {
-	return limitBody(WithCallerAuthentication(s.mux), s.opts.MaxRequestBytes)
+	h := WithCallerAuthentication(s.mux)
+	if s.opts.ClientCA != nil {
+		h = s.opts.ClientCA.Reverify(h)
+	}
+	return withRequestBound(limitBody(h, s.opts.MaxRequestBytes))
 }
 
 // Start serves until ctx ends, then waits up to a minute for the requests in flight.
@@ -145,13 +162,23 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if s.opts.ClientCA != nil {
 		s.opts.ClientCA.TLSOption()(cfg)
+		go s.opts.ClientCA.Run(ctx)
 	}
-	l, err := tls.Listen("tcp", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)), cfg)
+	raw, err := net.Listen("tcp", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)))
 	if err != nil {
 		return err
 	}
+	if !slices.Contains(cfg.NextProtos, "h2") {
+		// HTTP/2 reads frames of every stream on one connection: its own bounds apply.
+		raw = &boundedListener{Listener: raw, bound: s.opts.ReadTimeout, clock: s.opts.Clock}
+	}
+	l := tls.NewListener(raw, cfg)
 	srv := &http.Server{
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return boundedConnContext(withConnVerification(ctx), c)
+		},
+		ConnState:         boundedConnState,
 		Handler:           s.Handler(),
 		MaxHeaderBytes:    1 << 20,
 		ReadHeaderTimeout: min(readHeaderTimeout, s.opts.ReadTimeout),

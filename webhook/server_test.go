@@ -162,7 +162,7 @@ func TestServerClientAuthentication(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var o ServerOptions
 			if tc.clientCA {
-				ca, err := NewClientCA(p.caAFile, tc.names)
+				ca, err := NewClientCA(p.caAFile, ClientCAOptions{Names: tc.names})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -204,7 +204,7 @@ func TestServerClientAuthentication(t *testing.T) {
 // last good bundle.
 func TestServerReloadsClientCA(t *testing.T) {
 	p := newTestPKI(t)
-	ca, err := NewClientCA(p.caAFile, nil)
+	ca, err := NewClientCA(p.caAFile, ClientCAOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestCallerAuthenticatedReachesAdmissionHandlers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var o ServerOptions
 			if tc.clientCA {
-				ca, err := NewClientCA(p.caAFile, nil)
+				ca, err := NewClientCA(p.caAFile, ClientCAOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -125,7 +126,7 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 		cancel:     cancel,
 		done:       make(chan error, 1),
 	}
-	if e.WebhookClientCA != "" && webhookClientCAFlag(fs) == e.WebhookClientCA {
+	if e.WebhookClientCA != "" && sameFileContent(webhookClientCAFlag(fs), e.WebhookClientCA) {
 		cert, err := tls.LoadX509KeyPair(e.WebhookClientCert, e.WebhookClientKey)
 		if err != nil {
 			cancel()
@@ -188,6 +189,20 @@ func (m *Manager) TLSConfig(clientCert bool) *tls.Config {
 		cfg.Certificates = []tls.Certificate{*m.ClientCert}
 	}
 	return cfg
+}
+
+// sameFileContent reports whether the files at a and b hold the same bytes (a copy of the client CA
+// a test swaps stands for the control plane's own).
+func sameFileContent(a, b string) bool {
+	if a == "" || a == b {
+		return a == b
+	}
+	x, err := os.ReadFile(a)
+	if err != nil {
+		return false
+	}
+	y, err := os.ReadFile(b)
+	return err == nil && bytes.Equal(x, y)
 }
 
 // webhookClientCAFlag is the parsed --webhook-client-ca.

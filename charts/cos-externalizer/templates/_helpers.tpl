@@ -10,7 +10,8 @@ app.kubernetes.io/version: {{ . | quote }}
 {{- end }}
 {{- end }}
 
-{{/* The metadata of the uninstall hook's objects, but their hook-weight. */}}
+{{/* The metadata of the uninstall hook's objects, but their hook-weight: deleted once the hook
+succeeded or failed (Helm 3.18 and later delete the hooks made before a failed one too). */}}
 {{- define "cos-externalizer.hookMetadata" }}
   labels:
     {{- include "cos-externalizer.labels" . | nindent 4 }}
@@ -19,7 +20,7 @@ app.kubernetes.io/version: {{ . | quote }}
     app.kubernetes.io/part-of: cos-externalizer
   annotations:
     helm.sh/hook: pre-delete
-    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded,hook-failed
 {{- end }}
 
 {{/* The manager's image: repository@digest, or repository:tag (the chart's appVersion by default). */}}

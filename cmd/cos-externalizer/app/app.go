@@ -286,7 +286,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if o.enableWebhooks {
 		unreferenced = o.unrefd.ledger()
 	}
-	mgr, err := o.newManager(cfg, serving, unreferenced)
+	mgr, err := o.newManager(cfg, serving, m.webhook, unreferenced)
 	if err != nil {
 		return err
 	}
@@ -306,14 +306,16 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := m.statusCollector(controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace)); err != nil {
 		return err
 	}
+	o.server.announce(log, o.enableWebhooks && o.webhookPort >= 0, m.webhook) // clientauth.go
 	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
 		"webhooks", o.enableWebhooks, "webhookCertSource", o.certSource, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
 	return mgr.Start(ctx)
 }
 
 // newManager creates the manager, its metrics and webhook servers serving over TLS as the flags say
-// (the webhook server with serving's certificate), with its health and readiness checks.
-func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, unreferenced *webhook.Unreferenced) (ctrl.Manager, error) {
+// (the webhook server with serving's certificate, its client CA counted in webhookMetrics), with its
+// health and readiness checks; the cache measures Secrets for unreferenced (nil: no webhooks).
+func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webhookMetrics *webhook.Metrics, unreferenced *webhook.Unreferenced) (ctrl.Manager, error) {
 	tlsSettings, err := o.tls.settings()
 	if err != nil {
 		return nil, err
@@ -323,7 +325,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, unre
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	webhookTLSOpts := append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOption())
-	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts) // clientauth.go
+	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts, webhookMetrics) // clientauth.go
 	if err != nil {
 		return nil, err
 	}

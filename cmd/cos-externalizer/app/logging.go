@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -138,4 +140,14 @@ func (l *loggingOptions) newLogger(w io.Writer) (*zap.Logger, error) {
 	opts := l.zap
 	opts.DestWriter = w
 	return crzap.NewRaw(crzap.UseFlagOptions(&opts), crzap.RawZapOpts(zap.AddCaller())), nil
+}
+
+// warn logs msg at zap's warn level when log is zap's (the manager's), else as an error: something
+// the operator must act on, which is neither routine (info) nor a failure of the manager (error).
+func warn(log logr.Logger, msg string, keysAndValues ...any) {
+	if u, ok := log.GetSink().(zapr.Underlier); ok {
+		u.GetUnderlying().WithOptions(zap.AddCallerSkip(1)).Sugar().Warnw(msg, keysAndValues...)
+		return
+	}
+	log.Error(nil, msg, keysAndValues...)
 }

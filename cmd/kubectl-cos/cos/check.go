@@ -52,6 +52,8 @@ func (r *root) checkCommand() *cobra.Command {
   the ClusterObjectSet API is served;
   cos-externalizer's webhook configurations are installed and their CA bundle is injected (present,
   a certificate, not expired);
+  the manager authenticates the callers of its webhook port (--webhook-client-ca): a warning when
+  it accepts anyone;
   the webhook's Service has ready endpoints;
   a server-side dry run of a small inline ClusterObjectSet comes back externalized (nothing is
   written), which proves the API server trusts and reaches the webhook.
@@ -87,7 +89,8 @@ const (
 
 // Finding is one line of check's report; -o json prints them as they are.
 type Finding struct {
-	// Check is what was checked: api, webhooks, mode, ca-bundle, endpoints, certificate, dry-run.
+	// Check is what was checked: api, webhooks, mode, callers, ca-bundle, endpoints, certificate,
+	// dry-run.
 	Check string `json:"check"`
 	// Result is ok, warn or fail.
 	Result string `json:"result"`
@@ -464,9 +467,28 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 	if c.mode.Conflict != "" {
 		c.fail("mode", "%s", c.mode.Conflict)
 	}
+	c.callers(in)
 	if c.mode.Cert == certManager {
 		c.certificate(ctx, cl, c.mode.InjectFrom)
 	}
+}
+
+// callers says whether the manager authenticates the callers of its webhook port, from its
+// Deployment's --webhook-client-ca; nothing when the Deployment was not found.
+func (c *checker) callers(in installation) {
+	if in.Deployment == "" {
+		return
+	}
+	ca := argValue(in.Args, "--webhook-client-ca")
+	if ca == "" {
+		c.warn("callers", "The webhook port (9443) of %s accepts unauthenticated callers: it runs without --webhook-client-ca, so anything that reaches the port can send the webhooks forged admission requests, which the manager acts on (it writes Secrets). Have the API server present a client certificate and set --webhook-client-ca (Helm: webhookClientCA.configMap; kustomize: config/components/webhook-client-ca; docs/install.md), or where the API server cannot be configured restrict the port to the control plane's addresses (networkPolicy.webhookIngressCIDRs).", in.Deployment)
+		return
+	}
+	names := argValue(in.Args, "--webhook-client-names")
+	if names == "" {
+		names = "any name"
+	}
+	c.ok("callers", "The webhook port of %s serves only callers with a client certificate of --webhook-client-ca %s (%s).", in.Deployment, ca, names)
 }
 
 // managerDeployment finds the Deployment whose Pods the Service selects and returns it

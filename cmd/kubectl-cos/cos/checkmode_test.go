@@ -101,3 +101,44 @@ func TestArgValue(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCallers: check warns when the manager's Deployment runs without --webhook-client-ca (its
+// webhook port accepts unauthenticated callers), says ok with it, and says nothing without a
+// Deployment to read.
+func TestCheckCallers(t *testing.T) {
+	const deploy = "olmv1-system/cos-externalizer"
+	tests := map[string]struct {
+		in   installation
+		want []Finding
+	}{
+		"no client CA": {in: installation{Deployment: deploy, Args: []string{"--leader-elect"}},
+			want: []Finding{{Check: "callers", Result: resultWarn}}},
+		"client CA": {in: installation{Deployment: deploy, Args: []string{"--webhook-client-ca=/etc/cos-externalizer/webhook-client-ca/ca.crt"}},
+			want: []Finding{{Check: "callers", Result: resultOK}}},
+		"client CA and names, flag and value apart": {in: installation{Deployment: deploy, Args: []string{"--webhook-client-ca", "/ca.crt", "--webhook-client-names=front-proxy-client"}},
+			want: []Finding{{Check: "callers", Result: resultOK}}},
+		"no Deployment": {in: installation{InjectFrom: "olmv1-system/cos-externalizer-serving-cert"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := &checker{o: &checkOptions{output: "json"}}
+			c.callers(tc.in)
+			var got []Finding
+			for _, f := range c.findings {
+				got = append(got, Finding{Check: f.Check, Result: f.Result})
+				switch {
+				case f.Result == resultWarn && !strings.Contains(f.Message, "accepts unauthenticated callers"):
+					t.Errorf("the warning does not say the port is open: %s", f.Message)
+				case f.Result == resultOK && !strings.Contains(f.Message, "/ca.crt"):
+					t.Errorf("the finding does not name the bundle: %s", f.Message)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			if c.fails != 0 {
+				t.Errorf("%d failures: an open port is a warning", c.fails)
+			}
+		})
+	}
+}

@@ -93,6 +93,13 @@ var Dashboard = []Row{
 	{Title: "Replicas", Panels: []Panel{
 		{Title: "Webhook certificate expires in", Unit: "s", Description: "Time left on the certificate each replica serves (docs/runbook.md#cosexternalizercertificateexpiring).",
 			Queries: []Query{{`(cos_externalizer_webhook_certificate_expiry_timestamp_seconds{` + Selector + `} > 0) - time()`, "{{pod}}"}}},
+		{Title: "Webhook callers authenticated", Unit: "short", Description: "1 where a replica serves only callers with a client certificate of --webhook-client-ca, 0 where its webhook port accepts anyone (docs/runbook.md#cosexternalizerwebhookunauthenticated); 1 while a replica cannot load its client CA file (docs/runbook.md#cosexternalizerwebhookclientcareloadfailing).",
+			Queries: []Query{
+				{`cos_externalizer_webhook_client_authentication_required{` + Selector + `}`, "required {{pod}}"},
+				{`cos_externalizer_webhook_client_ca_reload_failing{` + Selector + `}`, "reload failing {{pod}}"},
+			}},
+		{Title: "Webhook client CA expires in", Unit: "s", Description: "Time left on the earliest-expiring CA of the --webhook-client-ca bundle each replica uses (docs/runbook.md#cosexternalizerwebhookclientcaexpiring).",
+			Queries: []Query{{`(cos_externalizer_webhook_client_ca_expiry_timestamp_seconds{` + Selector + `} > 0) - time()`, "{{pod}}"}}},
 		{Title: "Up", Unit: "short", Description: "Replicas Prometheus scrapes successfully.",
 			Queries: []Query{{`sum(up{` + Selector + `})`, "up"}}},
 		{Title: "Memory", Unit: "bytes", Description: "Resident memory and the Go heap of each replica, against the runtime's soft limit (--memory-limit-ratio of the container's limit).",

@@ -45,6 +45,15 @@ const (
 	kustomizeManagedBy = "kustomize"
 )
 
+// The manager's caller authentication, as the component config/components/webhook-client-ca mounts
+// it (webhookClientCA; the tests render the chart against the component).
+const (
+	clientCAVolume    = "webhook-client-ca"
+	clientCAMountPath = "/etc/cos-externalizer/webhook-client-ca"
+	clientCAFlag      = "--webhook-client-ca="
+	clientNamesFlag   = "--webhook-client-names="
+)
+
 // ModeObjects are the objects one mode's overlay renders, and those its monitoring overlay renders.
 type ModeObjects struct {
 	Mode       string
@@ -718,6 +727,10 @@ func templatizeManager(deploy, c map[string]any, exempt []string, p *placeholder
 			exemptFlag = true
 		}
 	}
+	// Caller authentication first, where the component config/components/webhook-client-ca adds it.
+	args = append(args,
+		p.item("with .Values.webhookClientCA.configMap", clientCAFlag+clientCAMountPath+"/{{ $.Values.webhookClientCA.key }}"),
+		p.item("if and .Values.webhookClientCA.configMap .Values.webhookClientCA.names", clientNamesFlag+`{{ join "," .Values.webhookClientCA.names }}`))
 	if !secure {
 		args = append(args, p.item("if not .Values.metrics.secure", metricsSecureFlag+"false"))
 	}
@@ -733,6 +746,12 @@ func templatizeManager(deploy, c map[string]any, exempt []string, p *placeholder
 	c["args"] = args
 	env, _ := c["env"].([]any)
 	c["env"] = append(env, p.block(".Values.extraEnv"))
+	mounts, _ := c["volumeMounts"].([]any)
+	c["volumeMounts"] = append(mounts, p.item("if .Values.webhookClientCA.configMap",
+		fmt.Sprintf("{name: %s, mountPath: %s, readOnly: true}", clientCAVolume, clientCAMountPath)))
+	volumes, _ := pod["volumes"].([]any)
+	pod["volumes"] = append(volumes, p.item("with .Values.webhookClientCA.configMap",
+		fmt.Sprintf("{name: %s, configMap: {name: {{ . | quote }}}}", clientCAVolume)))
 	pod["imagePullSecrets"] = p.optional(".Values.imagePullSecrets", true)
 	meta, _ := get(deploy, "spec", "template", "metadata").(map[string]any)
 	if meta == nil {
@@ -871,6 +890,23 @@ networkPolicy:
   # which leaves the port to every pod of the cluster (docs/security.md).
   webhookIngressCIDRs: []
 `)
+	b.WriteString(`
+# Caller authentication of the webhook port (--webhook-client-ca), as the component
+# config/components/webhook-client-ca: the manager serves only callers with a client certificate of
+# the CA bundle in this ConfigMap of the release's namespace, which you create. The API server must
+# present one (an AdmissionConfiguration kubeConfigFile): configure it first, or every admission is
+# refused (docs/install.md, kubeadm and kind included). Empty: any client that reaches the port may
+# call the webhooks, and the manager warns (log, metric, alert, kubectl cos check).
+webhookClientCA:
+  # The ConfigMap's name; empty: callers are not authenticated.
+  configMap: ""
+  # The key of the ConfigMap holding the PEM bundle.
+  key: ca.crt
+  # Common names or DNS names one of which the client certificate must carry
+  # (--webhook-client-names; front-proxy-client with kubeadm's front-proxy CA); empty: any
+  # certificate the bundle's CAs signed.
+  names: []
+`)
 	fmt.Fprintf(&b, `
 # Secrets with the credentials to pull the image from a private registry: [{name: ...}].
 imagePullSecrets: []
@@ -990,6 +1026,7 @@ func valuesSchema() ([]byte, error) {
 			"webhookIngressCIDRs": map[string]any{"type": "array", "items": map[string]any{
 				"type": "string", "pattern": `^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9a-fA-F:]*:[0-9a-fA-F:.]*/[0-9]{1,3})$`}},
 		}),
+		"webhookClientCA":  clientCASchema(obj),
 		"imagePullSecrets": map[string]any{"type": "array", "items": obj(map[string]any{"name": map[string]any{"type": "string", "minLength": 1}})},
 		"podLabels":        map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
 		"podAnnotations":   map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
@@ -1021,6 +1058,19 @@ func valuesSchema() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// clientCASchema is the schema of webhookClientCA: a ConfigMap's name and key, names without commas,
+// and names only with a ConfigMap (--webhook-client-names needs --webhook-client-ca).
+func clientCASchema(obj func(map[string]any) map[string]any) map[string]any {
+	s := obj(map[string]any{
+		"configMap": map[string]any{"type": "string", "maxLength": 253, "pattern": `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`},
+		"key":       map[string]any{"type": "string", "minLength": 1, "maxLength": 253, "pattern": `^[-._a-zA-Z0-9]+$`},
+		"names":     map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1, "pattern": `^[^,\s]+$`}},
+	})
+	s["if"] = map[string]any{"required": []string{"names"}, "properties": map[string]any{"names": map[string]any{"minItems": 1}}}
+	s["then"] = map[string]any{"required": []string{"configMap"}, "properties": map[string]any{"configMap": map[string]any{"minLength": 1}}}
+	return s
 }
 
 const chartYAML = `# Generated by hack/gen/helmgen from config/ (make chart): do not edit.
@@ -1071,7 +1121,8 @@ app.kubernetes.io/version: {{ . | quote }}
 {{- end }}
 {{- end }}
 
-{{/* The metadata of the uninstall hook's objects, but their hook-weight. */}}
+{{/* The metadata of the uninstall hook's objects, but their hook-weight: deleted once the hook
+succeeded or failed (Helm 3.18 and later delete the hooks made before a failed one too). */}}
 {{- define "cos-externalizer.hookMetadata" }}
   labels:
     {{- include "cos-externalizer.labels" . | nindent 4 }}
@@ -1080,7 +1131,7 @@ app.kubernetes.io/version: {{ . | quote }}
     app.kubernetes.io/part-of: cos-externalizer
   annotations:
     helm.sh/hook: pre-delete
-    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded,hook-failed
 {{- end }}
 
 {{/* The manager's image: repository@digest, or repository:tag (the chart's appVersion by default). */}}
@@ -1100,6 +1151,18 @@ Check it:
   kubectl cos check
 {{- if eq .Values.mode "cert-manager" "webhook-only" }}
 The webhooks' serving certificate comes from cert-manager (v1.19 or later), which must be installed.
+{{- end }}
+{{- if not .Values.webhookClientCA.configMap }}
+
+WARNING: the webhook port (9443) accepts unauthenticated callers: anything that reaches it can send
+the webhooks forged admission requests, which the manager acts on (it writes Secrets). Have the API
+server present a client certificate to webhooks and set webhookClientCA.configMap to the ConfigMap
+with its CA: https://github.com/cos-externalizer/cos-externalizer/blob/main/docs/install.md#authenticating-the-api-servers-calls-to-the-webhooks
+Where the API server cannot be configured (managed control planes), restrict the port with
+networkPolicy.webhookIngressCIDRs.
+{{- else }}
+The webhooks serve only callers with a client certificate of the CA in ConfigMap
+{{ .Values.webhookClientCA.configMap }} (key {{ .Values.webhookClientCA.key }}): the API server must present one.
 {{- end }}
 
 Uninstalling keeps every workload:

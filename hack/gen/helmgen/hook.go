@@ -29,9 +29,11 @@ func readHookNames(objs []map[string]any) (hookNames, error) {
 }
 
 // uninstallHook is templates/uninstall-hook.yaml: the pre-delete hook Job that runs the manager's
-// uninstall subcommand (hack/uninstall.sh's steps 1-3), and the least RBAC it needs, as hook
-// resources made before it (weight -10) and deleted when it succeeded. Renderings without both
-// webhook configurations get no hook (nil).
+// uninstall subcommand (hack/uninstall.sh's steps 1-3), the least RBAC it needs, and a
+// ValidatingAdmissionPolicy that narrows what RBAC cannot (its delete of ClusterObjectSets to those
+// already being deleted, its patch to removing finalizers), as hook resources made before it
+// (weight -10) and deleted when it succeeded or failed. Renderings without both webhook
+// configurations get no hook (nil).
 func uninstallHook(modes []ModeObjects) ([]byte, error) {
 	var names hookNames
 	for _, m := range modes {
@@ -56,15 +58,19 @@ func uninstallHook(modes []ModeObjects) ([]byte, error) {
 	return []byte(r.Replace(hookTemplate())), nil
 }
 
-// hookHeader is the start of a hook object of the kind: its metadata (namespaced or not) and
-// hook weight.
-func hookHeader(apiVersion, kind string, namespaced bool, weight string) string {
+// hookHeader is the start of a hook object of the kind: its metadata (namespaced or not), hook
+// weight and more annotations (lines of key: value).
+func hookHeader(apiVersion, kind string, namespaced bool, weight string, annotations ...string) string {
 	namespace := ""
 	if namespaced {
 		namespace = "\n  namespace: {{ .Release.Namespace }}"
 	}
-	return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: HOOK%s\n  {{- include \"cos-externalizer.hookMetadata\" . }}\n    helm.sh/hook-weight: %q\n",
-		apiVersion, kind, namespace, weight)
+	more := ""
+	for _, a := range annotations {
+		more += "    " + a + "\n"
+	}
+	return fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: HOOK%s\n  {{- include \"cos-externalizer.hookMetadata\" . }}\n    helm.sh/hook-weight: %q\n%s",
+		apiVersion, kind, namespace, weight, more)
 }
 
 // hookBinding binds the hook's ClusterRole or Role (in the release's namespace) to its ServiceAccount.
@@ -86,9 +92,44 @@ func hookTemplate() string {
 		hookBinding("ClusterRole"),
 		hookHeader(rbacV1, "Role", true, "-10") + namespaceRules,
 		hookBinding("Role"),
-		hookHeader("batch/v1", "Job", true, "0") + jobSpec,
+		hookHeader(admissionV1, "ValidatingAdmissionPolicy", false, "-10") + policySpec,
+		hookHeader(admissionV1, "ValidatingAdmissionPolicyBinding", false, "-10") + policyBindingSpec,
+		// Its pod's log is printed by helm when it fails, before the Job is deleted.
+		hookHeader("batch/v1", "Job", true, "0", "helm.sh/hook-output-log-policy: hook-failed") + jobSpec,
 	}, "---\n") + "{{- end }}\n"
 }
+
+const admissionV1 = "admissionregistration.k8s.io/v1"
+
+// policySpec narrows the hook's ServiceAccount, whose RBAC allows delete and patch on every
+// ClusterObjectSet (RBAC cannot say which): the uninstall subcommand deletes only ClusterObjectSets
+// already being deleted (switching them to orphan deletion) and patches only to remove finalizers.
+const policySpec = `spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [olm.operatorframework.io], apiVersions: ["*"], operations: [DELETE, UPDATE], resources: [clusterobjectsets]}
+  matchConditions:
+  - name: uninstall-hook
+    expression: request.userInfo.username == 'system:serviceaccount:{{ .Release.Namespace }}:HOOK'
+  validations:
+  - expression: request.operation != 'DELETE' || has(oldObject.metadata.deletionTimestamp)
+    message: the uninstall hook may delete only ClusterObjectSets already being deleted
+    reason: Forbidden
+  - expression: >-
+      request.operation != 'UPDATE' || (object.spec == oldObject.spec
+      && (has(object.metadata.labels) ? object.metadata.labels : {}) == (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})
+      && (has(object.metadata.annotations) ? object.metadata.annotations : {}) == (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})
+      && (has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) == (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : [])
+      && (!has(object.metadata.finalizers) || object.metadata.finalizers.all(f, has(oldObject.metadata.finalizers) && f in oldObject.metadata.finalizers)))
+    message: the uninstall hook may only remove finalizers of ClusterObjectSets
+    reason: Forbidden
+`
+
+const policyBindingSpec = `spec:
+  policyName: HOOK
+  validationActions: [Deny]
+`
 
 const clusterRules = `rules:
 - {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], resourceNames: [MUTATING], verbs: [delete]}

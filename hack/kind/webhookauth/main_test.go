@@ -153,7 +153,7 @@ func TestWriteKeepsWhatIsValid(t *testing.T) {
 // (webhook.ClientCA over the bundle at caFile) and returns its address.
 func serveAsTheManager(t *testing.T, caFile string) string {
 	t.Helper()
-	ca, err := webhook.NewClientCA(caFile, []string{DefaultClientName})
+	ca, err := webhook.NewClientCA(caFile, webhook.ClientCAOptions{Names: []string{DefaultClientName}})
 	if err != nil {
 		t.Fatal(err)
 	}

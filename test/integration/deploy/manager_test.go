@@ -51,6 +51,8 @@ func TestManagerServesProbesAndMetrics(t *testing.T) {
 		{url: metrics, token: denied, code: http.StatusForbidden},
 		{url: metrics, token: allowed, want: "cos_externalizer_clusterobjectsets{reason=\"Blocked\"} 0", code: http.StatusOK},
 		{url: metrics, token: allowed, want: "cos_externalizer_orphaned_secrets 0", code: http.StatusOK},
+		// No webhook port: nothing is open to unauthenticated callers.
+		{url: metrics, token: allowed, want: "cos_externalizer_webhook_client_authentication_required 1", code: http.StatusOK},
 	} {
 		framework.Eventually(ctx, t, fmt.Sprintf("GET %s (token %v) to give %d with %q", tc.url, tc.token != "", tc.code, tc.want), func(ctx context.Context) (bool, string) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tc.url, nil)

@@ -12,10 +12,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -47,7 +52,9 @@ func TestUninstallHook(t *testing.T) {
 		}
 		for _, u := range hookObjects(objs) {
 			a := u.GetAnnotations()
-			if a["helm.sh/hook"] != "pre-delete" || a["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
+			// Deleted whether the hook succeeds or fails (Helm 3.18 and later delete the objects of
+			// the hooks before a failed one by their hook-succeeded).
+			if a["helm.sh/hook"] != "pre-delete" || a["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded,hook-failed" {
 				t.Errorf("%s: %s %s: hook annotations %v", overlay, u.GetKind(), u.GetName(), a)
 			}
 			if weight := a["helm.sh/hook-weight"]; (u.GetKind() == "Job") != (weight == "0") {
@@ -56,7 +63,7 @@ func TestUninstallHook(t *testing.T) {
 		}
 	}
 
-	// The RBAC, applied for real (helm install does not create pre-delete hooks).
+	// The RBAC and the policy, applied for real (helm install does not create pre-delete hooks).
 	testenv.Env.EnsureNamespace(t, ns)
 	var applied []client.Object
 	for _, u := range hookObjects(helmTemplateIn(t, ns)) {
@@ -85,7 +92,9 @@ func TestUninstallHook(t *testing.T) {
 		{"list", "olm.operatorframework.io", "clusterobjectsets", "", ""},
 		{"patch", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
 		// delete: a ClusterObjectSet already being deleted is switched to orphan deletion before
-		// its finalizer is released, so that the garbage collector keeps what it installed.
+		// its finalizer is released, so that the garbage collector keeps what it installed. RBAC
+		// allows it on any; the hook's ValidatingAdmissionPolicy only on those being deleted
+		// (checkHookPolicy).
 		{"delete", "olm.operatorframework.io", "clusterobjectsets", "", "any"},
 	}
 	denied := []access{
@@ -127,6 +136,8 @@ func TestUninstallHook(t *testing.T) {
 	for _, a := range denied {
 		check(a, false)
 	}
+
+	checkHookPolicy(ctx, t, ns)
 
 	// The Job's own command line, as the hook's ServiceAccount, as a dry run (every write a
 	// server-side dry run, authorized as the write would be) against a Deployment of that name: the
@@ -170,4 +181,78 @@ func hookObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured
 		}
 	}
 	return out
+}
+
+// checkHookPolicy: the hook's ValidatingAdmissionPolicy (applied with its RBAC, in namespace ns)
+// lets its ServiceAccount delete only ClusterObjectSets already being deleted, and patch them only to
+// remove finalizers; other users are not concerned. Every request is a server-side dry run, which
+// admission sees as the write itself.
+func checkHookPolicy(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
+	const finalizer = "test.cos-externalizer.io/keep"
+	live := builders.COS("hook-policy-live", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "hook-policy-live", 1)...))
+	live.Finalizers = []string{finalizer}
+	deleting := builders.COS("hook-policy-deleting", builders.WithPhase("configuration", builders.InlineConfigMaps("default", "hook-policy-deleting", 1)...))
+	deleting.Finalizers = []string{finalizer}
+	for _, c := range []*olmv1.ClusterObjectSet{live, deleting} {
+		if err := testenv.Env.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx := context.Background()
+			_ = testenv.Env.Client.Patch(ctx, c, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+			_ = testenv.Env.Client.Delete(ctx, c)
+		})
+	}
+	if err := testenv.Env.Client.Delete(ctx, deleting); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", serviceAccountKubeconfig(ctx, t, ns, hookName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, err := client.New(cfg, client.Options{Scheme: testenv.Env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dryRun := client.DryRunAll
+	patch := func(c *olmv1.ClusterObjectSet, p string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return hook.Patch(ctx, c.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(p)), dryRun)
+		}
+	}
+	for name, tc := range map[string]struct {
+		do      func(context.Context) error
+		allowed bool
+	}{
+		"delete a live one": {do: func(ctx context.Context) error { return hook.Delete(ctx, live.DeepCopy(), dryRun) }},
+		"delete one being deleted, orphaning": {do: func(ctx context.Context) error {
+			return hook.Delete(ctx, deleting.DeepCopy(), dryRun, client.PropagationPolicy(metav1.DeletePropagationOrphan))
+		}, allowed: true},
+		"remove a finalizer":                      {do: patch(live, `{"metadata":{"finalizers":[]}}`), allowed: true},
+		"add a finalizer":                         {do: patch(live, `{"metadata":{"finalizers":["`+finalizer+`","other.example/f"]}}`)},
+		"add a label":                             {do: patch(live, `{"metadata":{"labels":{"a":"b"}}}`)},
+		"add an annotation":                       {do: patch(live, `{"metadata":{"annotations":{"a":"b"}}}`)},
+		"change the spec":                         {do: patch(live, `{"spec":{"lifecycleState":"Archived"}}`)},
+		"add an owner":                            {do: patch(live, `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","uid":"00000000-0000-0000-0000-000000000001"}]}}`)},
+		"remove a finalizer of one being deleted": {do: patch(deleting, `{"metadata":{"finalizers":[]}}`), allowed: true},
+	} {
+		framework.Eventually(ctx, t, fmt.Sprintf("the hook's ServiceAccount: %s, allowed %v", name, tc.allowed), func(ctx context.Context) (bool, string) {
+			err := tc.do(ctx)
+			switch {
+			case tc.allowed:
+				return err == nil, fmt.Sprint(err)
+			case err == nil:
+				return false, "allowed"
+			default:
+				// Refused by the policy (not RBAC, which allows every one of these).
+				return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), err.Error()
+			}
+		})
+	}
+	// Anyone else deletes as RBAC allows.
+	if err := testenv.Env.Client.Delete(ctx, live.DeepCopy(), dryRun); err != nil {
+		t.Errorf("an administrator's dry-run delete: %v", err)
+	}
 }

@@ -18,7 +18,8 @@ import (
 // The in-process manager's webhooks, called by URL with the self-signed CA, read as self-signed;
 // a webhook configuration called through a Service whose Deployment runs --webhook-cert-source=secret
 // --rollout=false with cert-manager's annotation reads as webhook-only with cert-manager, and its
-// missing Certificate fails.
+// missing Certificate fails; it warns that the webhook port accepts unauthenticated callers until
+// the Deployment runs with --webhook-client-ca.
 func TestCheckKnowsTheMode(t *testing.T) {
 	r := plugin(t, "check")
 	if r.err != nil {
@@ -65,6 +66,7 @@ func TestCheckKnowsTheMode(t *testing.T) {
 		"[ok]   Mode: webhook-only (--rollout=false: another reconciler, OLM's operator-controller, rolls ClusterObjectSets out); cert-manager issues the serving certificate and its cainjector injects the CA of Certificate check-mode/serving-cert.",
 		"[FAIL] Certificate check-mode/serving-cert is not found",
 		"[FAIL] The CA bundle of webhook check-mode.cos-externalizer.io (MutatingWebhookConfiguration check-mode) is empty: cert-manager's CA injector has not injected the CA of Certificate check-mode/serving-cert.",
+		"[warn] The webhook port (9443) of check-mode/cos-externalizer accepts unauthenticated callers",
 	} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("check lacks %q:\n%s", s, r.stdout)
@@ -72,5 +74,17 @@ func TestCheckKnowsTheMode(t *testing.T) {
 	}
 	if exitCode(r.err) != 1 || strings.Contains(r.stdout, "self-signed") {
 		t.Errorf("check: %v\n%s", r.err, r.stdout)
+	}
+
+	// With caller authentication, as config/components/webhook-client-ca-kubeadm runs it.
+	deploy.Spec.Template.Spec.Containers[0].Args = append(deploy.Spec.Template.Spec.Containers[0].Args,
+		"--webhook-client-ca=/etc/cos-externalizer/webhook-client-ca/ca.crt", "--webhook-client-names=front-proxy-client")
+	if err := c().Update(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	r = plugin(t, "check")
+	want := "[ok]   The webhook port of check-mode/cos-externalizer serves only callers with a client certificate of --webhook-client-ca /etc/cos-externalizer/webhook-client-ca/ca.crt (front-proxy-client)."
+	if !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "unauthenticated") {
+		t.Errorf("check lacks %q:\n%s", want, r.stdout)
 	}
 }
