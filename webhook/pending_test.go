@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -275,10 +273,3 @@ func TestUnreferencedWaitsForTheCache(t *testing.T) {
 	}
 }
 
-func gauge(g prometheus.Gauge) float64 {
-	m := &dto.Metric{}
-	if err := g.Write(m); err != nil {
-		return -1
-	}
-	return m.GetGauge().GetValue()
-}
