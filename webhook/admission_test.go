@@ -50,8 +50,8 @@ type charged struct {
 // pool is refused as too large; none leaves anything held.
 func TestAdmissionCharged(t *testing.T) {
 	const ns = "olmv1-system"
-	inline, stored, secret := externalized(t, ns, "app", 20)
-	other, _, _ := externalized(t, ns, "other", 20)
+	inline, stored, secret := externalized(t, "app", 20)
+	other, _, _ := externalized(t, "other", 20)
 	createCost, err := admissionCost(rawOf(t, inline, ""), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ type handled struct {
 // internal/admission's tests): the patch, the warnings, the refusal's status and the metrics.
 func TestHandleTranslates(t *testing.T) {
 	const ns = "olmv1-system"
-	inline, stored, secret := externalized(t, ns, "app", 2)
+	inline, stored, secret := externalized(t, "app", 2)
 	notOurs := secret.DeepCopy()
 	notOurs.Data = map[string][]byte{"other": []byte("{}")}
 	lastApplied := inline.DeepCopy()
@@ -170,9 +170,11 @@ func counter(c prometheus.Counter) float64 {
 var always = b.WithAnnotations(map[string]string{cosadmission.Annotation: string(cosadmission.ModeAlways)})
 
 // externalized returns a ClusterObjectSet named app with n inline ConfigMaps named prefix-i
-// (externalize: always), its stored form of refs to Secrets in ns, and its first Secret.
-func externalized(t *testing.T, ns, prefix string, n int) (inline, stored *olmv1.ClusterObjectSet, secret *corev1.Secret) {
+// (externalize: always), its stored form of refs to Secrets in the default system namespace, and its
+// first Secret.
+func externalized(t *testing.T, prefix string, n int) (inline, stored *olmv1.ClusterObjectSet, secret *corev1.Secret) {
 	t.Helper()
+	const ns = olmv1.DefaultSystemNamespace
 	inline = b.COS("app", always, b.WithPhase("configuration", b.InlineConfigMaps("default", prefix, n)...))
 	plan, err := content.PlanFor(inline.Name, cosadmission.PlanInput(inline), content.Options{})
 	if err != nil {

@@ -90,7 +90,7 @@ func (c *boundedConn) SetReadDeadline(t time.Time) error {
 
 // SetDeadline sets the read deadline as SetReadDeadline does and the write deadline as it is.
 func (c *boundedConn) SetDeadline(t time.Time) error {
-	return errors.Join(c.SetReadDeadline(t), c.Conn.SetWriteDeadline(t))
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
 }
 
 // applyLocked sets the connection's read deadline: want, or the bound when it is earlier (or want

@@ -58,7 +58,7 @@ func (s *countingStore) Touch(ctx context.Context, keys []types.NamespacedName) 
 // TestStaleUpdatesConflict.
 func TestHandleAdmitsStaleUpdates(t *testing.T) {
 	const ns = "olmv1-system"
-	inline, stored, secret := externalized(t, ns, "app", 2)
+	inline, stored, secret := externalized(t, "app", 2)
 	notOurs := secret.DeepCopy()
 	notOurs.Data = map[string][]byte{"other": []byte("{}")}
 	empty := b.COS("app", always)
