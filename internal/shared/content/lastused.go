@@ -2,12 +2,10 @@ package content
 
 import "time"
 
-// LastUsedAnnotation is set on an existing object-data Secret, to the RFC 3339 time (with
-// nanoseconds) of the admission request, whenever an admission reuses or references it for a
-// ClusterObjectSet being created. Writing it is what matters (it changes the Secret's
-// resourceVersion, which the orphan sweep's conditional delete serializes with); the time itself is
-// informational, read on the clock the manager gives both the writer and the sweep
-// (objectdata.Writer.Clock), which measures grace periods from the write it sees.
+// LastUsedAnnotation is what earlier releases set on an existing object-data Secret, to the RFC 3339
+// time of each admission request that reused or referenced it. Nothing writes it any more (issue 35:
+// a write per request was unbounded work for any caller of the webhook port) and nothing decides by
+// it; kubectl cos inspect still shows it on Secrets that carry it.
 const LastUsedAnnotation = "cos-externalizer.io/last-used"
 
 // LastUsedValue is the LastUsedAnnotation value for t.
