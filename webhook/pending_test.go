@@ -17,7 +17,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
