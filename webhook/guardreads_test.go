@@ -67,12 +67,14 @@ func TestCoalescedList(t *testing.T) {
 	var mu sync.Mutex
 	var calls []map[types.NamespacedName]bool
 	release := make(chan struct{})
+	began := make(chan int, 10)
 	listed := make(chan int, 10)
 	users := func(_ context.Context, keys map[types.NamespacedName]bool) (map[types.NamespacedName][]secretuse.Use, error) { //nolint:unparam // the signature of coalescedList.Do's list
 		mu.Lock()
 		calls = append(calls, keys)
 		n := len(calls)
 		mu.Unlock()
+		began <- n
 		if n == 1 {
 			<-release
 			clk.Step(100 * time.Millisecond) // the first List takes 100 ms: the pause is the minimum
@@ -104,6 +106,7 @@ func TestCoalescedList(t *testing.T) {
 	if started := <-joins; !started {
 		t.Fatal("the first request did not start the Lists")
 	}
+	<-began // the first List has begun: later requests wait for the next
 	ask("b")
 	ask("c")
 	for range 2 {
