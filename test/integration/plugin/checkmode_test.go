@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,9 +78,15 @@ func TestCheckKnowsTheMode(t *testing.T) {
 	}
 
 	// With caller authentication, as config/components/webhook-client-ca-kubeadm runs it.
-	deploy.Spec.Template.Spec.Containers[0].Args = append(deploy.Spec.Template.Spec.Containers[0].Args,
-		"--webhook-client-ca=/etc/cos-externalizer/webhook-client-ca/ca.crt", "--webhook-client-names=front-proxy-client")
-	if err := c().Update(ctx, deploy); err != nil {
+	// Read again at each try: the Deployment's controller writes it meanwhile.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c().Get(ctx, client.ObjectKeyFromObject(deploy), deploy); err != nil {
+			return err
+		}
+		deploy.Spec.Template.Spec.Containers[0].Args = append(deploy.Spec.Template.Spec.Containers[0].Args,
+			"--webhook-client-ca=/etc/cos-externalizer/webhook-client-ca/ca.crt", "--webhook-client-names=front-proxy-client")
+		return c().Update(ctx, deploy)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	r = plugin(t, "check")
