@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/health"
+	appv1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/argo-cd/v3/util/lua"
 	"github.com/argoproj/argo-cd/v3/util/settings"
 	"github.com/google/go-cmp/cmp"
@@ -155,22 +156,8 @@ func yamlBlocks(t *testing.T, path string) []string {
 // health_test.yaml, but for a set being deleted, which gitops-engine reports as Progressing "Pending
 // deletion" before any script runs. The script in argocd-cm is health.lua, byte for byte.
 func TestApplicationControllerPath(t *testing.T) {
-	cm := docsConfigMap(t)
-	cm.Namespace = "argocd"
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "argocd-secret", Namespace: "argocd",
-		Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mgr := settings.NewSettingsManager(ctx, fake.NewClientset(cm, secret), "argocd")
-	overrides, err := mgr.GetResourceOverrides()
-	if err != nil {
-		t.Fatalf("argocd-cm of docs/gitops.md: %v", err)
-	}
-	o, ok := overrides["olm.operatorframework.io/ClusterObjectSet"]
-	if !ok || o.HealthLua == "" {
-		t.Fatalf("argocd-cm of docs/gitops.md: no health check for olm.operatorframework.io/ClusterObjectSet in %v", overrides)
-	}
-	if diff := cmp.Diff(readScript(t), o.HealthLua); diff != "" {
+	overrides := readOverrides(t)
+	if diff := cmp.Diff(readScript(t), overrides["olm.operatorframework.io/ClusterObjectSet"].HealthLua); diff != "" {
 		t.Errorf("the script of docs/gitops.md's argocd-cm is not health.lua (-health.lua +docs):\n%s", diff)
 	}
 	for _, tc := range readTests(t).Tests {
@@ -189,6 +176,26 @@ func TestApplicationControllerPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readOverrides reads the argocd-cm of docs/gitops.md with Argo CD's settings manager, as the
+// application controller reads its resource overrides.
+func readOverrides(t *testing.T) map[string]appv1.ResourceOverride {
+	t.Helper()
+	cm := docsConfigMap(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "argocd-secret", Namespace: cm.Namespace,
+		Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr := settings.NewSettingsManager(ctx, fake.NewClientset(cm, secret), cm.Namespace)
+	overrides, err := mgr.GetResourceOverrides()
+	if err != nil {
+		t.Fatalf("argocd-cm of docs/gitops.md: %v", err)
+	}
+	if o := overrides["olm.operatorframework.io/ClusterObjectSet"]; o.HealthLua == "" {
+		t.Fatalf("argocd-cm of docs/gitops.md: no health check for olm.operatorframework.io/ClusterObjectSet in %v", overrides)
+	}
+	return overrides
 }
 
 // TestWithoutTheCheck: without a customization, Argo CD has no health for any state of a
