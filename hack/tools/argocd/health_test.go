@@ -71,8 +71,8 @@ func readScript(t *testing.T) string {
 	return string(b)
 }
 
-// TestCatalogue runs health_test.yaml as Argo CD's own catalogue test does (util/lua's
-// TestLuaHealthScript: the script executed by util/lua's VM with the standard libraries open), and
+// TestCatalogue runs health_test.yaml as Argo CD's own catalogue test in util/lua does (the script
+// executed by util/lua's VM with the standard libraries open), and
 // again with them closed, as the application controller runs a script of argocd-cm by default. Every
 // file of testdata/ must have a test.
 func TestCatalogue(t *testing.T) {
