@@ -28,7 +28,7 @@ var catalogue = filepath.Join(root, "hack", "argocd", "resource_customizations",
 // catalogueTests is health_test.yaml, in the format of Argo CD's own catalogue tests.
 type catalogueTests struct {
 	Tests []struct {
-		InputPath    string             `json:"inputPath"`
+		InputPath    string              `json:"inputPath"`
 		HealthStatus health.HealthStatus `json:"healthStatus"`
 	} `json:"tests"`
 }

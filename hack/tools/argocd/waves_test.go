@@ -273,4 +273,3 @@ func summary(cos *olmv1.ClusterObjectSet) string {
 	}
 	return strings.Join(parts, " ")
 }
-
