@@ -154,7 +154,7 @@ func yamlBlocks(t *testing.T, path string) []string {
 // manager and assesses each testdata object as the application controller does
 // (gitops-engine's health.GetResourceHealth with util/lua's overrides): the verdicts of
 // health_test.yaml, but for a set being deleted, which gitops-engine reports as Progressing "Pending
-// deletion" before any script runs. The script in argocd-cm is health.lua, byte for byte.
+// deletion; blocked by finalizers: ..." before any script runs. The script in argocd-cm is health.lua, byte for byte.
 func TestApplicationControllerPath(t *testing.T) {
 	overrides := readOverrides(t)
 	if diff := cmp.Diff(readScript(t), overrides["olm.operatorframework.io/ClusterObjectSet"].HealthLua); diff != "" {
@@ -165,7 +165,8 @@ func TestApplicationControllerPath(t *testing.T) {
 			obj := readObject(t, filepath.Join(catalogue, tc.InputPath))
 			want := &tc.HealthStatus
 			if obj.GetDeletionTimestamp() != nil {
-				want = &health.HealthStatus{Status: health.HealthStatusProgressing, Message: "Pending deletion"}
+				want = &health.HealthStatus{Status: health.HealthStatusProgressing,
+					Message: "Pending deletion; blocked by finalizers: " + strings.Join(obj.GetFinalizers(), ", ")}
 			}
 			got, err := health.GetResourceHealth(obj, lua.ResourceHealthOverrides(overrides))
 			if err != nil {
