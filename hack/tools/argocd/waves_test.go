@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/cache"
-	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/engine"
 	gitopssync "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync"
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/kube"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/tracing"
 	"github.com/argoproj/argo-cd/v3/util/lua"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,7 +53,7 @@ const (
 var widgetGVR = schema.GroupVersionResource{Group: "waves.example.com", Version: "v1", Resource: "widgets"}
 
 // TestSyncWaves syncs two waves with gitops-engine's sync (the engine of Argo CD's application
-// controller) and the health check of docs/gitops.md's argocd-cm, against the local control plane
+// controller, driven as the controller drives it: runSync) and the health check of docs/gitops.md's argocd-cm, against the local control plane
 // and the manager with its webhooks: wave 0 a ClusterObjectSet that installs a CRD and waits on a
 // PersistentVolumeClaim until the test creates its volume, wave 1 a custom resource of that CRD.
 // The sync moves to wave 1 only once the set has Succeeded (checked when the engine changes waves),
@@ -73,12 +75,10 @@ func TestSyncWaves(t *testing.T) {
 	overrides := docsOverrides(t)
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 	clusterCache := cache.NewClusterCache(env.Config, cache.SetLogr(log))
-	eng := engine.NewEngine(env.Config, clusterCache, engine.WithLogr(log))
-	stop, err := eng.Run()
-	if err != nil {
+	if err := clusterCache.EnsureSynced(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stop)
+	t.Cleanup(func() { clusterCache.Invalidate() })
 
 	t.Run("wave 1 waits for the set to succeed", func(t *testing.T) {
 		set := toUnstructured(t, builders.COS("waves-operator", builders.WithAnnotations(map[string]string{syncWave: "0"}),
@@ -98,7 +98,7 @@ func TestSyncWaves(t *testing.T) {
 			atWaves = append(atWaves, fmt.Sprintf("wave %d: %s", wave, summary(cos)))
 			return nil
 		}
-		done := runSync(ctx, t, eng, log, overrides, hook, set, widget)
+		done := runSync(ctx, t, clusterCache, env.Config, log, overrides, hook, set, widget)
 
 		// The set rolls out, and waits on the claim: the sync stays in wave 0.
 		env.WaitForCondition(t, set.GetName(), olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure)
@@ -113,6 +113,9 @@ func TestSyncWaves(t *testing.T) {
 
 		createVolume(ctx, t, env.Clientset, "waves-pv")
 		r := wait(t, done)
+		if r.phase != common.OperationSucceeded {
+			t.Errorf("the sync ended %s: %s", r.phase, r.message)
+		}
 		for _, res := range r.results {
 			if res.Status != common.ResultCodeSynced || res.HookPhase != common.OperationSucceeded {
 				t.Errorf("%s: %s %s %q", res.ResourceKey, res.Status, res.HookPhase, res.Message)
@@ -136,7 +139,11 @@ func TestSyncWaves(t *testing.T) {
 			builders.WithAnnotations(map[string]string{syncWave: "0", olmv1.AnnotationBundleVersion: "2.0.0"}),
 			builders.WithPhase("storage", builders.Inline(pvc(wavesNamespace, "never", "no-such-pv")))))
 		widget := widgetObject("never-created")
-		r := wait(t, runSync(ctx, t, eng, log, overrides, nil, set, widget))
+		r := wait(t, runSync(ctx, t, clusterCache, env.Config, log, overrides, nil, set, widget))
+		if r.phase != common.OperationFailed {
+			t.Errorf("the sync ended %s (%s), want %s", r.phase, r.message, common.OperationFailed)
+		}
+		t.Logf("the sync ended %s: %s", r.phase, r.message)
 		var found bool
 		for _, res := range r.results {
 			switch res.ResourceKey.Kind {
@@ -162,14 +169,20 @@ func TestSyncWaves(t *testing.T) {
 }
 
 type syncResult struct {
+	phase   common.OperationPhase
+	message string
 	results []common.ResourceSyncResult
 	err     error
 }
 
-// runSync syncs targets in the background, as the application controller does an Application's
-// operation: server-side apply, the health overrides of argocd-cm, only the targets managed.
-func runSync(ctx context.Context, t *testing.T, eng engine.GitOpsEngine, log logr.Logger, overrides lua.ResourceHealthOverrides,
-	hook common.SyncWaveHook, targets ...*unstructured.Unstructured) <-chan syncResult {
+// runSync syncs targets in the background as the application controller runs an Application's sync
+// operation: each round reads the live objects from the cluster cache, reconciles them with the
+// targets, and runs a sync context made afresh, started from the operation's state so far (the
+// controller's WithInitialState), until the operation completes. Server-side apply, the health
+// overrides of argocd-cm, only the targets managed. (gitops-engine's own engine.Sync keeps one sync
+// context, whose tasks never see the objects they created, so it cannot wait on their health.)
+func runSync(ctx context.Context, t *testing.T, clusterCache cache.ClusterCache, config *rest.Config, log logr.Logger,
+	overrides lua.ResourceHealthOverrides, hook common.SyncWaveHook, targets ...*unstructured.Unstructured) <-chan syncResult {
 	t.Helper()
 	keys := map[string]bool{}
 	for _, o := range targets {
@@ -179,6 +192,7 @@ func runSync(ctx context.Context, t *testing.T, eng engine.GitOpsEngine, log log
 		k := r.ResourceKey()
 		return keys[schema.GroupKind{Group: k.Group, Kind: k.Kind}.String()+"/"+k.Namespace+"/"+k.Name]
 	}
+	kubectl := &kube.KubectlCmd{Log: log, Tracer: tracing.NopTracer{}}
 	opts := []gitopssync.SyncOpt{gitopssync.WithHealthOverride(overrides), gitopssync.WithServerSideApply(true),
 		gitopssync.WithServerSideApplyManager("argocd-controller"), gitopssync.WithLogr(log)}
 	if hook != nil {
@@ -188,8 +202,44 @@ func runSync(ctx context.Context, t *testing.T, eng engine.GitOpsEngine, log log
 	done := make(chan syncResult, 1)
 	go func() {
 		defer cancel()
-		res, err := eng.Sync(syncCtx, targets, isManaged, "rev", wavesNamespace, opts...)
-		done <- syncResult{res, err}
+		var r syncResult
+		started := metav1.Now()
+		tick := time.NewTicker(time.Second) // the controller's requeue of a running operation
+		defer tick.Stop()
+		for {
+			copies := make([]*unstructured.Unstructured, len(targets))
+			for i, o := range targets {
+				copies[i] = o.DeepCopy()
+			}
+			live, err := clusterCache.GetManagedLiveObjs(copies, isManaged)
+			if err != nil {
+				done <- syncResult{err: err}
+				return
+			}
+			reconciled := gitopssync.Reconcile(copies, live, wavesNamespace, clusterCache)
+			o := opts
+			if r.phase != "" {
+				o = append(append([]gitopssync.SyncOpt{}, opts...), gitopssync.WithInitialState(r.phase, r.message, r.results, started))
+			}
+			sc, cleanup, err := gitopssync.NewSyncContext("rev", reconciled, config, config, kubectl, wavesNamespace, o...)
+			if err != nil {
+				done <- syncResult{err: err}
+				return
+			}
+			sc.Sync(syncCtx)
+			r.phase, r.message, r.results = sc.GetState()
+			cleanup()
+			if r.phase.Completed() {
+				done <- r
+				return
+			}
+			select {
+			case <-syncCtx.Done():
+				done <- syncResult{phase: r.phase, message: r.message, results: r.results, err: syncCtx.Err()}
+				return
+			case <-tick.C:
+			}
+		}
 	}()
 	return done
 }
