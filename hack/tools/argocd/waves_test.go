@@ -35,6 +35,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -87,7 +88,7 @@ func TestSyncWaves(t *testing.T) {
 		widget := widgetObject("my-widget")
 
 		var mu sync.Mutex
-		var atWaves []string // the set's Progressing and Succeeded when the engine started each wave
+		var atWaves []string // the set's Progressing and Succeeded when the engine had applied each wave
 		hook := func(_ common.SyncPhase, wave int, _ bool) error {
 			cos := &olmv1.ClusterObjectSet{}
 			if err := env.Client.Get(ctx, client.ObjectKey{Name: set.GetName()}, cos); err != nil {
@@ -98,10 +99,17 @@ func TestSyncWaves(t *testing.T) {
 			atWaves = append(atWaves, fmt.Sprintf("wave %d: %s", wave, summary(cos)))
 			return nil
 		}
-		done := runSync(ctx, t, clusterCache, env.Config, log, overrides, hook, set, widget)
+		progress := &syncProgress{}
+		done := runSync(ctx, t, clusterCache, env.Config, log, overrides, hook, progress, set, widget)
 
-		// The set rolls out, and waits on the claim: the sync stays in wave 0.
+		// The set rolls out, and waits on the claim; the engine says it waits for the set's health,
+		// and has applied nothing of wave 1.
 		env.WaitForCondition(t, set.GetName(), olmv1.ConditionAvailable, metav1.ConditionFalse, olmv1.ReasonProbeFailure)
+		waiting := "waiting for healthy state of olm.operatorframework.io/ClusterObjectSet/" + set.GetName()
+		framework.Eventually(ctx, t, "the sync waiting for the set's health", func(context.Context) (bool, string) {
+			m := progress.get()
+			return m == waiting, m
+		})
 		if _, err := dyn.Resource(widgetGVR).Namespace(wavesNamespace).Get(ctx, widget.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the wave-1 Widget while the set rolls out: %v, want not found", err)
 		}
@@ -126,8 +134,8 @@ func TestSyncWaves(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		// The engine calls the hook as it starts a wave: the call for wave 1 sees the set as it was
-		// when the engine moved on.
+		// The engine calls the hook once it has applied a wave: the call for wave 1 sees the set
+		// Succeeded, as it must have been for the engine to move on.
 		var wave1 []string
 		for _, w := range atWaves {
 			if strings.HasPrefix(w, "wave 1: ") {
@@ -148,7 +156,7 @@ func TestSyncWaves(t *testing.T) {
 			builders.WithAnnotations(map[string]string{syncWave: "0", olmv1.AnnotationBundleVersion: "2.0.0"}),
 			builders.WithPhase("storage", builders.Inline(pvc(wavesNamespace, "never", "no-such-pv")))))
 		widget := widgetObject("never-created")
-		r := wait(t, runSync(ctx, t, clusterCache, env.Config, log, overrides, nil, set, widget))
+		r := wait(t, runSync(ctx, t, clusterCache, env.Config, log, overrides, nil, nil, set, widget))
 		if r.phase != common.OperationFailed {
 			t.Errorf("the sync ended %s (%s), want %s", r.phase, r.message, common.OperationFailed)
 		}
@@ -177,6 +185,24 @@ func TestSyncWaves(t *testing.T) {
 	})
 }
 
+// syncProgress is the operation's state after the last round, for the test to wait on.
+type syncProgress struct {
+	mu      sync.Mutex
+	message string
+}
+
+func (p *syncProgress) set(m string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.message = m
+}
+
+func (p *syncProgress) get() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.message
+}
+
 type syncResult struct {
 	phase   common.OperationPhase
 	message string
@@ -191,7 +217,7 @@ type syncResult struct {
 // overrides of argocd-cm, only the targets managed. (gitops-engine's own engine.Sync keeps one sync
 // context, whose tasks never see the objects they created, so it cannot wait on their health.)
 func runSync(ctx context.Context, t *testing.T, clusterCache cache.ClusterCache, config *rest.Config, log logr.Logger,
-	overrides lua.ResourceHealthOverrides, hook common.SyncWaveHook, targets ...*unstructured.Unstructured) <-chan syncResult {
+	overrides lua.ResourceHealthOverrides, hook common.SyncWaveHook, progress *syncProgress, targets ...*unstructured.Unstructured) <-chan syncResult {
 	t.Helper()
 	keys := map[string]bool{}
 	for _, o := range targets {
@@ -238,6 +264,9 @@ func runSync(ctx context.Context, t *testing.T, clusterCache cache.ClusterCache,
 			sc.Sync(syncCtx)
 			r.phase, r.message, r.results = sc.GetState()
 			cleanup()
+			if progress != nil {
+				progress.set(r.message)
+			}
 			if r.phase.Completed() {
 				done <- r
 				return
