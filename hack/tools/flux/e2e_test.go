@@ -161,7 +161,7 @@ func TestFluxEndToEnd(t *testing.T) {
 	t.Run("a failed set fails its Kustomization, named", func(t *testing.T) {
 		env.WaitForCondition(t, "flux-failing", olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonProgressDeadlineExceeded)
 		r := waitKustomization(ctx, t, dyn, "failing", "False", "HealthCheckFailed")
-		if want := "ClusterObjectSet//flux-failing status: 'Failed'"; !strings.Contains(r.message, want) {
+		if want := "ClusterObjectSet/flux-failing status: 'Failed'"; !strings.Contains(r.message, want) {
 			t.Errorf("Kustomization failing: %q, want it to contain %q", r.message, want)
 		}
 		t.Logf("Kustomization failing: %s", r)
