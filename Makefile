@@ -388,6 +388,41 @@ soak: control-plane testdata ## Run the adversarial sequence test long: SEED=N, 
 	$(if $(BURST),COS_ADV_BURST=$(BURST)) $(if $(PENDING),COS_ADV_PENDING=$(PENDING)) \
 		$(GO) test -count=1 -timeout 0 -run TestAdversarial -v ./test/adversarial/
 
+# GitOps engines on ClusterObjectSets (docs/gitops.md#health), with their own code at pinned releases,
+# in tool modules: hack/tools/argocd (Argo CD's health assessment and gitops-engine's sync) and
+# hack/tools/flux (Flux's CEL health checks and kstatus) need Go 1.27 (the go command fetches
+# GOTOOLCHAIN from the module proxy once); hack/tools/fluxcontrollers (source-controller and
+# kustomize-controller, built into bin/flux/ on first use) builds with the Go of the rest. test-gitops-health
+# checks the health checks on their testdata (no cluster); test-gitops also runs the end-to-end tests:
+# a two-wave sync with gitops-engine, and the Flux controllers as processes on the local control plane.
+GITOPS_GO := GOTOOLCHAIN=go1.27.3 $(GO)
+FLUX_BIN := $(BIN)/flux
+FLUX_KUSTOMIZE_VERSION := $(shell awk '$$1=="github.com/fluxcd/kustomize-controller" {print $$2; exit}' hack/tools/fluxcontrollers/go.mod)
+FLUX_SOURCE_VERSION := $(shell awk '$$1=="github.com/fluxcd/source-controller" {print $$2; exit}' hack/tools/fluxcontrollers/go.mod)
+FLUX_STAMP := $(FLUX_BIN)/.stamp-flux-source-$(FLUX_SOURCE_VERSION)-kustomize-$(FLUX_KUSTOMIZE_VERSION)-$(call pins,hack/tools/fluxcontrollers/go.mod hack/tools/fluxcontrollers/go.sum)
+
+$(FLUX_STAMP):
+	@mkdir -p $(FLUX_BIN)
+	cd hack/tools/fluxcontrollers && $(GO) build -ldflags "-s -w" -o $(FLUX_BIN)/ \
+		github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller
+	@$(call stamp,$(FLUX_BIN)/.stamp-flux-*)
+
+.PHONY: flux-controllers
+flux-controllers: $(FLUX_STAMP) ## Build Flux's source-controller and kustomize-controller (pinned in hack/tools/fluxcontrollers) into bin/flux/.
+
+.PHONY: test-gitops-health
+test-gitops-health: ## Argo CD's and Flux's own health code on ClusterObjectSets: hack/argocd's health check and hack/flux's healthCheckExprs on their testdata.
+	cd hack/tools/argocd && $(GITOPS_GO) test -count=1 ./...
+	cd hack/tools/flux && $(GITOPS_GO) test -count=1 ./...
+
+.PHONY: test-gitops
+test-gitops: control-plane $(FLUX_STAMP) test-gitops-health ## GitOps end to end (not in make test): gitops-engine's sync waves, and Flux's controllers with wait/dependsOn on the local control plane.
+	cd hack/tools/argocd && $(GITOPS_GO) test -tags gitops_e2e -count=1 -timeout 15m -run TestSyncWaves -v ./...
+	cd hack/tools/flux && FLUX_BIN_DIR=$(FLUX_BIN) \
+		FLUX_SOURCE_CONTROLLER_DIR=$$(cd ../fluxcontrollers && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/source-controller) \
+		FLUX_KUSTOMIZE_CONTROLLER_DIR=$$(cd ../fluxcontrollers && $(GO) list -m -f '{{.Dir}}' github.com/fluxcd/kustomize-controller) \
+		$(GITOPS_GO) test -tags gitops_e2e -count=1 -timeout 15m -run TestFluxEndToEnd -v ./...
+
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane and no downloaded bundles (pure packages).
 	$(GO) test -count=1 ./api/... ./certs/... ./controllers/... ./internal/... ./webhook/... ./cmd/... ./test/builders/... ./test/framework/...

@@ -1149,6 +1149,11 @@ const notes = `cos-externalizer is installed in namespace {{ .Release.Namespace 
 Check it:
   kubectl -n {{ .Release.Namespace }} rollout status deploy/{{ include "cos-externalizer.fullname" . }}
   kubectl cos check
+
+Argo CD and Flux show a ClusterObjectSet as healthy as soon as it is stored, rolled out or not,
+until they are told how to read its conditions: Argo CD's health check (argocd-cm
+resource.customizations) and Flux's healthCheckExprs are in
+https://github.com/cos-externalizer/cos-externalizer/blob/main/docs/gitops.md#health
 {{- if eq .Values.mode "cert-manager" "webhook-only" }}
 The webhooks' serving certificate comes from cert-manager (v1.19 or later), which must be installed.
 {{- end }}
