@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,11 +101,16 @@ func BenchmarkRefsOnlyReads(b *testing.B) {
 // refsReview is the AdmissionReview of a refs-only create naming every Secret of names.
 func refsReview(b *testing.B, names []string, dryRun bool) []byte {
 	b.Helper()
-	var objs []olmv1.ClusterObjectSetObject
-	for _, n := range names {
-		objs = append(objs, builders.Ref(n, "", "k"))
+	// At most 50 objects a phase.
+	var phases []builders.Option
+	for i := 0; i < len(names); i += 50 {
+		var objs []olmv1.ClusterObjectSetObject
+		for _, n := range names[i:min(i+50, len(names))] {
+			objs = append(objs, builders.Ref(n, "", "k"))
+		}
+		phases = append(phases, builders.WithPhase(fmt.Sprintf("p%d", i/50), objs...))
 	}
-	cos := builders.COS("refs-bench", builders.WithPhase("configuration", objs...))
+	cos := builders.COS("refs-bench", phases...)
 	cos.APIVersion, cos.Kind = "olm.operatorframework.io/v1", "ClusterObjectSet"
 	raw, err := json.Marshal(cos)
 	if err != nil {
@@ -151,4 +157,74 @@ func postReview(httpc *http.Client, url string, body []byte) string {
 		return fmt.Sprintf("refused %d", review.Response.Result.Code)
 	}
 	return "refused"
+}
+
+// guardReviews is how many forged DELETE reviews of unused Secrets BenchmarkGuardReviews sends at once.
+const guardReviews = 50
+
+// BenchmarkGuardReviews sends guardReviews forged DELETE reviews of unused object-data Secrets to the
+// Secret guard at once, straight to the webhook port, and reports the uncached Lists of
+// ClusterObjectSets the manager made to confirm them (the API server's count of them; nothing else
+// lists ClusterObjectSets meanwhile). Each review confirms "unused" with a List that starts after it
+// asked; before the pause between Lists, reviews that trickled in made one List each.
+func BenchmarkGuardReviews(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		env := testenv.StartFor(b)
+		mgr := startManagerAt(b, env)
+		httpc := webhookClient(b, mgr.ca)
+		ctx := context.Background()
+		lists := func() float64 {
+			text, err := env.APIServerMetrics(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, err := testenv.SumMetric(strings.NewReader(text), "apiserver_request_total{", `verb="LIST"`, `resource="clusterobjectsets"`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+		var bodies [][]byte
+		for i := range guardReviews {
+			sec := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SystemNamespace, Name: fmt.Sprintf("guard-bench-%d-0123456789abcdef", i),
+					Labels: map[string]string{olmv1.LabelRevisionName: fmt.Sprintf("guard-bench-%d", i)}},
+				Type: olmv1.SecretTypeObjectData}
+			raw, err := json.Marshal(sec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			review := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+				Request: &admissionv1.AdmissionRequest{UID: types.UID(fmt.Sprintf("guard-bench-%d", i)), Operation: admissionv1.Delete,
+					Namespace: sec.Namespace, Name: sec.Name,
+					Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Secret"},
+					Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "secrets"},
+					OldObject: runtime.RawExtension{Raw: raw}, UserInfo: authenticationv1.UserInfo{Username: "forger"}}}
+			body, err := json.Marshal(review)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bodies = append(bodies, body)
+		}
+		before := lists()
+		start := time.Now()
+		answers := map[string]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, body := range bodies {
+			wg.Go(func() {
+				answer := postReview(httpc, mgr.url+webhook.SecretGuardPath, body)
+				mu.Lock()
+				answers[answer]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		took := time.Since(start)
+		made := lists() - before
+		b.Logf("%d concurrent forged DELETE reviews of unused Secrets: %v in %.2f s; %.0f uncached Lists of ClusterObjectSets", guardReviews, answers, took.Seconds(), made)
+		b.ReportMetric(made, "lists")
+		b.StartTimer()
+	}
 }
