@@ -211,15 +211,21 @@ func (r *runner) sweepRace(op Op) error {
 	})
 	// Whatever the sweep deleted, its restore (the same sweep, or the next) creates again from the
 	// quarantine copies: every Secret Rev references must be back, while Rev is live.
+	return r.checkRestored(name, target, keys, 30*time.Second, "by the sweep")
+}
+
+// checkRestored waits up to bound until every Secret of keys exists again, then, while the
+// ClusterObjectSet name is live, holds it to all its content: a Secret still missing is content lost.
+func (r *runner) checkRestored(name string, target *entry, keys map[types.NamespacedName]bool, bound time.Duration, by string) error {
 	var missing string
-	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, bound, true, func(ctx context.Context) (bool, error) {
 		missing = ""
 		for key := range keys {
 			if err := r.admin.Get(ctx, key, &corev1.Secret{}); apierrors.IsNotFound(err) {
 				missing = key.String()
 				return false, nil
 			} else if err != nil {
-				return false, nil //nolint:nilerr // look again
+				return false, nil //nolint:nilerr // a read that failed says nothing: look again
 			}
 		}
 		return true, nil
@@ -232,7 +238,7 @@ func (r *runner) sweepRace(op Op) error {
 		return nil
 	}
 	if missing != "" {
-		return violated("content-lost", "Secret %s, which %s references, was swept and not restored within 30s", missing, name)
+		return violated("content-lost", "Secret %s, which %s references, was swept and not restored %s within %s", missing, name, by, bound)
 	}
 	return r.checkContent(r.ctx(), cos, target)
 }
@@ -429,26 +435,5 @@ func (r *runner) sweepKill(op Op) error {
 	if created != nil {
 		return created
 	}
-	var missing string
-	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, settleBound, true, func(ctx context.Context) (bool, error) {
-		missing = ""
-		for key := range keys {
-			if err := r.admin.Get(ctx, key, &corev1.Secret{}); err != nil {
-				missing = key.String()
-				return false, nil //nolint:nilerr // look again
-			}
-		}
-		return true, nil
-	})
-	cos := &olmv1.ClusterObjectSet{}
-	if err := r.admin.Get(r.ctx(), client.ObjectKey{Name: name}, cos); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !secretuse.Live(cos) || r.goneInModel(target) {
-		return nil
-	}
-	if missing != "" {
-		return violated("content-lost", "Secret %s, which %s references, was not restored by the next leader within %s", missing, name, settleBound)
-	}
-	return r.checkContent(r.ctx(), cos, target)
+	return r.checkRestored(name, target, keys, settleBound, "by the next leader")
 }
