@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -325,10 +326,21 @@ func staleClasses() map[string]staleClass {
 	}
 }
 
-// staleAnswer is what the client sees of the answer to a stale request.
+// staleAnswer is what the client sees of the answer to a stale request, but for the UIDs and
+// resourceVersions its message names, which are each cluster's own.
 type staleAnswer struct {
 	Status metav1.Status
 	Stderr string // kubectl's
+}
+
+var (
+	uidPattern    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	numberPattern = regexp.MustCompile(`[0-9]+`)
+)
+
+// clusterNeutral replaces the UIDs and numbers (resourceVersions) of s.
+func clusterNeutral(s string) string {
+	return numberPattern.ReplaceAllString(uidPattern.ReplaceAllString(s, "UID"), "N")
 }
 
 // answerOf checks that err is the API server's 409 Conflict (or, from kubectl, says it) and returns
@@ -340,7 +352,7 @@ func answerOf(t *testing.T, env string, err error, stderr string) staleAnswer {
 		if !strings.Contains(stderr, "Error from server (Conflict)") {
 			t.Errorf("%s: kubectl: %v, want a Conflict: %s", env, err, stderr)
 		}
-		return staleAnswer{Stderr: stderr}
+		return staleAnswer{Stderr: clusterNeutral(stderr)}
 	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
@@ -351,6 +363,7 @@ func answerOf(t *testing.T, env string, err error, stderr string) staleAnswer {
 	if s.Code != 409 || s.Reason != metav1.StatusReasonConflict {
 		t.Errorf("%s: answer %d %s (%s), want 409 %s", env, s.Code, s.Reason, s.Message, metav1.StatusReasonConflict)
 	}
+	s.Message = clusterNeutral(s.Message)
 	return staleAnswer{Status: s}
 }
 
