@@ -43,9 +43,9 @@ type staleClass struct {
 	settle bool
 }
 
-// staleSend sends a stale update as a client does; it returns the error and, for kubectl, what it
-// printed on stderr.
-type staleSend func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (error, string)
+// staleSend sends a stale update as a client does; it returns what kubectl printed on stderr (when
+// it is kubectl) and the error.
+type staleSend func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (string, error)
 
 // TestStaleUpdatesConflict: an update, patch or server-side apply that carries a resourceVersion
 // older than the stored one is answered 409 Conflict (reason Conflict) by the API server, with and
@@ -68,36 +68,36 @@ func TestStaleUpdatesConflict(t *testing.T) {
 	run := strings.ToLower(rand.Text()[:5]) // names of this run (-count)
 
 	cosSends := map[string]staleSend{
-		"update": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (error, string) {
-			return env.Client.Update(context.Background(), stale), ""
+		"update": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (string, error) {
+			return "", env.Client.Update(context.Background(), stale)
 		},
-		"update-dry-run": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (error, string) {
-			return env.Client.Update(context.Background(), stale, client.DryRunAll), ""
+		"update-dry-run": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (string, error) {
+			return "", env.Client.Update(context.Background(), stale, client.DryRunAll)
 		},
 		// A merge patch applies to the stored object, and so carries its resourceVersion unless the
 		// patch sets one, as this one does: metadata.resourceVersion and the whole spec.
-		"merge-patch": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (error, string) {
+		"merge-patch": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (string, error) {
 			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": stale.ResourceVersion}, "spec": stale.Spec})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return env.Client.Patch(context.Background(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: stale.Name}},
-				client.RawPatch(types.MergePatchType, patch)), ""
+			return "", env.Client.Patch(context.Background(), &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: stale.Name}},
+				client.RawPatch(types.MergePatchType, patch))
 		},
-		"apply": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (error, string) {
-			return applyStale(t, env, stale), ""
+		"apply": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (string, error) {
+			return "", applyStale(t, env, stale)
 		},
-		"apply-dry-run": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (error, string) {
-			return applyStale(t, env, stale, client.DryRunAll), ""
+		"apply-dry-run": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (string, error) {
+			return "", applyStale(t, env, stale, client.DryRunAll)
 		},
-		"kubectl-replace": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (error, string) {
+		"kubectl-replace": func(t *testing.T, env *testenv.Environment, stale *olmv1.ClusterObjectSet) (string, error) {
 			stale.TypeMeta = metav1.TypeMeta{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind}
 			raw, err := json.Marshal(stale)
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, stderr, err := env.Kubectl(t, raw, "replace", "-f", "-")
-			return err, stderr
+			return stderr, err
 		},
 	}
 	classes := staleClasses()
@@ -115,7 +115,7 @@ func TestStaleUpdatesConflict(t *testing.T) {
 					}
 					stored := getCOSIn(t, e.env, name)
 					secrets := testenv.ResourceVersions(e.env.ObjectDataSecrets(t, name))
-					err, stderr := send(t, e.env, stale)
+					stderr, err := send(t, e.env, stale)
 					got = append(got, answerOf(t, e.name, err, stderr))
 					if again := getCOSIn(t, e.env, name); again.ResourceVersion != stored.ResourceVersion {
 						t.Errorf("%s: the stale update changed the ClusterObjectSet: resourceVersion %s -> %s", e.name, stored.ResourceVersion, again.ResourceVersion)
