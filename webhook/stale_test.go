@@ -57,7 +57,7 @@ func (s *countingStore) Touch(ctx context.Context, keys []types.NamespacedName) 
 // internal/admission's StaleUpdate; the API server's answer is test/integration/webhook's
 // TestStaleUpdatesConflict.
 func TestHandleAdmitsStaleUpdates(t *testing.T) {
-	const ns = "olmv1-system"
+	const ns = "cos-system" // any system namespace
 	inline, stored, secret := externalized(t, ns, "app", 2)
 	notOurs := secret.DeepCopy()
 	notOurs.Data = map[string][]byte{"other": []byte("{}")}
