@@ -193,7 +193,11 @@ func (r *runner) orphanRecreate(op Op) error {
 	if err := expect("re-creating "+again.Name+" from its stored form", r.admin.Create(r.ctx(), again)); err != nil {
 		return err
 	}
-	return r.rememberCopy(again.Name, target)
+	if op.Variant == "other" {
+		return r.rememberCopy(again.Name, target)
+	}
+	// Re-created from its stored form, Archived maybe, it may be pruned at once.
+	return r.rememberExisting(op, again.Name, target, true, again.Spec.LifecycleState == olmv1.LifecycleStateArchived)
 }
 
 // copyGone creates a new revision with the stored refs of a revision that is gone, as a user with

@@ -183,7 +183,7 @@ func (r *runner) replaceAnswer(name string, err error) error {
 	return err
 }
 
-// isGoneAfterAdmission: err is remember's, for a revision gone by the time it was read back.
+// isGoneAfterAdmission: err is rememberAs', for a revision gone by the time it was read back.
 func isGoneAfterAdmission(err error) bool {
 	var v *violation
 	return errors.As(err, &v) && v.kind == "unexpected-answer" && apierrors.IsNotFound(err)
@@ -380,16 +380,24 @@ func (r *runner) fill(op Op) error {
 	if err := expect("filling "+name, err); err != nil {
 		return err
 	}
-	filled := &entry{owner: op.Owner, rev: op.Rev, objs: objs, inline: true}
-	if err := r.remember(name, filled); err != nil {
-		if !r.deletable(op, name, archived) || !isGoneAfterAdmission(err) {
-			return err
-		}
-		r.logf("filling %s: admitted, gone by the time it was read back (deleted by the round or pruned)", name)
-		r.mu.Lock()
-		e.gone = true
-		r.mu.Unlock()
+	return r.rememberExisting(op, name, &entry{owner: op.Owner, rev: op.Rev, objs: objs, inline: true}, false, archived)
+}
+
+// rememberExisting is rememberAs for a write of a revision that existed before op (it changed it,
+// or made it again): gone by the time it is read back is accepted when the round may delete it
+// (deletable; archived: as op wrote or read it), and the model then has it gone. A new name must
+// read back (remember).
+func (r *runner) rememberExisting(op Op, name string, e *entry, copied, archived bool) error {
+	err := r.rememberAs(name, e, copied)
+	if err == nil || !isGoneAfterAdmission(err) || !r.deletable(op, name, archived) {
+		return err
 	}
+	r.logf("%s of %s: admitted, gone by the time it was read back (deleted by the round or pruned)", op.Kind, name)
+	r.mu.Lock()
+	if cur := r.m.entries[name]; cur != nil {
+		cur.gone = true
+	}
+	r.mu.Unlock()
 	return nil
 }
 
@@ -471,7 +479,7 @@ func (r *runner) recreate(op Op) error {
 	if err := expect("re-creating "+name, r.serverSideApply(cos)); err != nil {
 		return err
 	}
-	return r.remember(name, e)
+	return r.rememberExisting(op, name, e, false, false)
 }
 
 // restore backs up the stored ClusterObjectSet and its Secrets (as a backup tool would: objects
@@ -537,7 +545,8 @@ func (r *runner) restore(op Op) error {
 			return err
 		}
 	}
-	return r.remember(name, e)
+	// Restored Archived, it may be pruned at once (a successor of the round archived a newer one).
+	return r.rememberExisting(op, name, e, false, backup.Spec.LifecycleState == olmv1.LifecycleStateArchived)
 }
 
 // seededRef returns the name of op's revision and the Secret, of those its stored form referenced
