@@ -480,8 +480,12 @@ func (c *checker) callers(in installation) {
 		return
 	}
 	ca := argValue(in.Args, "--webhook-client-ca")
+	port := argValue(in.Args, "--webhook-port")
+	if port == "" {
+		port = "9443"
+	}
 	if ca == "" {
-		c.warn("callers", "The webhook port (9443) of %s accepts unauthenticated callers: it runs without --webhook-client-ca, so anything that reaches the port can send the webhooks forged admission requests, which the manager acts on (it writes Secrets). Have the API server present a client certificate and set --webhook-client-ca (Helm: webhookClientCA.configMap; kustomize: config/components/webhook-client-ca; docs/install.md), or where the API server cannot be configured restrict the port to the control plane's addresses (networkPolicy.webhookIngressCIDRs).", in.Deployment)
+		c.warn("callers", "The webhook port (%s) of %s accepts unauthenticated callers: it runs without --webhook-client-ca, so anything that reaches the port can send the webhooks forged admission requests, which the manager acts on (it writes Secrets). Have the API server present a client certificate and set --webhook-client-ca (Helm: webhookClientCA.configMap; kustomize: config/components/webhook-client-ca; docs/install.md), or where the API server cannot be configured restrict the port to the control plane's addresses (networkPolicy.webhookIngressCIDRs).", port, in.Deployment)
 		return
 	}
 	names := argValue(in.Args, "--webhook-client-names")
