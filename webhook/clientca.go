@@ -17,6 +17,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
 )
 
 // DefaultClientCAPollInterval is how often ClientCA.Run looks at the bundle's file when no handshake
@@ -34,6 +36,9 @@ type ClientCAOptions struct {
 	Clock clock.WithTicker
 	// PollInterval is how often Run looks at the file (0: DefaultClientCAPollInterval).
 	PollInterval time.Duration
+	// Callers, when set, records each handshake and each request whose certificate verified, for the
+	// readiness check that says when the API server's calls are refused (callerwatch).
+	Callers *callerwatch.Watch
 	// Log gets a reload's failure, once per version of the file, and a pooled connection refused;
 	// the zero Logger is controller-runtime's, named webhook-client-ca.
 	Log logr.Logger
@@ -57,6 +62,7 @@ type ClientCA struct {
 	poll  time.Duration
 	log   logr.Logger
 	m     *Metrics
+	calls *callerwatch.Watch
 
 	mu      sync.Mutex
 	stat    os.FileInfo
@@ -73,7 +79,7 @@ type ClientCA struct {
 // NewClientCA loads the bundle at path; an unreadable file, or one without a single PEM certificate,
 // is an error.
 func NewClientCA(path string, o ClientCAOptions) (*ClientCA, error) {
-	c := &ClientCA{path: path, names: slices.Clone(o.Names), clock: o.Clock, poll: o.PollInterval, log: o.Log, m: o.Metrics}
+	c := &ClientCA{path: path, names: slices.Clone(o.Names), clock: o.Clock, poll: o.PollInterval, log: o.Log, m: o.Metrics, calls: o.Callers}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
@@ -250,6 +256,7 @@ func (c *ClientCA) TLSOption() func(*tls.Config) {
 		// Never used while GetConfigForClient answers; should it be, nothing verifies.
 		base.ClientAuth, base.ClientCAs = tls.RequireAndVerifyClientCert, x509.NewCertPool()
 		base.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			c.calls.Handshake()
 			cfg := base
 			if prev != nil {
 				got, err := prev(hello)
@@ -378,6 +385,7 @@ func (c *ClientCA) Reverify(h http.Handler) http.Handler {
 			http.Error(w, "the client certificate of this connection is not trusted by the current client CA bundle: reconnect", http.StatusForbidden)
 			return
 		}
+		c.calls.Authenticated()
 		h.ServeHTTP(w, r)
 	})
 }

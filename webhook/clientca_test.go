@@ -21,6 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
@@ -305,5 +306,45 @@ func TestTLSOptionVerifiesAtTheClocksTime(t *testing.T) {
 				t.Errorf("served %v (%v), want %v", err == nil, err, tc.served)
 			}
 		})
+	}
+}
+
+// TestClientCAFeedsTheCallerWatch: every handshake, refused or not, and every request served with a
+// verified certificate reach the caller watch, so that a replica refusing every caller while sets are
+// created is unready, and one call with a verified certificate makes it ready.
+func TestClientCAFeedsTheCallerWatch(t *testing.T) {
+	p := newTestPKI(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	watch := callerwatch.New(clk, time.Minute)
+	ca, err := NewClientCA(p.caAFile, ClientCAOptions{Clock: clk, Callers: watch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, seen := startServer(t, p, ServerOptions{ClientCA: ca})
+	url := "https://" + addr + "/echo"
+	clk.Step(time.Minute)
+	watch.Created()
+	if err := watch.Check(); err != nil {
+		t.Fatalf("unready before any handshake: %v", err)
+	}
+	anonymous := p.client(nil)
+	defer anonymous.CloseIdleConnections()
+	if resp, err := anonymous.Post(url, "application/json", strings.NewReader("{}")); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("a caller without a certificate was served: %v", resp.Status)
+	}
+	if err := watch.Check(); err == nil {
+		t.Fatal("ready after a refused handshake while sets are created and no call authenticated")
+	}
+	c := p.client(&p.clientA)
+	defer c.CloseIdleConnections()
+	resp, err := c.Post(url, "application/json", strings.NewReader("{}"))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the client with a certificate: %v %v", resp, err)
+	}
+	_ = resp.Body.Close()
+	<-seen
+	if err := watch.Check(); err != nil {
+		t.Fatalf("unready after an authenticated call: %v", err)
 	}
 }

@@ -46,6 +46,9 @@ type Metrics struct {
 	ClientCAReloadFailures prometheus.Counter
 	ClientCAReloadFailing  prometheus.Gauge
 	ClientCAExpiry         prometheus.Gauge
+	// CallersRefused is 1 while the readiness check webhook-callers fails: callers made handshakes and
+	// ClusterObjectSets were created for a window, but no call with a verified certificate arrived.
+	CallersRefused prometheus.Gauge
 }
 
 // NewMetrics creates the metrics, unregistered (tests use their own); the manager creates its own once
@@ -74,11 +77,14 @@ func NewMetrics() *Metrics {
 			"1 while the --webhook-client-ca file cannot be loaded (the last good bundle is in use, and a restart would fail)."),
 		ClientCAExpiry: metric.Gauge("cos_externalizer_webhook_client_ca_expiry_timestamp_seconds",
 			"Earliest expiry (Unix time) of the certificates of the --webhook-client-ca bundle in use; 0 without one."),
+		CallersRefused: metric.Gauge("cos_externalizer_webhook_callers_refused",
+			"1 while this replica is unready because, for --webhook-callers-readiness-window, callers made TLS handshakes and ClusterObjectSets were created but no call with a verified client certificate arrived (it most likely refuses the API server's certificate)."),
 	}
 }
 
 // Collectors are m's metrics, for the manager to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch,
-		m.UnreferencedSecrets, m.UnreferencedBytes, m.ClientAuthRequired, m.ClientCAReloadFailures, m.ClientCAReloadFailing, m.ClientCAExpiry}
+		m.UnreferencedSecrets, m.UnreferencedBytes, m.ClientAuthRequired, m.ClientCAReloadFailures, m.ClientCAReloadFailing, m.ClientCAExpiry,
+		m.CallersRefused}
 }

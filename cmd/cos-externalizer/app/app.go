@@ -412,6 +412,9 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
+	if err := o.server.watchCallers(ctx, mgr, metrics); err != nil { // clientauth.go
+		return err
+	}
 	if err := serving.Setup(mgr); err != nil {
 		return fmt.Errorf("setting up the serving certificate: %w", err)
 	}
