@@ -191,15 +191,19 @@ func (c *cluster) refusesStrangers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	port, stop, err := c.forward(p)
-	if err != nil {
-		return err
-	}
-	defer stop()
+	// Each request through a port-forward of its own: a refused handshake ends the port-forward it
+	// went through (kubectl port-forward prints "lost connection to pod"), so a second request
+	// through the same one would fail whatever the replica does.
 	post := func(certs []tls.Certificate) (int, error) {
+		port, stop, err := c.forward(p)
+		if err != nil {
+			return 0, fmt.Errorf("port-forward: %w", err)
+		}
+		defer stop()
 		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}, //nolint:gosec // the caller is under test, not the server
 		}}
+		defer hc.CloseIdleConnections()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("https://127.0.0.1:%d/", port), strings.NewReader("{}"))
 		if err != nil {
 			return 0, err
@@ -219,7 +223,11 @@ func (c *cluster) refusesStrangers(ctx context.Context) error {
 	}
 	c.Logf("replica %s refused a caller without a client certificate: %v", p.Name, err)
 	if _, err := post([]tls.Certificate{c.auth.client}); err != nil {
-		return fmt.Errorf("replica %s refused the API server's client certificate: %w", p.Name, err)
+		if strings.Contains(err.Error(), "remote error: tls:") {
+			// The replica sent a TLS alert: it refused the certificate.
+			return fmt.Errorf("replica %s refused the API server's client certificate: %w", p.Name, err)
+		}
+		return fmt.Errorf("replica %s could not be reached with the API server's client certificate (no TLS alert, so not a refusal of the certificate): %w", p.Name, err)
 	}
 	return nil
 }
