@@ -347,7 +347,11 @@ TEST_LDFLAGS := -w
 # E2E_BESIDE=0 runs it after the packages instead, for a machine with less room than 2 idle cores.
 E2E_LOG := $(LOCAL)/e2e-test.log
 E2E_BESIDE ?= 1
-test: test-tools verify lint image-check ## Run every test (unit, API and integration against a real local control plane).
+# make test runs the tests of the product only; make check runs what is not one (generated files,
+# linters, the image of every arch), so that make test's first run on a fresh machine builds neither
+# golangci-lint nor the cross-compiled manager (docs/benchmarks/2026-11-27-cold-make-test.md). CI
+# runs both (.ci/run).
+test: test-tools ## Run every test (unit, API and integration against a real local control plane).
 	@mkdir -p $(LOCAL)
 	pkgs=$$($(GO) list $(TEST_FIRST) ./... | grep -v '/test/e2e/local$$') || exit 1; \
 	e2e() { $(GO) test -count=1 -vet=off -ldflags='$(TEST_LDFLAGS)' -timeout 20m ./test/e2e/local/ >$(E2E_LOG) 2>&1; }; \
@@ -361,9 +365,11 @@ test: test-tools verify lint image-check ## Run every test (unit, API and integr
 # module downloads and its tail (the last packages, the links) leave a core idle that another takes.
 # Once bin/ holds them, nothing runs. -s: every recipe of theirs prints its own commands (set -x).
 TOOLS_JOBS ?= 2
-.PHONY: test-tools
+.PHONY: test-tools check
 test-tools:
-	@$(MAKE) -s --no-print-directory -j$(TOOLS_JOBS) tools
+	@$(MAKE) -s --no-print-directory -j$(TOOLS_JOBS) control-plane certmanager helm testdata
+
+check: verify lint image-check ## What is not a test of the product (CI runs it after make test): make verify, make lint and make image-check.
 
 # The adversarial sequence test (test/adversarial, docs/adversarial.md): `make test` runs its fixed seed;
 # soak runs any seed for STEPS steps or for DURATION (e.g. 30m), or replays a printed sequence
