@@ -52,7 +52,9 @@ func TestValidate(t *testing.T) {
 // refusals with the way out.
 func TestLocate(t *testing.T) {
 	const deploy = "cos-externalizer"
-	mgr := func(ns string, replicas int32) Manager { return Manager{Namespace: ns, Name: deploy, Replicas: replicas} }
+	mgr := func(ns string, replicas int32) Manager {
+		return Manager{Namespace: ns, Name: deploy, Replicas: replicas}
+	}
 	helm := []string{"cos-system/cos-externalizer-webhook"}
 	for name, tc := range map[string]struct {
 		namespace string
