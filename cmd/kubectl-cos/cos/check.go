@@ -363,9 +363,10 @@ func explain(err error, mode installMode) string {
 	msg := err.Error()
 	if m := calledWebhook.FindStringSubmatch(msg); m != nil {
 		name, cause := m[1], cause(msg)
+		if f := classifyTLS(cause); f != tlsNone {
+			return explainTLS(f, name, mode, lastPart(msg))
+		}
 		switch {
-		case containsAny(cause, "x509:", "certificate signed by unknown authority", "failed to verify certificate", "tls: "):
-			return fmt.Sprintf("The API server does not trust the serving certificate of webhook %s: the CA bundle in its configuration is not the CA that signed the manager's certificate. %s (%s)", name, mode.untrusted(), lastPart(msg))
 		case containsAny(cause, "connection refused", "no endpoints available", "no such host", "not found", "dial tcp", "connection reset", "EOF"):
 			return fmt.Sprintf("The API server cannot reach webhook %s: the manager is not running or not ready, or its Service has no endpoints. (%s)", name, lastPart(msg))
 		case containsAny(cause, "context deadline exceeded", "timeout", "Timeout"):
@@ -438,6 +439,12 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 			in.URL = *h.client.URL
 			if u, err := url.Parse(in.URL); err == nil && u.Host != "" {
 				in.URL = u.Scheme + "://" + u.Host
+			}
+		}
+		if s := h.client.Service; in.Host == "" && s != nil {
+			in.Host = s.Name + "." + s.Namespace + ".svc"
+			if s.Port != nil && *s.Port != 443 {
+				in.Host += fmt.Sprintf(":%d", *s.Port)
 			}
 		}
 		if in.CACommonName == "" {
