@@ -81,18 +81,32 @@ func TestCheck(t *testing.T) {
 		}
 	})
 
-	// The API server presents its client certificate (the local control plane's), and a manager
-	// whose --webhook-client-ca is another CA refuses it: the manager's refusal, not an untrusted
-	// serving CA.
+	// The API server presents its client certificate (the local control plane's); the manager's
+	// --webhook-client-ca file then holds another CA (swapped in as the kubelet swaps a ConfigMap's),
+	// so it refuses that certificate: the manager's refusal, not an untrusted serving CA.
 	t.Run("client certificate of another CA", func(t *testing.T) {
-		other, err := certs.Generate([]string{"127.0.0.1"}, time.Hour, time.Now())
+		if testenv.Env.WebhookClientCA == "" {
+			t.Skip("the API server presents no webhook client certificate (an existing cluster)")
+		}
+		good, err := os.ReadFile(testenv.Env.WebhookClientCA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := certs.NewCA("another-webhook-client-ca", time.Hour, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		file := filepath.Join(t.TempDir(), "ca.crt")
-		if err := os.WriteFile(file, other.CA, 0o600); err != nil {
-			t.Fatal(err)
+		write := func(data []byte) {
+			t.Helper()
+			if err := os.WriteFile(file+".new", data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(file+".new", file); err != nil {
+				t.Fatal(err)
+			}
 		}
+		write(good)
 		if err := manager.Stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +120,10 @@ func TestCheck(t *testing.T) {
 				t.Error(err)
 			}
 		})
+		write(other.PEM)
 		var out string
+		// The manager reads the file again at its next handshake or poll; a kept-alive connection
+		// is refused with a 403 first, then new handshakes fail.
 		framework.Eventually(ctx, t, "check to name the refused client certificate", func(ctx context.Context) (bool, string) {
 			r := plugin(t, "check")
 			out = r.stdout
