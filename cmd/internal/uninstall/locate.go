@@ -63,16 +63,56 @@ func (e *RefusedError) Error() string { return e.Reason + ". " + e.Way }
 //   - a manager that runs (replicas above 0) anywhere else than the target would put the finalizers
 //     back: it refuses, naming it and how to stop it.
 func Locate(namespace, deployment string, f Found) (Target, error) {
-	var t Target
-	webhookNS := namespaces(f.WebhookServices)
-	var running, stopped []Manager
+	t, err := chooseNamespace(namespace, f)
+	if err != nil {
+		return t, err
+	}
+	target := Manager{Namespace: t.Namespace, Name: deployment}.String()
+	var others []Manager
+	var listed []string
 	for _, m := range f.Managers {
-		if m.Replicas > 0 {
-			running = append(running, m)
-		} else {
-			stopped = append(stopped, m)
+		switch {
+		case m.String() == target:
+		case m.Replicas > 0:
+			others = append(others, m)
+			listed = append(listed, fmt.Sprintf("%s (%s)", m, plural(int(m.Replicas), "replica")))
+		default:
+			t.Notes = append(t.Notes, fmt.Sprintf("deployment %s is scaled to 0: not touched", m))
 		}
 	}
+	if len(others) > 0 {
+		m := others[0]
+		way := fmt.Sprintf("Scale it to 0 first (kubectl -n %s scale deployment %s --replicas=0) and run uninstall again.", m.Namespace, m.Name)
+		switch {
+		case m.Namespace == t.Namespace:
+			way = fmt.Sprintf("If it is this install's manager, renamed, run it again with --deployment=%s; else scale it to 0 first (kubectl -n %s scale deployment %s --replicas=0).", m.Name, m.Namespace, m.Name)
+		case len(f.WebhookServices) == 0 && namespace != "":
+			way = fmt.Sprintf("If it is the install to uninstall, run it again with --namespace=%s; else scale it to 0 first (kubectl -n %s scale deployment %s --replicas=0).", m.Namespace, m.Namespace, m.Name)
+		}
+		runs := "runs a manager as well: it would"
+		if len(others) > 1 {
+			runs = "run managers as well: they would"
+		}
+		return t, &RefusedError{
+			Reason: fmt.Sprintf("uninstalling deployment %s (namespace %s: %s), but %s %s put the finalizers back and keep reconciling", target, t.Namespace, t.Why, phrase("deployment", listed), runs),
+			Way:    way,
+		}
+	}
+	if f.WebhooksUnreadable != "" {
+		t.Notes = append(t.Notes, "cannot read the webhook configurations ("+f.WebhooksUnreadable+"): the install is not checked against them")
+	}
+	if f.ManagersUnlisted != "" {
+		t.Notes = append(t.Notes, "cannot list Deployments in every namespace ("+f.ManagersUnlisted+"): managers of other installs are not looked for")
+	}
+	return t, nil
+}
+
+// chooseNamespace is the namespace Locate acts on, and why, or its refusal: the one asked for, if
+// the webhook configurations call it (or none); else theirs, else the one namespace with manager
+// Deployments, else the default.
+func chooseNamespace(namespace string, f Found) (Target, error) {
+	var t Target
+	webhookNS := namespaces(f.WebhookServices)
 	switch {
 	case namespace != "" && len(webhookNS) > 0 && !slices.Contains(webhookNS, namespace):
 		return t, &RefusedError{
@@ -107,44 +147,6 @@ func Locate(namespace, deployment string, f Found) (Target, error) {
 				Way:    fmt.Sprintf("Say which with --namespace (e.g. --namespace=%s).", managerNS[0]),
 			}
 		}
-	}
-	target := Manager{Namespace: t.Namespace, Name: deployment}.String()
-	var others []Manager
-	var listed []string
-	for _, m := range running {
-		if m.String() != target {
-			others = append(others, m)
-			listed = append(listed, fmt.Sprintf("%s (%s)", m, plural(int(m.Replicas), "replica")))
-		}
-	}
-	if len(others) > 0 {
-		m := others[0]
-		way := fmt.Sprintf("Scale it to 0 first (kubectl -n %s scale deployment %s --replicas=0) and run uninstall again.", m.Namespace, m.Name)
-		switch {
-		case m.Namespace == t.Namespace:
-			way = fmt.Sprintf("If it is this install's manager, renamed, run it again with --deployment=%s; else scale it to 0 first (kubectl -n %s scale deployment %s --replicas=0).", m.Name, m.Namespace, m.Name)
-		case len(webhookNS) == 0 && namespace != "":
-			way = fmt.Sprintf("If it is the install to uninstall, run it again with --namespace=%s; else scale it to 0 first (kubectl -n %s scale deployment %s --replicas=0).", m.Namespace, m.Namespace, m.Name)
-		}
-		runs := "runs a manager as well: it would"
-		if len(others) > 1 {
-			runs = "run managers as well: they would"
-		}
-		return t, &RefusedError{
-			Reason: fmt.Sprintf("uninstalling deployment %s (namespace %s: %s), but %s %s put the finalizers back and keep reconciling", target, t.Namespace, t.Why, phrase("deployment", listed), runs),
-			Way:    way,
-		}
-	}
-	for _, m := range stopped {
-		if m.String() != target {
-			t.Notes = append(t.Notes, fmt.Sprintf("deployment %s is scaled to 0: not touched", m))
-		}
-	}
-	if f.WebhooksUnreadable != "" {
-		t.Notes = append(t.Notes, "cannot read the webhook configurations ("+f.WebhooksUnreadable+"): the install is not checked against them")
-	}
-	if f.ManagersUnlisted != "" {
-		t.Notes = append(t.Notes, "cannot list Deployments in every namespace ("+f.ManagersUnlisted+"): managers of other installs are not looked for")
 	}
 	return t, nil
 }
