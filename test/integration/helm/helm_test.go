@@ -226,16 +226,17 @@ func checkLeftovers(t *testing.T, ns, notes string) {
 		t.Errorf("the notes of a release in %s name %s:\n%s", ns, olmv1.DefaultSystemNamespace, notes)
 	}
 	var commands [][]string
-	_, leftovers, _ := strings.Cut(notes, "What helm uninstall leaves")
+	leftovers := false // past the heading of what helm uninstall leaves
 	for _, line := range strings.Split(notes, "\n") {
 		line = strings.TrimSpace(line)
+		leftovers = leftovers || strings.HasPrefix(line, "What helm uninstall leaves")
 		switch {
 		case strings.HasPrefix(line, "helm ") && !strings.Contains(line, " -n "+ns):
 			t.Errorf("the notes print %q, without -n %s", line, ns)
 		case !strings.HasPrefix(line, "kubectl "):
 		case strings.Contains(line, " -n "+ns+" "), strings.HasSuffix(line, " -n "+ns), line == "kubectl cos check",
 			strings.HasPrefix(line, "kubectl delete clusterobjectsets "), strings.HasPrefix(line, "kubectl delete crd "):
-			if strings.Contains(leftovers, line) {
+			if leftovers {
 				commands = append(commands, strings.Fields(line)[1:])
 			}
 		default:
