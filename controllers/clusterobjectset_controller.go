@@ -150,10 +150,11 @@ func (r *ClusterObjectSetReconciler) reconcile(ctx context.Context, req reconcil
 	}
 	before := cos.DeepCopy()
 	found := r.rollOut(ctx, cos)
-	outcome := r.setStatus(cos, found)
+	outcome, events := r.setStatus(cos, found)
 	if err := r.patchStatus(ctx, before, cos); err != nil {
 		return reconcile.Result{}, err
 	}
+	r.recordEvents(cos, events)
 	if outcome.Kind == conditions.Complete {
 		if err := r.archivePredecessors(ctx, cos); err != nil {
 			return reconcile.Result{}, err

@@ -28,10 +28,18 @@ const (
 	EventSecretRestored = "SecretRestored"
 )
 
+// statusEvent is an Event setStatus found deserved, recorded once the status that says it is stored.
+type statusEvent struct {
+	eventType, reason, action, note string
+}
+
 // setStatus writes what the rollout found into the status of cos (the digests latched, when each
-// phase completed, the conditions: conditions.Set) and records the Events it deserves. An API failure
-// is Retrying with its message. It returns the outcome reported; the caller patches the status once.
-func (r *ClusterObjectSetReconciler) setStatus(cos *olmv1.ClusterObjectSet, found rolloutFound) conditions.Outcome {
+// phase completed, the conditions: conditions.Set) and returns the Events that change deserves. An
+// API failure is Retrying with its message. It returns the outcome reported; the caller patches the
+// status once and, only once the patch is stored, records the Events (recordEvents): a reconcile of a
+// stale copy (a cache behind the status just written) sees the same transition again, and its patch
+// fails on the resourceVersion, so no transition is announced twice.
+func (r *ClusterObjectSetReconciler) setStatus(cos *olmv1.ClusterObjectSet, found rolloutFound) (conditions.Outcome, []statusEvent) {
 	now := r.Clock.Now()
 	outcome := found.outcome
 	if found.err != nil {
@@ -41,36 +49,48 @@ func (r *ClusterObjectSetReconciler) setStatus(cos *olmv1.ClusterObjectSet, foun
 	if found.latched != nil {
 		cos.Status.ObservedPhases = found.latched
 	}
+	var events []statusEvent
 	for _, done := range found.completed {
 		for i := range cos.Status.ObservedPhases {
 			o := &cos.Status.ObservedPhases[i]
 			if o.Name == done.name && o.CompletedAt.IsZero() {
 				o.CompletedAt = metav1.NewTime(done.at)
-				r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventPhaseComplete, "RollOut", "phase %q is rolled out and ready", done.name)
+				events = append(events, statusEvent{corev1.EventTypeNormal, EventPhaseComplete, "RollOut", fmt.Sprintf("phase %q is rolled out and ready", done.name)})
 			}
 		}
 	}
 	switch conditions.Changed(cos.Status.Conditions, outcome) {
 	case conditions.NewBlockedCause:
-		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventBlocked, "RollOut", "%s", outcome.Message)
+		events = append(events, statusEvent{corev1.EventTypeWarning, EventBlocked, "RollOut", outcome.Message})
 	case conditions.NewRetryingCause:
-		r.Recorder.Eventf(cos, nil, corev1.EventTypeWarning, EventRetrying, "RollOut", "%s", outcome.Message)
+		events = append(events, statusEvent{corev1.EventTypeWarning, EventRetrying, "RollOut", outcome.Message})
 	case conditions.FirstSuccess:
-		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventSucceeded, "RollOut", "every phase is rolled out and ready")
+		events = append(events, statusEvent{corev1.EventTypeNormal, EventSucceeded, "RollOut", "every phase is rolled out and ready"})
 	}
 	conditions.Set(cos, outcome, now)
-	return outcome
+	return outcome, events
+}
+
+// recordEvents records the Events of a stored status.
+func (r *ClusterObjectSetReconciler) recordEvents(cos *olmv1.ClusterObjectSet, events []statusEvent) {
+	for _, e := range events {
+		r.Recorder.Eventf(cos, nil, e.eventType, e.reason, e.action, "%s", e.note)
+	}
 }
 
 // reportTeardown writes the conditions of a teardown's outcome (Retrying while objects are being
 // deleted, Archived once done) and patches the status; the first Archived records an Event.
 func (r *ClusterObjectSetReconciler) reportTeardown(ctx context.Context, cos *olmv1.ClusterObjectSet, o conditions.Outcome) error {
 	before := cos.DeepCopy()
-	if conditions.Changed(cos.Status.Conditions, o) == conditions.NewlyArchived {
+	archived := conditions.Changed(cos.Status.Conditions, o) == conditions.NewlyArchived
+	conditions.Set(cos, o, r.Clock.Now())
+	if err := r.patchStatus(ctx, before, cos); err != nil {
+		return err
+	}
+	if archived {
 		r.Recorder.Eventf(cos, nil, corev1.EventTypeNormal, EventArchived, "Archive", "archived: objects handed over or torn down")
 	}
-	conditions.Set(cos, o, r.Clock.Now())
-	return r.patchStatus(ctx, before, cos)
+	return nil
 }
 
 // patchStatus writes the status once, if it changed, guarded by the resourceVersion of before.

@@ -18,7 +18,8 @@ import (
 )
 
 // TestSetStatus: what one rollout pass found becomes the status (digests latched, phase completion
-// times, conditions) and the Events it deserves, at the injected clock's time. The API server's side
+// times, conditions) and the Events it deserves, at the injected clock's time; the Events are
+// recorded only when the caller says the status is stored (recordEvents). The API server's side
 // (the one status patch) is the integration tests'.
 func TestSetStatus(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -93,7 +94,11 @@ func TestSetStatus(t *testing.T) {
 			r := &ClusterObjectSetReconciler{Metrics: NewMetrics(), Recorder: rec, Clock: testingclock.NewFakePassiveClock(now)}
 			cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 1},
 				Status: olmv1.ClusterObjectSetStatus{ObservedPhases: tc.observed, Conditions: tc.conditions}}
-			r.setStatus(cos, tc.found)
+			_, events := r.setStatus(cos, tc.found)
+			if len(rec.Events) > 0 {
+				t.Errorf("setStatus recorded %d Events before the status was stored", len(rec.Events))
+			}
+			r.recordEvents(cos, events)
 			close(rec.Events)
 			var got []string
 			for e := range rec.Events {

@@ -80,7 +80,7 @@ awk -v dir="$tmp" '
     if (doc != "") {
       f = "rest"
       if (kind == "CustomResourceDefinition" || kind == "Namespace") f = "kept"
-      else if (kind ~ /^(Mutating|Validating)WebhookConfiguration$/) f = "webhooks"
+      else if (kind ~ /^(Mutating|Validating)WebhookConfiguration$/) { f = "webhooks"; print kind " " name >> (dir "/webhook-names") }
       else if (kind == "Deployment") { f = "manager"; print ns > (dir "/namespace") }
       printf "---\n%s", doc >> (dir "/" f ".yaml")
       if (kind == "CustomResourceDefinition") print name >> (dir "/crds")
@@ -101,6 +101,43 @@ namespace=olmv1-system
 [[ -s $tmp/namespace ]] && namespace=$(head -1 "$tmp/namespace")
 overlay_has_crd=false
 grep -qx "$crd" "$tmp/crds" 2>/dev/null && overlay_has_crd=true
+deploy=$(awk '/^metadata:/{m=1;next} /^[a-z]/{m=0} m && /^  name: /{print $2; exit}' "$tmp/manager.yaml")
+
+# Before anything changes: are these manifests the install in the cluster? The webhook
+# configurations call the Service of the install they belong to; deleting them for another install
+# would leave that one's manager running without webhooks. And a manager of another install, running,
+# would put the finalizers back.
+touch "$tmp/webhook-names"
+while read -r kind name; do
+  k get "$kind" "$name" --ignore-not-found \
+    -o go-template='{{range .webhooks}}{{with .clientConfig.service}}{{.namespace}}/{{.name}}{{"\n"}}{{end}}{{end}}' || true
+done <"$tmp/webhook-names" | sort -u >"$tmp/called"
+if [[ -s $tmp/called ]] && ! cut -d/ -f1 "$tmp/called" | grep -qx "$namespace"; then
+  echo "uninstall: these manifests install into namespace $namespace, but the webhook configurations call" >&2
+  echo "uninstall: Service $(paste -sd, "$tmp/called"): that is the install they belong to, and deleting them would" >&2
+  echo "uninstall: leave its manager running without webhooks. Nothing was changed. Uninstall that install with" >&2
+  echo "uninstall: its own manifests (-f of helm get manifest <release> -n <namespace>, -k of its overlay), or" >&2
+  echo "uninstall: with kubectl cos uninstall, which finds it." >&2
+  exit 1
+fi
+if [[ -n $deploy ]]; then
+  {
+    k get deployments -A -l app.kubernetes.io/part-of=cos-externalizer,app.kubernetes.io/component=manager \
+      -o go-template='{{range .items}}{{.metadata.namespace}}/{{.metadata.name}} {{.spec.replicas}}{{"\n"}}{{end}}' || true
+    k get deployments -A --field-selector "metadata.name=$deploy" \
+      -o go-template='{{range .items}}{{.metadata.namespace}}/{{.metadata.name}} {{.spec.replicas}}{{"\n"}}{{end}}' || true
+  } | sort -u | while read -r key replicas; do
+    if [[ $key != "$namespace/$deploy" ]] && ((replicas > 0)); then echo "$key"; fi
+  done >"$tmp/others"
+  if [[ -s $tmp/others ]]; then
+    other=$(head -1 "$tmp/others")
+    echo "uninstall: uninstalling deployment $namespace/$deploy, but deployment $(paste -sd, "$tmp/others") runs a" >&2
+    echo "uninstall: manager as well: it would put the finalizers back and keep reconciling. Nothing was changed." >&2
+    echo "uninstall: Scale it to 0 first (kubectl -n ${other%%/*} scale deployment ${other#*/} --replicas=0) and run this" >&2
+    echo "uninstall: again, or uninstall that install instead if it is the one these manifests are of." >&2
+    exit 1
+  fi
+fi
 
 # kdelete deletes the objects of a file, taking "not found" and kinds the cluster does not serve (e.g.
 # cert-manager's, with cert-manager gone) as done.
@@ -126,7 +163,6 @@ ns_phase=$(k get namespace "$namespace" -o 'jsonpath={.status.phase}' 2>/dev/nul
 
 if $delete_workloads; then
   if $overlay_has_crd && cos_served; then
-    deploy=$(awk '/^metadata:/{m=1;next} /^[a-z]/{m=0} m && /^  name: /{print $2; exit}' "$tmp/manager.yaml")
     ready=$(k -n "$namespace" get deployment "$deploy" -o 'jsonpath={.status.readyReplicas}' 2>/dev/null || true)
     if [[ -z $ready || $ready == 0 ]]; then
       echo "uninstall: the manager (deployment $namespace/$deploy) is not running: nothing would tear the" >&2
@@ -221,5 +257,7 @@ kdelete "$tmp/rest.yaml" --timeout=2m
 sets=0 secrets=0
 cos_served && sets=$(k get clusterobjectsets -o 'go-template={{range .items}}{{if not .metadata.deletionTimestamp}}{{.metadata.name}}{{"\n"}}{{end}}{{end}}' | wc -l)
 [[ $ns_phase != Absent ]] && secrets=$(k -n "$namespace" get secrets -l olm.operatorframework.io/revision-name -o name 2>/dev/null | wc -l)
-say "done$note: $released finalizers released ($orphaned of ClusterObjectSets being deleted, whose objects stay);"
-say "kept: $((sets)) ClusterObjectSets and the objects they installed, $((secrets)) object-data Secrets in $namespace, the CRD and the namespace"
+# plural 1 finalizer: "1 finalizer"; plural 2 finalizer: "2 finalizers".
+plural() { if (($1 == 1)); then echo "1 $2"; else echo "$1 $2s"; fi; }
+say "done$note: $(plural "$released" finalizer) released ($orphaned from ClusterObjectSets being deleted, whose objects stay);"
+say "kept: $(plural $((sets)) ClusterObjectSet) and the objects they installed, $(plural $((secrets)) 'object-data Secret') in $namespace, the CRD and the namespace"

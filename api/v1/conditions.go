@@ -68,4 +68,8 @@ const (
 	// DefaultSystemNamespace is where object-data Secrets live unless configured otherwise, and what an
 	// empty ref.namespace means.
 	DefaultSystemNamespace = "olmv1-system"
+
+	// LeaderElectionLease is the Lease, in the manager's namespace, whose holder is the manager that
+	// leads: the one that rolls ClusterObjectSets out.
+	LeaderElectionLease = "cos-externalizer.olm.operatorframework.io"
 )

@@ -338,7 +338,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webh
 		Metrics:                 o.metricsServer(tlsOpts, webhookTLSOpts),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "cos-externalizer.olm.operatorframework.io",
+		LeaderElectionID:        olmv1.LeaderElectionLease,
 		LeaderElectionNamespace: leNS,
 		// A stopping leader gives the Lease up, so the next replica takes over at once instead of
 		// after the lease duration (safe: the process exits when the manager returns).

@@ -2,6 +2,9 @@
 // hack/uninstall.sh's default path, run by `cos-externalizer uninstall` (the Helm chart's pre-delete
 // hook runs it with the manager's image) and by `kubectl cos uninstall`. In this order:
 //
+//  0. the install is found, or checked when named (Locate): the namespace of the Service the webhook
+//     configurations call, else of the one manager Deployment; it refuses, changing nothing, when
+//     that is not the install named or when another install's manager runs;
 //  1. the webhook configurations go (they fail closed: without a manager they refuse writes);
 //  2. the manager's Deployment goes, and Run waits until its pods are gone, so that nothing adds a
 //     finalizer again or tears anything down;
@@ -33,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
@@ -59,7 +63,7 @@ type Options struct {
 
 // Bind adds the flags of Options to fs, with their defaults.
 func (o *Options) Bind(fs *flag.FlagSet) {
-	fs.StringVar(&o.Namespace, "namespace", olmv1.DefaultSystemNamespace, "The namespace of the manager's Deployment and of the object-data Secrets.")
+	fs.StringVar(&o.Namespace, "namespace", "", "The namespace of the manager's Deployment and of the object-data Secrets. Empty: the namespace of the Service the webhook configurations call, else of the one manager Deployment found. Uninstall refuses a namespace that is not the webhook configurations'.")
 	fs.StringVar(&o.Deployment, "deployment", "cos-externalizer", "The manager's Deployment, deleted and waited for until its pods are gone.")
 	fs.StringVar(&o.MutatingWebhook, "mutating-webhook", "cos-externalizer", "The MutatingWebhookConfiguration to delete.")
 	fs.StringVar(&o.ValidatingWebhook, "validating-webhook", "cos-externalizer", "The ValidatingWebhookConfiguration to delete.")
@@ -70,7 +74,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 // Validate checks the options before anything is sent.
 func (o *Options) Validate() error {
 	for _, f := range []struct{ name, value string }{
-		{"--namespace", o.Namespace}, {"--deployment", o.Deployment},
+		{"--deployment", o.Deployment},
 		{"--mutating-webhook", o.MutatingWebhook}, {"--validating-webhook", o.ValidatingWebhook},
 	} {
 		if f.value == "" {
@@ -100,6 +104,8 @@ type runner struct {
 	out io.Writer
 	// note ends every line of a dry run.
 	note string
+	// found is what was found of the installs before anything changed.
+	found Found
 }
 
 // Run uninstalls with c, writing one line per step to out.
@@ -111,12 +117,25 @@ func Run(ctx context.Context, c client.Client, o Options, out io.Writer) (Result
 	if o.DryRun {
 		r.note = " (dry run: nothing is changed)"
 	}
+	found, err := r.find(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	target, err := Locate(o.Namespace, o.Deployment, found)
+	if err != nil {
+		return Result{}, err
+	}
+	r.o.Namespace, r.found = target.Namespace, found
+	r.say("uninstalling the install in namespace %s (%s)", target.Namespace, target.Why)
+	for _, n := range target.Notes {
+		r.say("%s", n)
+	}
 	terminating, err := r.namespaceTerminating(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	if terminating {
-		r.say("namespace %s is being deleted: the object-data Secrets in it go with it (the ClusterObjectSets and their objects stay, but cannot be rolled out again from those Secrets)", o.Namespace)
+		r.say("namespace %s is being deleted: the object-data Secrets in it go with it (the ClusterObjectSets and their objects stay, but cannot be rolled out again from those Secrets)", r.o.Namespace)
 	}
 	if err := r.deleteWebhooks(ctx); err != nil {
 		return Result{}, err
@@ -157,6 +176,71 @@ func (r *runner) namespaceTerminating(ctx context.Context) (bool, error) {
 	}
 }
 
+// find reads, before anything changes, the Services the two webhook configurations call and the
+// manager Deployments of every namespace; what it may not read it says, and goes on.
+func (r *runner) find(ctx context.Context) (Found, error) {
+	var f Found
+	services := map[string]bool{}
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{},
+	} {
+		name := r.o.MutatingWebhook
+		if _, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok {
+			name = r.o.ValidatingWebhook
+		}
+		switch err := r.c.Get(ctx, client.ObjectKey{Name: name}, obj); {
+		case apierrors.IsNotFound(err):
+			continue
+		case apierrors.IsForbidden(err):
+			f.WebhooksUnreadable = "forbidden"
+			continue
+		case err != nil:
+			return f, fmt.Errorf("reading the webhook configuration %s: %w", name, err)
+		}
+		var configs []admissionregistrationv1.WebhookClientConfig
+		switch cfg := obj.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			for _, w := range cfg.Webhooks {
+				configs = append(configs, w.ClientConfig)
+			}
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			for _, w := range cfg.Webhooks {
+				configs = append(configs, w.ClientConfig)
+			}
+		}
+		for _, c := range configs {
+			if c.Service != nil {
+				services[c.Service.Namespace+"/"+c.Service.Name] = true
+			}
+		}
+	}
+	for s := range services {
+		f.WebhookServices = append(f.WebhookServices, s)
+	}
+	slices.Sort(f.WebhookServices)
+
+	seen := map[string]bool{}
+	for _, opt := range []client.ListOption{client.MatchingLabels(ManagerLabels), client.MatchingFields{"metadata.name": r.o.Deployment}} {
+		list := &appsv1.DeploymentList{}
+		switch err := r.c.List(ctx, list, opt); {
+		case apierrors.IsForbidden(err):
+			f.ManagersUnlisted = "forbidden"
+			continue
+		case err != nil:
+			return f, fmt.Errorf("listing the manager Deployments: %w", err)
+		}
+		for _, d := range list.Items {
+			m := Manager{Namespace: d.Namespace, Name: d.Name, Replicas: ptr.Deref(d.Spec.Replicas, 1)}
+			if !seen[m.String()] {
+				seen[m.String()] = true
+				f.Managers = append(f.Managers, m)
+			}
+		}
+	}
+	slices.SortFunc(f.Managers, func(a, b Manager) int { return strings.Compare(a.String(), b.String()) })
+	return f, nil
+}
+
 // deleteWebhooks deletes the two webhook configurations; absent ones are done.
 func (r *runner) deleteWebhooks(ctx context.Context) error {
 	for _, obj := range []client.Object{
@@ -186,7 +270,12 @@ func (r *runner) deleteManager(ctx context.Context) error {
 	deploy := &appsv1.Deployment{}
 	switch err := r.c.Get(ctx, client.ObjectKey{Namespace: r.o.Namespace, Name: r.o.Deployment}, deploy); {
 	case apierrors.IsNotFound(err):
-		r.say("%s: already gone", what)
+		// Locate refused if a manager ran anywhere else.
+		if r.found.ManagersUnlisted != "" {
+			r.say("%s: not there (other namespaces not searched: %s)", what, r.found.ManagersUnlisted)
+		} else {
+			r.say("%s: not there, and no manager runs in any namespace", what)
+		}
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", what, err)
@@ -341,7 +430,7 @@ func ignoreGone(err error) error {
 
 // summary says what was done and what is kept; counts it may not read are left out.
 func (r *runner) summary(ctx context.Context, res Result) {
-	r.say("done%s: %d finalizers released (%d of ClusterObjectSets being deleted, whose objects stay)", r.note, len(res.Released), len(res.Orphaned))
+	r.say("done%s: %s released (%d from ClusterObjectSets being deleted, whose objects stay)", r.note, plural(len(res.Released), "finalizer"), len(res.Orphaned))
 	kept := "kept: the ClusterObjectSets and the objects they installed, the object-data Secrets in " + r.o.Namespace + ", the CRD and the namespace"
 	sets := &metav1.PartialObjectMetadataList{}
 	sets.SetGroupVersionKind(olmv1.GroupVersion.WithKind("ClusterObjectSetList"))
@@ -354,7 +443,7 @@ func (r *runner) summary(ctx context.Context, res Result) {
 				live++
 			}
 		}
-		kept = fmt.Sprintf("kept: %d ClusterObjectSets and the objects they installed, %d object-data Secrets in %s, the CRD and the namespace", live, len(secrets.Items), r.o.Namespace)
+		kept = fmt.Sprintf("kept: %s and the objects they installed, %s in %s, the CRD and the namespace", plural(live, "ClusterObjectSet"), plural(len(secrets.Items), "object-data Secret"), r.o.Namespace)
 	}
 	r.say("%s", kept)
 	r.say("left to your tool (helm uninstall, kubectl delete -k, your GitOps tool): the manager's RBAC, Services and certificates")

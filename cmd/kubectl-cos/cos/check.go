@@ -55,6 +55,8 @@ func (r *root) checkCommand() *cobra.Command {
   the manager authenticates the callers of its webhook port (--webhook-client-ca): a warning when
   it accepts anyone;
   the webhook's Service has ready endpoints;
+  a manager leads (holds the leader Lease), and so rolls ClusterObjectSets out: a warning when none
+  does (a ClusterObjectSet nobody reconciles still shows the status last written);
   a server-side dry run of a small inline ClusterObjectSet comes back externalized (nothing is
   written), which proves the API server trusts and reaches the webhook.
 
@@ -76,6 +78,8 @@ type checker struct {
 	mode installMode
 	// findings are the report's lines so far.
 	findings []Finding
+	// namespace is the manager's, when found (through the webhooks' Service); empty when not.
+	namespace string
 	// err is the first error writing the report; the command fails with it.
 	err error
 }
@@ -90,7 +94,7 @@ const (
 // Finding is one line of check's report; -o json prints them as they are.
 type Finding struct {
 	// Check is what was checked: api, webhooks, mode, callers, ca-bundle, endpoints, certificate,
-	// dry-run.
+	// reconciler, dry-run.
 	Check string `json:"check"`
 	// Result is ok, warn or fail.
 	Result string `json:"result"`
@@ -153,6 +157,7 @@ func (o *checkOptions) run(ctx context.Context) error {
 	c := &checker{o: o}
 	if c.api(cl) {
 		c.webhooks(ctx, cl)
+		c.reconciler(ctx, cl)
 		c.dryRun(ctx, cl)
 	}
 	return c.finish()
@@ -363,9 +368,10 @@ func explain(err error, mode installMode) string {
 	msg := err.Error()
 	if m := calledWebhook.FindStringSubmatch(msg); m != nil {
 		name, cause := m[1], cause(msg)
+		if f := classifyTLS(cause); f != tlsNone {
+			return explainTLS(f, name, mode, lastPart(msg))
+		}
 		switch {
-		case containsAny(cause, "x509:", "certificate signed by unknown authority", "failed to verify certificate", "tls: "):
-			return fmt.Sprintf("The API server does not trust the serving certificate of webhook %s: the CA bundle in its configuration is not the CA that signed the manager's certificate. %s (%s)", name, mode.untrusted(), lastPart(msg))
 		case containsAny(cause, "connection refused", "no endpoints available", "no such host", "not found", "dial tcp", "connection reset", "EOF"):
 			return fmt.Sprintf("The API server cannot reach webhook %s: the manager is not running or not ready, or its Service has no endpoints. (%s)", name, lastPart(msg))
 		case containsAny(cause, "context deadline exceeded", "timeout", "Timeout"):
@@ -440,6 +446,12 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 				in.URL = u.Scheme + "://" + u.Host
 			}
 		}
+		if s := h.client.Service; in.Host == "" && s != nil {
+			in.Host = s.Name + "." + s.Namespace + ".svc"
+			if s.Port != nil && *s.Port != 443 {
+				in.Host += fmt.Sprintf(":%d", *s.Port)
+			}
+		}
 		if in.CACommonName == "" {
 			if block, _ := pem.Decode(h.client.CABundle); block != nil {
 				if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
@@ -455,6 +467,9 @@ func (c *checker) detectMode(ctx context.Context, cl *clients, hooks []webhook) 
 				c.warn("mode", "Cannot read the manager's Deployment behind Service %s/%s (%s): the mode is read from the webhook configurations only.", s.Namespace, s.Name, reason(err))
 			}
 			in.Deployment, in.Args = deploy, args
+			if deploy != "" {
+				c.namespace = s.Namespace
+			}
 			break
 		}
 	}

@@ -34,6 +34,10 @@ type installation struct {
 	// URL is the scheme and host the API server calls a webhook at, when it is called by URL rather
 	// than through a Service (a manager outside the cluster).
 	URL string
+	// Host is the host the API server calls through the Service (<service>.<namespace>.svc, with
+	// :port when not 443): the name the serving certificate must hold, and the user of the API
+	// server's kubeconfig for webhooks.
+	Host string
 }
 
 // installMode is the mode check gives advice for.
@@ -51,12 +55,14 @@ type installMode struct {
 	// URL is where the webhooks are called when by URL; LocalCluster: by `make run`'s manager.
 	URL          string
 	LocalCluster bool
+	// Host is installation.Host.
+	Host string
 }
 
 // detectMode reads the mode from the manager's args first, then from the webhook configurations'
 // annotations and CA.
 func detectMode(in installation) installMode {
-	m := installMode{InjectFrom: in.InjectFrom, Rollout: rolloutUnknown, URL: in.URL}
+	m := installMode{InjectFrom: in.InjectFrom, Rollout: rolloutUnknown, URL: in.URL, Host: in.Host}
 	if in.Deployment == "" {
 		switch {
 		case in.InjectFrom != "":
@@ -159,6 +165,30 @@ func (m installMode) untrusted() string {
 		return "Set each webhook's clientConfig.caBundle to the CA that signed the certificate in the manager's --webhook-cert-dir."
 	}
 	return "With cert-manager, check that cainjector is running and that the Certificate is Ready; in the self-signed mode, that the manager leads and injects its CA; otherwise set clientConfig.caBundle to the CA that signed the manager's certificate."
+}
+
+// wrongName is the advice when the serving certificate does not name the host the API server calls.
+func (m installMode) wrongName() string {
+	switch m.Cert {
+	case certManager:
+		return fmt.Sprintf("Add the host to the dnsNames of Certificate %s (the chart and the overlays name the Service in the install's namespace: an install moved to another namespace needs its Certificate rendered for it).", m.InjectFrom)
+	case certSelfSigned:
+		return "Each replica issues its certificate for the Service named by --webhook-service in --system-namespace: check that they name the Service the webhook configurations call."
+	case certSecret:
+		return fmt.Sprintf("Issue the certificate of Secret %s for that host.", m.CertSecret)
+	}
+	return "Issue the manager's serving certificate for that host."
+}
+
+// expired is the advice when the serving certificate has expired or is not valid yet.
+func (m installMode) expired() string {
+	switch m.Cert {
+	case certManager:
+		return fmt.Sprintf("Check that cert-manager renews Certificate %s (its conditions) and that the replicas serve the renewal (their log, logger serving-certificate).", m.InjectFrom)
+	case certSelfSigned:
+		return "Each replica renews its own certificate: check the replicas' log (logger serving-certificate) and restart a replica stuck on an old one."
+	}
+	return "Renew the manager's serving certificate; the replicas' log (logger serving-certificate) says which one they serve."
 }
 
 // emptyBundle is the advice when a CA bundle is empty.

@@ -29,6 +29,10 @@ func TestExplain(t *testing.T) {
 	}{
 		"unknown authority": {errors.New(call + "tls: failed to verify certificate: x509: certificate signed by unknown authority"),
 			"The API server does not trust the serving certificate of webhook externalize.cos-externalizer.io"},
+		"client certificate missing": {errors.New(call + "remote error: tls: certificate required"),
+			"Webhook externalize.cos-externalizer.io refused the API server's call for want of a client certificate"},
+		"client certificate of an unknown CA": {errors.New(call + "remote error: tls: unknown certificate authority"),
+			"Webhook externalize.cos-externalizer.io refused the client certificate the API server presented: no CA"},
 		"connection refused": {errors.New(call + "dial tcp 127.0.0.1:4000: connect: connection refused"),
 			"The API server cannot reach webhook externalize.cos-externalizer.io: the manager is not running or not ready"},
 		"no endpoints": {errors.New(`Internal error occurred: failed calling webhook "validate.cos-externalizer.io": failed to call webhook: Post "https://svc.ns.svc:443/validate": no endpoints available for service "svc"`),

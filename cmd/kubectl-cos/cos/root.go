@@ -32,7 +32,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/bundle"
@@ -250,6 +252,9 @@ const errorExitCodeAnnotation = "cos-externalizer.io/error-exit-code"
 // Main runs kubectl cos with args (without the program name) on the process's standard streams and
 // returns its exit status.
 func Main(args []string) int {
+	// controller-runtime's client logs through its own logger: klog's, as kubectl's, set before its
+	// first use (unset, controller-runtime prints a stack trace after 30 s that reads like a panic).
+	ctrllog.SetLogger(klog.NewKlogr())
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	cmd := NewCommand(streams)
 	cmd.SetArgs(args)

@@ -29,13 +29,24 @@ func (r *root) uninstallCommand() *cobra.Command {
 The ClusterObjectSets, the objects they installed, their object-data Secrets, the CRD and the namespace
 stay. Delete the rest of the install (RBAC, Services, certificates) with the tool that installed it.
 Running it again does nothing more. It works with the manager already gone and with the namespace
-being deleted: it is the break-glass step that stops the webhooks' refusals. -n is the manager's
-namespace (default: --system-namespace). --dry-run says what it would do and changes nothing.`,
+being deleted: it is the break-glass step that stops the webhooks' refusals.
+
+It finds the install itself: the namespace of the Service the webhook configurations call, else of the
+one manager Deployment found in any namespace. -n (or --system-namespace) names it instead, and
+uninstall refuses, before it changes anything, when that is not the install the webhook
+configurations call, or when a manager of another install runs (it would put the finalizers back);
+the refusal says how to go on. --dry-run says what it would do and changes nothing.`,
 		Example: `  kubectl cos uninstall --dry-run
-  kubectl cos uninstall`,
+  kubectl cos uninstall
+  kubectl cos uninstall -n cos-system`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Namespace = r.systemNamespace
+			// Given (-n, or --system-namespace), the namespace is checked against the install found;
+			// else it is found.
+			o.Namespace = ""
+			if ns := cmd.Flags().Lookup("system-namespace"); ns != nil && ns.Changed {
+				o.Namespace = r.systemNamespace
+			}
 			if ns := cmd.Flags().Lookup("namespace"); ns != nil && ns.Changed {
 				o.Namespace = ns.Value.String()
 			}

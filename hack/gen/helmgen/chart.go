@@ -887,7 +887,8 @@ secretGuard:
 networkPolicy:
   # Address ranges (CIDRs) the webhook port (9443) admits: those of the API server as it reaches the
   # pods (its nodes, or its load balancer's or managed control plane's ranges). Empty: from anywhere,
-  # which leaves the port to every pod of the cluster (docs/security.md).
+  # which leaves the port to every pod of the cluster (docs/security.md). To empty it again with
+  # --reuse-values: --set-json 'networkPolicy.webhookIngressCIDRs=[]' (=null keeps the ranges).
   webhookIngressCIDRs: []
 `)
 	b.WriteString(`
@@ -1176,10 +1177,43 @@ Uninstalling keeps every workload:
 Its pre-delete hook (a Job of this image) deletes the webhook configurations and the manager, then
 releases the manager's finalizer from every ClusterObjectSet, without tearing anything down.
 {{- else }}
-The uninstall hook is off (uninstallHook.enabled=false): run "kubectl cos uninstall" first, or
-helm uninstall leaves the manager's finalizers on the ClusterObjectSets.
+The uninstall hook is off (uninstallHook.enabled=false): first run
+  kubectl cos uninstall -n {{ .Release.Namespace }}
+or helm uninstall leaves the manager's finalizers on the ClusterObjectSets.
 {{- end }}
+
+What helm uninstall leaves, and what removes it once you no longer want it:
+{{- if eq .Values.mode "webhook-only" }}
+- In namespace {{ .Release.Namespace }} (OLM's: keep it, and OLM's ClusterObjectSets and object-data Secrets
+  in it): the sweep's ConfigMap and quarantine copies, the leader Lease, and the CA and serving
+  certificate Secrets cert-manager wrote:
+    kubectl -n {{ .Release.Namespace }} delete secrets -l cos-externalizer.io/quarantine=true
+    kubectl -n {{ .Release.Namespace }} delete configmap cos-externalizer-orphan-sweep --ignore-not-found
+    kubectl -n {{ .Release.Namespace }} delete lease cos-externalizer.olm.operatorframework.io --ignore-not-found
+    kubectl -n {{ .Release.Namespace }} delete secret {{ include "cos-externalizer.fullname" . }}-ca {{ include "cos-externalizer.fullname" . }}-webhook-cert --ignore-not-found
+{{- else }}
 {{- if and .Values.crds.enabled .Values.crds.keep }}
-The CRD stays (crds.keep), with every ClusterObjectSet and its Secrets.
+- The CRD (crds.keep), still marked as this release's: helm install {{ .Release.Name }} -n {{ .Release.Namespace }}
+  takes it over again; another release name or namespace needs --take-ownership.
+{{- end }}
+- The ClusterObjectSets and what they installed. Nothing reconciles them any more; their status
+  stays as last written (Available True). "kubectl cos check" warns when no manager leads. To
+  remove the ClusterObjectSets and keep what they installed, then the CRD (deleting the CRD first
+  would delete every ClusterObjectSet and with it everything they installed):
+    kubectl delete clusterobjectsets --all --cascade=orphan
+    kubectl delete crd clusterobjectsets.olm.operatorframework.io
+- In namespace {{ .Release.Namespace }}, which helm does not delete: the object-data Secrets (those the
+  ClusterObjectSets use, and orphans no sweep deletes any more), the sweep's ConfigMap and
+  quarantine copies, the leader Lease, and the {{ if eq .Values.mode "self-signed" }}CA Secret{{ else }}CA and serving certificate Secrets cert-manager wrote{{ end }}:
+    kubectl -n {{ .Release.Namespace }} delete secrets -l olm.operatorframework.io/revision-name
+    kubectl -n {{ .Release.Namespace }} delete secrets -l cos-externalizer.io/quarantine=true
+    kubectl -n {{ .Release.Namespace }} delete configmap cos-externalizer-orphan-sweep --ignore-not-found
+    kubectl -n {{ .Release.Namespace }} delete lease cos-externalizer.olm.operatorframework.io --ignore-not-found
+{{- if eq .Values.mode "self-signed" }}
+    kubectl -n {{ .Release.Namespace }} delete secret {{ include "cos-externalizer.fullname" . }}-webhook-ca --ignore-not-found
+{{- else }}
+    kubectl -n {{ .Release.Namespace }} delete secret {{ include "cos-externalizer.fullname" . }}-ca {{ include "cos-externalizer.fullname" . }}-webhook-cert --ignore-not-found
+{{- end }}
+  or all of it with the namespace: kubectl delete namespace {{ .Release.Namespace }}
 {{- end }}
 `

@@ -132,8 +132,8 @@ const policyBindingSpec = `spec:
 `
 
 const clusterRules = `rules:
-- {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], resourceNames: [MUTATING], verbs: [delete]}
-- {apiGroups: [admissionregistration.k8s.io], resources: [validatingwebhookconfigurations], resourceNames: [VALIDATING], verbs: [delete]}
+- {apiGroups: [admissionregistration.k8s.io], resources: [mutatingwebhookconfigurations], resourceNames: [MUTATING], verbs: [get, delete]}
+- {apiGroups: [admissionregistration.k8s.io], resources: [validatingwebhookconfigurations], resourceNames: [VALIDATING], verbs: [get, delete]}
 - {apiGroups: [olm.operatorframework.io], resources: [clusterobjectsets], verbs: [get, list, patch, delete]}
 `
 

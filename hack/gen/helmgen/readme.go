@@ -144,8 +144,10 @@ kubectl label namespace cos-system pod-security.kubernetes.io/enforce=restricted
   pod-security.kubernetes.io/audit=restricted pod-security.kubernetes.io/warn=restricted
 ` + "```" + `
 
-If the ClusterObjectSet CRD is already there (an earlier uninstall kept it, or kubectl installed it),
-add ` + "`--take-ownership`" + `, or ` + "`--set crds.enabled=false`" + ` to leave it out of the release.
+If the ClusterObjectSet CRD is already there from something else (a release of another name or
+namespace kept it, or kubectl installed it), add ` + "`--take-ownership`" + `, or ` + "`--set crds.enabled=false`" + ` to leave
+it out of the release. A release installed again under the same name into the same namespace takes
+over the CRD it kept without either.
 
 ## Uninstall
 
@@ -155,8 +157,28 @@ helm uninstall cos-externalizer --namespace cos-system
 
 Its pre-delete hook (` + "`uninstallHook.enabled`" + `) first deletes the webhook configurations and the manager,
 then releases the manager's teardown finalizer from every ClusterObjectSet, so every workload stays.
-Without the hook, run ` + "`kubectl cos uninstall`" + ` first. The CRD stays (` + "`crds.keep`" + `), and so do the
-ClusterObjectSets and their Secrets.
+Without the hook, run ` + "`kubectl cos uninstall -n cos-system`" + ` first.
+
+What stays, and what removes it once you no longer want it (the chart's notes print these for the
+release's namespace and names):
+
+- the CRD (` + "`crds.keep`" + `), still marked as the release's, and the ClusterObjectSets with what they
+  installed. Nothing reconciles them any more: their status stays as last written (` + "`Available`" + `
+  True), and ` + "`kubectl cos check`" + ` warns that no manager leads. Deleting the CRD deletes every
+  ClusterObjectSet and, through the garbage collector, everything they installed; remove the
+  ClusterObjectSets with orphan deletion first:
+  ` + "`kubectl delete clusterobjectsets --all --cascade=orphan`" + `, then
+  ` + "`kubectl delete crd clusterobjectsets.olm.operatorframework.io`" + `;
+- the namespace, which Helm does not delete, with the object-data Secrets (those the ClusterObjectSets
+  use, and orphans that no sweep deletes any more: ` + "`kubectl -n cos-system delete secrets -l olm.operatorframework.io/revision-name`" + `),
+  the sweep's quarantine copies (` + "`-l cos-externalizer.io/quarantine=true`" + `) and ConfigMap
+  ` + "`cos-externalizer-orphan-sweep`" + `, the leader Lease ` + "`cos-externalizer.olm.operatorframework.io`" + `, and
+  the CA and serving-certificate Secrets (cert-manager's ` + "`cos-externalizer-ca`" + ` and
+  ` + "`cos-externalizer-webhook-cert`" + `; the self-signed mode's ` + "`cos-externalizer-webhook-ca`" + `):
+  ` + "`kubectl delete namespace cos-system`" + ` removes them all.
+
+In ` + "`webhook-only`" + ` mode the ClusterObjectSets, their Secrets and the namespace are OLM's: only the
+sweep's ConfigMap and quarantine copies, the Lease and the certificate Secrets are left to remove.
 
 ## Names
 
@@ -174,7 +196,7 @@ and the CA's common name. A cluster still has one release: the webhooks and the 
 cluster-wide. The names must leave room for ` + "`-webhook`" + ` and ` + "`-metrics`" + ` in a Service name: the
 schema and the templates refuse a prefix over 55 characters, or one that is not a DNS label starting
 with a letter. Without the hook, uninstall with
-` + "`kubectl cos uninstall --deployment=NAME --mutating-webhook=NAME --validating-webhook=NAME`" + `.
+` + "`kubectl cos uninstall -n NAMESPACE --deployment=NAME --mutating-webhook=NAME --validating-webhook=NAME`" + `.
 
 ## Values
 

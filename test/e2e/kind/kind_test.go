@@ -37,9 +37,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
@@ -47,6 +49,12 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
+
+// The suite's clients log through controller-runtime's logger: set it before their first use (unset,
+// controller-runtime prints a stack trace after 30 s that reads like a panic in the suite's output).
+func init() {
+	ctrllog.SetLogger(klog.NewKlogr())
+}
 
 const deployment = "cos-externalizer"
 

@@ -49,14 +49,15 @@ func init() {
 }
 
 // runbookBlock is one fenced shell block of docs/runbook.md: its commands, the tag after the
-// language (empty: reads only; writes; break-glass) and the line it starts on.
+// language (empty: reads only; writes; break-glass; setup, which sets the shell variables the others
+// use) and the line it starts on.
 type runbookBlock struct {
 	tag, script string
 	line        int
 }
 
 // fence opens a shell block: ```sh, then an optional tag.
-var fence = regexp.MustCompile("^\\s*```sh(?: (writes|break-glass))?\\s*$")
+var fence = regexp.MustCompile("^\\s*```sh(?: (writes|break-glass|setup))?\\s*$")
 
 // runbookBlocks reads the fenced shell blocks of docs/runbook.md; any other fenced block fails the
 // test (a command in it would not be run).
@@ -86,7 +87,7 @@ func runbookBlocks(t *testing.T) []runbookBlock {
 		case strings.HasPrefix(trimmed, "```"):
 			m := fence.FindStringSubmatch(line)
 			if m == nil {
-				t.Fatalf("docs/runbook.md:%d: %q: every fenced block is ```sh, optionally tagged writes or break-glass", n, trimmed)
+				t.Fatalf("docs/runbook.md:%d: %q: every fenced block is ```sh, optionally tagged writes, break-glass or setup", n, trimmed)
 			}
 			cur = &runbookBlock{tag: m[1], line: n}
 		}
@@ -100,38 +101,58 @@ func runbookBlocks(t *testing.T) []runbookBlock {
 	return blocks
 }
 
-// kubeletLogs is the API server's answer to `kubectl logs` of a pod on kwok's node, which has no
-// kubelet to serve them: the pod was found and its node asked (a pod that is not there is NotFound).
-var kubeletLogs = regexp.MustCompile(`/containerLogs/` + systemNamespace + `/[a-z0-9.-]+/`)
+// kubeletLogs is the API server's answer to `kubectl logs` of a pod on kwok's node in namespace ns,
+// which has no kubelet to serve them: the pod was found and its node asked (a pod that is not there
+// is NotFound).
+func kubeletLogs(ns string) *regexp.Regexp {
+	return regexp.MustCompile(`/containerLogs/` + regexp.QuoteMeta(ns) + `/[a-z0-9.-]+/`)
+}
 
-// TestRunbookCommands runs every command of docs/runbook.md, as on-call would paste it, against an
-// install of config/default on the local control plane: its Deployment (on kwok's node), RBAC,
-// Services, quota and cert-manager's Certificate and Issuer applied; the manager in this process with
-// leader election, its webhooks installed; and a pod of kwok's node under this host's name, standing
-// for the leader's (a pod's hostname is its name, the Lease holds the hostname). First the blocks
-// that only read, in order; then the ones that write; then, with the manager stopped (the alert
-// CosExternalizerDown), the break-glass ones, after which the webhook configurations and the
-// Deployment are gone. Every block must succeed; `kubectl logs` is the one command that cannot, as
-// kwok's node serves no logs: a block may fail only with the API server's attempt to fetch them.
+// helmNamespace is where TestRunbookCommands installs the chart: the README's namespace.
+const helmNamespace = "cos-system"
+
+// TestRunbookCommands runs every command of docs/runbook.md, as on-call would paste it into one
+// shell (the setup block first, which finds the install's namespace), against two installs on the
+// local control plane: config/default in olmv1-system (its Deployment on kwok's node, RBAC, Services,
+// quota and cert-manager's Certificate and Issuer applied), and the chart installed by helm, as the
+// README says, into cos-system (cert-manager mode, the CRD left out: the control plane has it). For
+// each, the manager runs in this process with leader election in that namespace, its webhooks
+// installed; a pod of kwok's node under this host's name stands for the leader's (a pod's hostname
+// is its name, the Lease holds the hostname). First the blocks that only read, in order; then the
+// ones that write; then, with the manager stopped (the alert CosExternalizerDown), the break-glass
+// ones, after which the webhook configurations and the Deployment are gone. Every block must
+// succeed; `kubectl logs` is the one command that cannot, as kwok's node serves no logs: a block may
+// fail only with the API server's attempt to fetch them.
 func TestRunbookCommands(t *testing.T) {
 	ctx := context.Background()
-	c := testenv.Env.Client
 	blocks := runbookBlocks(t)
 	tags := map[string]int{}
 	for _, b := range blocks {
 		tags[b.tag]++
 	}
-	if tags[""] == 0 || tags["break-glass"] == 0 {
-		t.Fatalf("docs/runbook.md: %v blocks by tag, want reads and break-glass", tags)
+	if tags[""] == 0 || tags["break-glass"] == 0 || tags["setup"] != 1 || blocks[0].tag != "setup" {
+		t.Fatalf("docs/runbook.md: %v blocks by tag, want reads and break-glass, and one setup block first", tags)
 	}
-
-	applySystemNamespace(t)
 	for _, dir := range certManagerCRDs(t) {
 		if _, err := controlplane.InstallCRDs(ctx, testenv.Env.Config, dir); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m, err := testenv.Env.StartManager(ctx, "--leader-elect", "--rollout=true")
+
+	t.Run("config/default in "+systemNamespace, func(t *testing.T) {
+		applySystemNamespace(t)
+		runRunbook(t, blocks, systemNamespace, applyManager(t, "default", "Certificate", "Issuer", "ResourceQuota"))
+	})
+	t.Run("helm in "+helmNamespace, func(t *testing.T) {
+		runRunbook(t, blocks, helmNamespace, helmInstall(t, helmNamespace))
+	})
+}
+
+// runRunbook runs the blocks against the install in namespace ns (its objects installed).
+func runRunbook(t *testing.T, blocks []runbookBlock, ns string, installed []*unstructured.Unstructured) {
+	ctx := context.Background()
+	c := testenv.Env.Client
+	m, err := testenv.Env.StartManager(ctx, "--leader-elect", "--rollout=true", "--system-namespace="+ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +162,10 @@ func TestRunbookCommands(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	installed := applyManager(t, "default", "Certificate", "Issuer", "ResourceQuota")
-	leaderPod(t, installed)
-	framework.Eventually(ctx, t, "the manager holding the Lease", func(ctx context.Context) (bool, string) {
+	leaderPod(t, ns, installed)
+	framework.Eventually(ctx, t, "the manager holding the Lease in "+ns, func(ctx context.Context) (bool, string) {
 		lease := &coordinationv1.Lease{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: leaseName}, lease); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: leaseName}, lease); err != nil {
 			return false, err.Error()
 		}
 		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
@@ -166,20 +186,30 @@ func TestRunbookCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	setup := blocks[0]
+	logsFetched := kubeletLogs(ns)
 	run := func(b runbookBlock) {
 		t.Helper()
-		cmd := exec.Command("bash", "-euo", "pipefail", "-c", b.script)
+		// As pasted into the shell the setup block ran in.
+		script := b.script
+		if b.tag != "setup" {
+			script = setup.script + script
+		}
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+testenv.Env.Kubeconfig, asPlugin+"=1",
 			"PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		t.Logf("docs/runbook.md:%d (%s):\n%s\nstdout:\n%.2000s\nstderr:\n%.2000s", b.line, b.tag, b.script, stdout.String(), stderr.String())
-		if err != nil && !kubeletLogs.MatchString(stderr.String()) {
+		if err != nil && !logsFetched.MatchString(stderr.String()) {
 			t.Errorf("docs/runbook.md:%d: %v:\n%s", b.line, err, stderr.String())
 		}
+		if b.tag == "setup" && !strings.Contains(stdout.String(), "the install's namespace: "+ns+"\n") {
+			t.Errorf("docs/runbook.md:%d: the setup block found another namespace than %s:\n%s", b.line, ns, stdout.String())
+		}
 	}
-	for _, tag := range []string{"", "writes"} {
+	for _, tag := range []string{"setup", "", "writes"} {
 		for _, b := range blocks {
 			if b.tag == tag {
 				run(b)
@@ -205,10 +235,43 @@ func TestRunbookCommands(t *testing.T) {
 	}
 }
 
-// leaderPod creates, on kwok's node, a pod of the installed Deployment's template named after this
-// host (where the manager of the test runs, and so the Lease's holder), outside the Deployment's
+// helmInstall installs the chart as the README says, into namespace ns (created), in cert-manager
+// mode, without the CRD (the control plane's, not the release's); the uninstall (without its hook,
+// which needs a kubelet) and the namespace's deletion come when the test ends. It returns the
+// release's objects.
+func helmInstall(t *testing.T, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	bin, err := controlplane.Binary("helm")
+	if err != nil {
+		t.Fatalf("%v (make helm)", err)
+	}
+	helm := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"HOME=" + t.TempDir(), "KUBECONFIG=" + testenv.Env.Kubeconfig}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm("install", "cos-externalizer", filepath.Join(root, "charts", "cos-externalizer"), "--namespace", ns, "--create-namespace",
+		"--set", "crds.enabled=false")
+	t.Cleanup(func() {
+		helm("uninstall", "cos-externalizer", "--namespace", ns, "--wait", "--no-hooks")
+		framework.Delete(context.Background(), t, testenv.Env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	return parse(t, []byte(helm("get", "manifest", "cos-externalizer", "--namespace", ns)))
+}
+
+// leaderPod creates in namespace ns, on kwok's node, a pod of the installed Deployment's template
+// named after this host (where the manager of the test runs, and so the Lease's holder), outside the Deployment's
 // selector; it is deleted when the test ends.
-func leaderPod(t *testing.T, installed []*unstructured.Unstructured) {
+func leaderPod(t *testing.T, ns string, installed []*unstructured.Unstructured) {
 	t.Helper()
 	host, err := os.Hostname()
 	if err != nil {
@@ -217,7 +280,7 @@ func leaderPod(t *testing.T, installed []*unstructured.Unstructured) {
 	deploy := &appsv1.Deployment{}
 	convert(t, find(installed, "Deployment", deploymentName), deploy)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: strings.ToLower(host)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(host)},
 		Spec:       deploy.Spec.Template.Spec,
 	}
 	pod.Spec.NodeName = controlplane.NodeName

@@ -500,3 +500,109 @@ func TestUndeployAllTearsDown(t *testing.T) {
 		framework.WaitGone(ctx, t, c, o)
 	}
 }
+
+// TestUninstallFindsTheInstall: an install in another namespace than olmv1-system (the README's Helm
+// line installs into cos-system): its manager's Deployment there and the webhook configurations
+// calling its Service there. Each uninstaller pointed at olmv1-system (hack/uninstall.sh with
+// config/default's manifests, the manager's --namespace, kubectl cos uninstall -n) refuses and
+// changes nothing, naming the install's namespace. With a manager of another install running in
+// olmv1-system, kubectl cos uninstall refuses too, and says how to scale it down; scaled to 0, it is
+// left alone, and uninstall without -n finds the install by its webhook configurations and removes
+// them and its manager. Run again with no manager anywhere, it says so (never "gone" for a manager
+// that runs elsewhere).
+func TestUninstallFindsTheInstall(t *testing.T) {
+	const ns = "uninstall-elsewhere"
+	ctx := context.Background()
+	c := testenv.Env.Client
+	testenv.Env.EnsureNamespace(t, ns)
+	applySystemNamespace(t)
+	objs := parse(t, render(t, "default"))
+	deploy := find(objs, "Deployment", deploymentName).DeepCopy()
+	deploy.SetNamespace(ns)
+	install := []client.Object{deploy}
+	for _, u := range append(ofKind(objs, "MutatingWebhookConfiguration"), ofKind(objs, "ValidatingWebhookConfiguration")...) {
+		u = u.DeepCopy()
+		webhooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		for _, w := range webhooks {
+			w := w.(map[string]any)
+			if err := unstructured.SetNestedField(w, ns, "clientConfig", "service", "namespace"); err != nil {
+				t.Fatal(err)
+			}
+			// Nothing serves them: let the API server go on without them meanwhile.
+			w["failurePolicy"] = "Ignore"
+		}
+		if err := unstructured.SetNestedSlice(u.Object, webhooks, "webhooks"); err != nil {
+			t.Fatal(err)
+		}
+		install = append(install, u)
+	}
+	for _, o := range install {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.RemoveAfter(t, c, install...)
+	stillThere := func(what string) {
+		t.Helper()
+		for _, o := range install {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object)); err != nil {
+				t.Errorf("after %s: %v", what, err)
+			}
+		}
+	}
+
+	for _, tc := range []struct {
+		u    uninstaller
+		args []string
+		want string
+	}{
+		{script, nil, "the webhook configurations call\nuninstall: Service " + ns + "/cos-externalizer-webhook"},
+		{managerUninstall, []string{"--namespace=" + systemNamespace}, "Run it again with --namespace=" + ns},
+		{pluginUninstall, []string{"-n", systemNamespace}, "Run it again with --namespace=" + ns + " (kubectl cos uninstall -n " + ns + ")"},
+	} {
+		out, err := tc.u.run(t, "default", tc.args...)
+		t.Logf("%s %v: %v\n%s", tc.u.name, tc.args, err, out)
+		if err == nil || !strings.Contains(out+err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want a refusal saying %q:\n%s", tc.u.name, tc.args, err, tc.want, out)
+		}
+		stillThere(tc.u.name)
+	}
+
+	// Another install's manager runs: the finalizers would come back.
+	installed := applyManager(t, "default")
+	other := find(installed, "Deployment", deploymentName)
+	out, err := pluginUninstall.run(t, "default")
+	if want := "Scale it to 0 first (kubectl -n " + systemNamespace + " scale deployment " + deploymentName + " --replicas=0)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("kubectl cos uninstall with another manager running: %v, want a refusal saying %q:\n%s", err, want, out)
+	}
+	stillThere("the refusal")
+	mustKubectl(t, nil, "-n", systemNamespace, "scale", "deployment", deploymentName, "--replicas=0")
+
+	out = mustUninstall(t, pluginUninstall, "default")
+	for _, want := range []string{
+		"uninstalling the install in namespace " + ns + " (the webhook configurations call Service " + ns + "/cos-externalizer-webhook)",
+		"deployment " + systemNamespace + "/" + deploymentName + " is scaled to 0: not touched",
+		"deployment " + ns + "/" + deploymentName + " deleted",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl cos uninstall did not say %q", want)
+		}
+	}
+	for _, o := range install {
+		framework.WaitGone(ctx, t, c, o)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(other), other.DeepCopy()); err != nil {
+		t.Errorf("the other install's Deployment: %v", err)
+	}
+
+	framework.Delete(ctx, t, c, other.DeepCopy())
+	out = mustUninstall(t, pluginUninstall, "default")
+	for _, want := range []string{
+		"deployment " + systemNamespace + "/" + deploymentName + ": not there, and no manager runs in any namespace",
+		"done: 0 finalizers released",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl cos uninstall with nothing left did not say %q", want)
+		}
+	}
+}

@@ -16,16 +16,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -140,7 +143,10 @@ func TestChartServerDryRun(t *testing.T) {
 
 // TestChartInstall installs the chart over a CRD an earlier install kept, into a namespace created
 // first (--take-ownership adopts the CRD), and uninstalls it without its hook: hack/uninstall.sh on
-// the release's manifest, then helm uninstall --no-hooks; the CRD and the namespace stay.
+// the release's manifest, then helm uninstall --no-hooks; the CRD and the namespace stay. Installed
+// again under the same name into the same namespace, it needs no --take-ownership (the CRD is still
+// marked as the release's), and after its uninstall the commands its notes print remove what is left
+// (checkLeftovers).
 func TestChartInstall(t *testing.T) {
 	ctx := context.Background()
 	// The namespace stays: a new one for each run (-count).
@@ -189,9 +195,110 @@ func TestChartInstall(t *testing.T) {
 			t.Errorf("%T %s after helm uninstall: %v, deleting %v; want kept", obj, obj.GetName(), err, obj.GetDeletionTimestamp())
 		}
 	}
+
+	// The same release again: the kept CRD carries its name and namespace, so Helm adopts it.
+	out, err = helmEnv(t, env, "install", release, chartDir(t), "-n", ns, "--set", "mode=self-signed", "--set", "uninstallHook.enabled=false")
+	if err != nil {
+		t.Fatalf("helm install of the same release again, without --take-ownership: %v\n%s", err, out)
+	}
+	_, notes, ok := strings.Cut(out, "NOTES:")
+	if !ok {
+		t.Fatalf("no notes in:\n%s", out)
+	}
+	if out, err := helmEnv(t, env, "uninstall", release, "-n", ns, "--wait", "--no-hooks"); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	checkLeftovers(t, ns, notes)
 }
 
 var installs int
+
+// checkLeftovers runs the commands the notes (of a self-signed release in ns, uninstalled) print to
+// remove what helm uninstall leaves, on what a manager would have left: object-data and quarantine
+// Secrets, the sweep's ConfigMap, the Lease, the CA Secret, and a ClusterObjectSet with an object it
+// installed. They go, the object stays without its owner, and the CRD goes (installed again after,
+// for the other tests). Every kubectl command of the notes takes the namespace, but those of
+// cluster-scoped objects.
+func checkLeftovers(t *testing.T, ns, notes string) {
+	ctx := context.Background()
+	c := testenv.Env.Client
+	if strings.Contains(notes, olmv1.DefaultSystemNamespace) {
+		t.Errorf("the notes of a release in %s name %s:\n%s", ns, olmv1.DefaultSystemNamespace, notes)
+	}
+	var commands [][]string
+	leftovers := false // past the heading of what helm uninstall leaves
+	for _, line := range strings.Split(notes, "\n") {
+		line = strings.TrimSpace(line)
+		leftovers = leftovers || strings.HasPrefix(line, "What helm uninstall leaves")
+		switch {
+		case strings.HasPrefix(line, "helm ") && !strings.Contains(line, " -n "+ns):
+			t.Errorf("the notes print %q, without -n %s", line, ns)
+		case !strings.HasPrefix(line, "kubectl "):
+		case strings.Contains(line, " -n "+ns+" "), strings.HasSuffix(line, " -n "+ns), line == "kubectl cos check",
+			strings.HasPrefix(line, "kubectl delete clusterobjectsets "), strings.HasPrefix(line, "kubectl delete crd "):
+			if leftovers {
+				commands = append(commands, strings.Fields(line)[1:])
+			}
+		default:
+			t.Errorf("the notes print %q, without -n %s", line, ns)
+		}
+	}
+	if len(commands) < 5 {
+		t.Fatalf("the notes print %d commands that remove what is left:\n%s", len(commands), notes)
+	}
+
+	meta := func(name string, labels map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
+	}
+	cos := builders.COS("helm-leftover", builders.WithPhase("configuration", builders.InlineConfigMaps(ns, "helm-leftover", 1)...))
+	if err := c.Create(ctx, cos); err != nil {
+		t.Fatal(err)
+	}
+	installed := &corev1.ConfigMap{ObjectMeta: meta("helm-leftover-installed", nil)}
+	installed.OwnerReferences = []metav1.OwnerReference{{APIVersion: olmv1.GroupVersion.String(), Kind: olmv1.ClusterObjectSetKind,
+		Name: cos.Name, UID: cos.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	gone := []client.Object{
+		&corev1.Secret{ObjectMeta: meta("helm-leftover-data", map[string]string{olmv1.LabelRevisionName: cos.Name})},
+		&corev1.Secret{ObjectMeta: meta("cos-quarantine-helm-leftover", map[string]string{"cos-externalizer.io/quarantine": "true"})},
+		&corev1.Secret{ObjectMeta: meta("cos-externalizer-webhook-ca", nil)},
+		&corev1.ConfigMap{ObjectMeta: meta("cos-externalizer-orphan-sweep", nil)},
+		&coordinationv1.Lease{ObjectMeta: meta(olmv1.LeaderElectionLease, nil)},
+	}
+	for _, o := range append([]client.Object{installed}, gone...) {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		framework.Delete(ctx, t, c, installed)
+		dir, err := controlplane.CRDDir()
+		if err == nil {
+			_, err = controlplane.InstallCRDs(ctx, testenv.Env.Config, dir)
+		}
+		if err != nil {
+			t.Errorf("installing the CRD again: %v", err)
+		}
+	})
+
+	for _, args := range commands {
+		if args[0] == "delete" && args[1] == "namespace" {
+			continue // the others, one by one
+		}
+		out, stderr := testenv.MustKubectl(t, nil, args...)
+		t.Logf("kubectl %s:\n%s%s", strings.Join(args, " "), out, stderr)
+	}
+	for _, o := range append(gone, cos, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName}}) {
+		framework.WaitGone(ctx, t, c, o)
+	}
+	framework.Eventually(ctx, t, "the installed ConfigMap kept, without its owner", func(ctx context.Context) (bool, string) {
+		got := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(installed), got); err != nil {
+			return false, err.Error()
+		}
+		return len(got.OwnerReferences) == 0, fmt.Sprintf("owners %v", got.OwnerReferences)
+	})
+}
 
 // TestChartLint runs `helm lint --strict` in every mode, with monitoring off and on.
 func TestChartLint(t *testing.T) {

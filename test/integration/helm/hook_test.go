@@ -82,6 +82,9 @@ func TestUninstallHook(t *testing.T) {
 	user := "system:serviceaccount:" + ns + ":" + hookName
 	type access struct{ verb, group, resource, namespace, name string }
 	allowed := []access{
+		// get: the webhook configurations name the install's namespace, which the hook checks.
+		{"get", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "cos-externalizer"},
+		{"get", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "cos-externalizer"},
 		{"delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "cos-externalizer"},
 		{"delete", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "cos-externalizer"},
 		{"get", "apps", "deployments", ns, "cos-externalizer"},
@@ -101,6 +104,9 @@ func TestUninstallHook(t *testing.T) {
 		{"delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "other"},
 		{"delete", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "other"},
 		{"list", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", ""},
+		{"get", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "other"},
+		// Deployments of other namespaces: the hook does not look for other installs' managers.
+		{"list", "apps", "deployments", "", ""},
 		{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "cos-externalizer"},
 		{"delete", "apps", "deployments", ns, "other"},
 		{"update", "apps", "deployments", ns, "cos-externalizer"},

@@ -2,6 +2,8 @@ package plugin_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +19,9 @@ import (
 )
 
 // TestCheck: kubectl cos check passes with the manager running, says in a sentence that the API
-// server does not trust the webhook when its CA bundle is another CA's, and that it cannot reach the
-// webhook when the manager is down; nothing is written by its dry run.
+// server does not trust the webhook when its CA bundle is another CA's, that the manager refused the
+// API server's client certificate when its --webhook-client-ca is another CA's, and that it cannot
+// reach the webhook when the manager is down; nothing is written by its dry run.
 func TestCheck(t *testing.T) {
 	before := allObjectDataSecrets(t)
 	r := plugin(t, "check")
@@ -75,6 +78,59 @@ func TestCheck(t *testing.T) {
 		})
 		if !strings.Contains(out, "the CA bundle in its configuration is not the CA that signed the manager's certificate") {
 			t.Errorf("check output:\n%s", out)
+		}
+	})
+
+	// The API server presents its client certificate (the local control plane's); the manager's
+	// --webhook-client-ca file then holds another CA (swapped in as the kubelet swaps a ConfigMap's),
+	// so it refuses that certificate: the manager's refusal, not an untrusted serving CA.
+	t.Run("client certificate of another CA", func(t *testing.T) {
+		if testenv.Env.WebhookClientCA == "" {
+			t.Skip("the API server presents no webhook client certificate (an existing cluster)")
+		}
+		good, err := os.ReadFile(testenv.Env.WebhookClientCA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := certs.NewCA("another-webhook-client-ca", time.Hour, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "ca.crt")
+		write := func(data []byte) {
+			t.Helper()
+			if err := os.WriteFile(file+".new", data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(file+".new", file); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(good)
+		if err := manager.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		restartManagerAfter(t)
+		m, err := testenv.Env.StartManager(ctx, "--webhook-client-ca="+file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := m.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+		write(other.PEM)
+		var out string
+		// The manager reads the file again at its next handshake or poll; a kept-alive connection
+		// is refused with a 403 first, then new handshakes fail.
+		framework.Eventually(ctx, t, "check to name the refused client certificate", func(ctx context.Context) (bool, string) {
+			r := plugin(t, "check")
+			out = r.stdout
+			return exitCode(r.err) == 1 && strings.Contains(out, "[FAIL] Webhook externalize.cos-externalizer.io refused the client certificate the API server presented: no CA of the manager's --webhook-client-ca bundle signed it."), out
+		})
+		if strings.Contains(out, "does not trust the serving certificate") {
+			t.Errorf("check blames the serving CA:\n%s", out)
 		}
 	})
 
