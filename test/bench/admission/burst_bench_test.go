@@ -1,0 +1,273 @@
+package admission_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+)
+
+// The burst of issue 37, section 5: burstClients server-side applies of about burstBytes each at
+// once, half a bundle of burstConfigMaps ConfigMaps of random letters (hashing and gzip of content
+// that does not compress), half one object of `[{},{},...]` (decoding), through a real API server
+// that calls a manager process's webhooks (its default flags), first on idle cores, then with
+// busyLoops shell loops keeping the cores busy.
+const (
+	burstClients    = 20
+	burstBytes      = 2500 << 10
+	burstConfigMaps = 25
+	busyLoops       = 2
+	// burstRetryFor bounds how long a client retries a retryable answer.
+	burstRetryFor = 3 * time.Minute
+)
+
+// BenchmarkBurst reports, idle and with the cores busy: how the first attempt of each apply was
+// answered (admitted, refused with 429, timed out, other), how long the first answers took, and the
+// admitted throughput: the megabytes of every apply admitted (a 429, or a timeout, retried as
+// client-go and kubectl do) over the time until the last was admitted.
+func BenchmarkBurst(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		env := testenv.StartFor(b)
+		mgr := startManagerAt(b, env)
+		httpc, err := rest.HTTPClientFor(env.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		httpc.Timeout = 2 * time.Minute
+		base := strings.TrimSuffix(env.Config.Host, "/") + "/apis/olm.operatorframework.io/v1/clusterobjectsets/"
+		rng := rand.New(rand.NewPCG(37, 5)) //nolint:gosec // test content
+		for _, load := range []string{"idle", "busy"} {
+			bodies := burstBodies(b, rng, load)
+			stop := func() {}
+			if load == "busy" {
+				stop = startBusyLoops(b, env, busyLoops)
+			}
+			before := scrapeRefusals(b, mgr.metrics)
+			r := burst(b, httpc, base, bodies)
+			after := scrapeRefusals(b, mgr.metrics)
+			stop()
+			b.Logf("%s cores, %d applies of %.1f MB (%d of %d ConfigMaps of random letters, %d of `[{},{},...]`): first attempt %v; first answer p50 %.1f s, max %.1f s; "+
+				"admitted %d/%d after %d retries (%d answers 429, %d timeouts, %d other) in %.1f s: %.2f MB/s admitted; webhook refusals %s",
+				load, len(bodies), float64(burstBytes)/1e6, len(bodies)/2, burstConfigMaps, len(bodies)-len(bodies)/2, r.first, r.p(r.firstAnswer, 0.5), r.p(r.firstAnswer, 1),
+				r.admitted, len(bodies), r.retries, r.answers["429"], r.answers["timeout"], r.answers["other"], r.took.Seconds(), r.mbps(), diffCounts(before, after))
+			b.ReportMetric(float64(r.first["admitted"]+r.first["429"])/float64(len(bodies)), "first-admitted-or-429-rate-"+load)
+			b.ReportMetric(float64(r.first["timeout"]), "first-timeouts-"+load)
+			b.ReportMetric(r.mbps(), "admitted-MB/s-"+load)
+			b.ReportMetric(r.p(r.firstAnswer, 1), "first-answer-max-s-"+load)
+		}
+		b.StartTimer()
+	}
+}
+
+// burstResult is one burst's figures.
+type burstResult struct {
+	result
+	// first counts the first attempts by answer, answers every attempt's.
+	first, answers map[string]int
+	bytes          int
+	took           time.Duration
+}
+
+func (r burstResult) mbps() float64 {
+	if r.took <= 0 {
+		return 0
+	}
+	return float64(r.bytes) / 1e6 / r.took.Seconds()
+}
+
+// burst sends every body at once (each a server-side apply of its own ClusterObjectSet), retrying an
+// apply answered 429 after its Retry-After and one that timed out after a second, for at most
+// burstRetryFor.
+func burst(b *testing.B, httpc *http.Client, base string, bodies map[string][]byte) burstResult {
+	b.Helper()
+	var (
+		mu  sync.Mutex
+		res = burstResult{first: map[string]int{}, answers: map[string]int{}}
+		wg  sync.WaitGroup
+	)
+	start := make(chan struct{})
+	t0 := time.Now()
+	for name, body := range bodies {
+		wg.Go(func() {
+			<-start
+			for attempt := 0; time.Since(t0) < burstRetryFor; attempt++ {
+				code, retryAfter, msg := apply(httpc, base+name, body)
+				answer := classify(code, msg)
+				mu.Lock()
+				res.answers[answer]++
+				if attempt == 0 {
+					res.first[answer]++
+					res.firstAnswer = append(res.firstAnswer, time.Since(t0).Seconds())
+				}
+				switch answer {
+				case "admitted":
+					res.admitted++
+					res.bytes += len(body)
+					res.took = max(res.took, time.Since(t0))
+					mu.Unlock()
+					return
+				case "other":
+					mu.Unlock()
+					b.Errorf("apply %s: %d %s", name, code, msg)
+					return
+				}
+				res.retries++
+				mu.Unlock()
+				time.Sleep(retryAfter)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return res
+}
+
+// classify names an answer: admitted, 429 (refused, to retry), timeout (the webhook's call or the
+// API server's own request timed out), other.
+func classify(code int, msg string) string {
+	switch {
+	case code == http.StatusOK || code == http.StatusCreated:
+		return "admitted"
+	case code == http.StatusTooManyRequests:
+		return "429"
+	case code == http.StatusGatewayTimeout, strings.Contains(msg, "context deadline exceeded"), strings.Contains(msg, "Timeout"),
+		strings.Contains(msg, "timeout"):
+		return "timeout"
+	}
+	return "other"
+}
+
+// apply sends one server-side apply (the JSON body as kubectl apply --server-side sends YAML) and
+// returns the status code, the Retry-After (1 s when none) and the message.
+func apply(httpc *http.Client, url string, body []byte) (int, time.Duration, string) {
+	req, err := http.NewRequest(http.MethodPatch, url+"?fieldManager=burst&force=true", bytes.NewReader(body)) //nolint:noctx // the client's own timeout
+	if err != nil {
+		return 0, time.Second, err.Error()
+	}
+	req.Header.Set("Content-Type", "application/apply-patch+yaml")
+	resp, err := httpc.Do(req)
+	if err != nil {
+		return 0, time.Second, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
+	wait := time.Second
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if d, err := time.ParseDuration(s + "s"); err == nil && d > 0 {
+			wait = d
+		}
+	}
+	return resp.StatusCode, wait, string(msg)
+}
+
+// burstBodies are the burst's applies by ClusterObjectSet name: half ConfigMap bundles, half
+// `[{},{},...]`, each about burstBytes, with content of their own.
+func burstBodies(b *testing.B, rng *rand.Rand, round string) map[string][]byte {
+	b.Helper()
+	out := map[string][]byte{}
+	for i := range burstClients {
+		name := fmt.Sprintf("burst-%s-%d", round, i)
+		if i%2 == 0 {
+			out[name] = configMapsJSON(b, rng, name)
+			continue
+		}
+		body := bytes.Replace(containersJSON(b, burstBytes), []byte(`"name":"bench-admission"`), []byte(fmt.Sprintf(`"name":%q`, name)), 1)
+		out[name] = body
+	}
+	return out
+}
+
+// configMapsJSON is an inline ClusterObjectSet of burstConfigMaps ConfigMaps whose data are random
+// lower-case letters, about burstBytes in all.
+func configMapsJSON(b *testing.B, rng *rand.Rand, name string) []byte {
+	b.Helper()
+	per := burstBytes / burstConfigMaps
+	objs := make([]olmv1.ClusterObjectSetObject, burstConfigMaps)
+	for i := range objs {
+		data := make([]byte, per-200)
+		for j := range data {
+			data[j] = byte('a' + rng.IntN(26))
+		}
+		objs[i] = builders.Inline(builders.ConfigMap("default", fmt.Sprintf("%s-%d", name, i), map[string]string{"letters": string(data)}))
+	}
+	cos := builders.COS(name, builders.WithPhase("config", objs...))
+	cos.APIVersion, cos.Kind = "olm.operatorframework.io/v1", "ClusterObjectSet"
+	raw, err := json.Marshal(cos)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+// startBusyLoops starts n shell loops that each keep a core busy, and returns what stops them.
+func startBusyLoops(b *testing.B, env *testenv.Environment, n int) func() {
+	b.Helper()
+	var procs []*controlplane.Process
+	for i := range n {
+		p, err := controlplane.StartProcess("busy loop", "sh", []string{"-c", "while :; do :; done"}, env.LogPath(fmt.Sprintf("busy-%d", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	return func() {
+		for _, p := range procs {
+			p.Kill()
+		}
+	}
+}
+
+// scrapeRefusals reads the manager's admission refusals by reason.
+func scrapeRefusals(b *testing.B, url string) map[string]float64 {
+	b.Helper()
+	resp, err := http.Get(url) //nolint:noctx,gosec // a test's own local manager
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(text), "\n") {
+		rest, ok := strings.CutPrefix(line, `cos_externalizer_admission_refusals_total{reason="`)
+		if !ok {
+			continue
+		}
+		reason, value, _ := strings.Cut(rest, `"} `)
+		var v float64
+		if _, err := fmt.Sscan(value, &v); err == nil {
+			out[reason] = v
+		}
+	}
+	return out
+}
+
+// diffCounts says what grew from before to after.
+func diffCounts(before, after map[string]float64) string {
+	var parts []string
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
