@@ -2,11 +2,14 @@ package admission_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +42,10 @@ const (
 // admitted throughput: the megabytes of every apply admitted (a 429, or a timeout, retried as
 // client-go and kubectl do) over the time until the last was admitted.
 func BenchmarkBurst(b *testing.B) {
+	clients, err := strconv.Atoi(envOr("COS_BENCH_BURST_CLIENTS", strconv.Itoa(burstClients)))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		b.StopTimer()
 		env := testenv.StartFor(b)
@@ -50,22 +57,25 @@ func BenchmarkBurst(b *testing.B) {
 		httpc.Timeout = 2 * time.Minute
 		base := strings.TrimSuffix(env.Config.Host, "/") + "/apis/olm.operatorframework.io/v1/clusterobjectsets/"
 		rng := rand.New(rand.NewPCG(37, 5)) //nolint:gosec // test content
-		for _, load := range []string{"idle", "busy"} {
-			bodies := burstBodies(b, rng, load)
+		for _, load := range strings.Split(envOr("COS_BENCH_BURST_LOADS", "idle,busy"), ",") {
+			bodies := burstBodies(b, rng, load, clients)
 			stop := func() {}
 			if load == "busy" {
 				stop = startBusyLoops(b, env, busyLoops)
 			}
-			before := scrapeRefusals(b, mgr.metrics)
+			before := scrapeManager(b, mgr.metrics)
 			r := burst(b, httpc, base, bodies)
-			after := scrapeRefusals(b, mgr.metrics)
+			after := scrapeManager(b, mgr.metrics)
 			stop()
 			b.Logf("%s cores, %d applies of %.1f MB (%d of %d ConfigMaps of random letters, %d of `[{},{},...]`): first attempt %v; first answer p50 %.1f s, max %.1f s; "+
-				"admitted %d/%d after %d retries (%d answers 429, %d timeouts, %d other) in %.1f s: %.2f MB/s admitted; webhook refusals %s",
+				"admitted %d/%d after %d retries (%d answers 429, %d webhook timeouts, %d other timeouts, %d other) in %.1f s: %.2f MB/s admitted; manager: %s",
 				load, len(bodies), float64(burstBytes)/1e6, len(bodies)/2, burstConfigMaps, len(bodies)-len(bodies)/2, r.first, r.p(r.firstAnswer, 0.5), r.p(r.firstAnswer, 1),
-				r.admitted, len(bodies), r.retries, r.answers["429"], r.answers["timeout"], r.answers["other"], r.took.Seconds(), r.mbps(), diffCounts(before, after))
+				r.admitted, len(bodies), r.retries, r.answers["429"], r.answers["webhook timeout"], r.answers["timeout"], r.answers["other"], r.took.Seconds(), r.mbps(), after.since(before))
+			for kind, msg := range r.sample {
+				b.Logf("%s: a %s answer: %s", load, kind, msg)
+			}
 			b.ReportMetric(float64(r.first["admitted"]+r.first["429"])/float64(len(bodies)), "first-admitted-or-429-rate-"+load)
-			b.ReportMetric(float64(r.first["timeout"]), "first-timeouts-"+load)
+			b.ReportMetric(float64(r.first["timeout"]+r.first["webhook timeout"]), "first-timeouts-"+load)
 			b.ReportMetric(r.mbps(), "admitted-MB/s-"+load)
 			b.ReportMetric(r.p(r.firstAnswer, 1), "first-answer-max-s-"+load)
 		}
@@ -78,8 +88,10 @@ type burstResult struct {
 	result
 	// first counts the first attempts by answer, answers every attempt's.
 	first, answers map[string]int
-	bytes          int
-	took           time.Duration
+	// sample is a message of each kind of answer but admitted.
+	sample map[string]string
+	bytes  int
+	took   time.Duration
 }
 
 func (r burstResult) mbps() float64 {
@@ -96,7 +108,7 @@ func burst(b *testing.B, httpc *http.Client, base string, bodies map[string][]by
 	b.Helper()
 	var (
 		mu  sync.Mutex
-		res = burstResult{first: map[string]int{}, answers: map[string]int{}}
+		res = burstResult{first: map[string]int{}, answers: map[string]int{}, sample: map[string]string{}}
 		wg  sync.WaitGroup
 	)
 	start := make(chan struct{})
@@ -105,10 +117,13 @@ func burst(b *testing.B, httpc *http.Client, base string, bodies map[string][]by
 		wg.Go(func() {
 			<-start
 			for attempt := 0; time.Since(t0) < burstRetryFor; attempt++ {
-				code, retryAfter, msg := apply(httpc, base+name, body)
+				code, retryAfter, msg := apply(httpc, base, name, body)
 				answer := classify(code, msg)
 				mu.Lock()
 				res.answers[answer]++
+				if answer != "admitted" && res.sample[answer] == "" {
+					res.sample[answer] = fmt.Sprintf("%s after %.1f s: %d %s", name, time.Since(t0).Seconds(), code, msg)
+				}
 				if attempt == 0 {
 					res.first[answer]++
 					res.firstAnswer = append(res.firstAnswer, time.Since(t0).Seconds())
@@ -136,16 +151,19 @@ func burst(b *testing.B, httpc *http.Client, base string, bodies map[string][]by
 	return res
 }
 
-// classify names an answer: admitted, 429 (refused, to retry), timeout (the webhook's call or the
-// API server's own request timed out), other.
+// classify names an answer: admitted, 429 (refused, to retry), a timeout of the call to a webhook
+// ("webhook timeout": the webhook did not answer in its timeoutSeconds) or of the API server's own
+// request ("timeout"), other.
 func classify(code int, msg string) string {
 	switch {
 	case code == http.StatusOK || code == http.StatusCreated:
 		return "admitted"
 	case code == http.StatusTooManyRequests:
 		return "429"
-	case code == http.StatusGatewayTimeout, strings.Contains(msg, "context deadline exceeded"), strings.Contains(msg, "Timeout"),
-		strings.Contains(msg, "timeout"):
+	case strings.Contains(msg, "failed calling webhook") && strings.Contains(msg, "deadline exceeded"):
+		return "webhook timeout"
+	case code == http.StatusGatewayTimeout, strings.Contains(msg, "Timeout"), strings.Contains(msg, "timeout"),
+		strings.Contains(msg, "deadline exceeded"):
 		return "timeout"
 	}
 	return "other"
@@ -153,12 +171,17 @@ func classify(code int, msg string) string {
 
 // apply sends one server-side apply (the JSON body as kubectl apply --server-side sends YAML) and
 // returns the status code, the Retry-After (1 s when none) and the message.
-func apply(httpc *http.Client, url string, body []byte) (int, time.Duration, string) {
-	req, err := http.NewRequest(http.MethodPatch, url+"?fieldManager=burst&force=true", bytes.NewReader(body)) //nolint:noctx // the client's own timeout
+// COS_BENCH_BURST_VERB=create sends creates (POST) instead.
+func apply(httpc *http.Client, base, name string, body []byte) (int, time.Duration, string) {
+	method, url, contentType := http.MethodPatch, base+name+"?fieldManager=burst&force=true", "application/apply-patch+yaml"
+	if os.Getenv("COS_BENCH_BURST_VERB") == "create" {
+		method, url, contentType = http.MethodPost, strings.TrimSuffix(base, "/"), "application/json"
+	}
+	req, err := http.NewRequest(method, url, bytes.NewReader(body)) //nolint:noctx // the client's own timeout
 	if err != nil {
 		return 0, time.Second, err.Error()
 	}
-	req.Header.Set("Content-Type", "application/apply-patch+yaml")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := httpc.Do(req)
 	if err != nil {
 		return 0, time.Second, err.Error()
@@ -176,10 +199,10 @@ func apply(httpc *http.Client, url string, body []byte) (int, time.Duration, str
 
 // burstBodies are the burst's applies by ClusterObjectSet name: half ConfigMap bundles, half
 // `[{},{},...]`, each about burstBytes, with content of their own.
-func burstBodies(b *testing.B, rng *rand.Rand, round string) map[string][]byte {
+func burstBodies(b *testing.B, rng *rand.Rand, round string, n int) map[string][]byte {
 	b.Helper()
 	out := map[string][]byte{}
-	for i := range burstClients {
+	for i := range n {
 		name := fmt.Sprintf("burst-%s-%d", round, i)
 		if i%2 == 0 {
 			out[name] = configMapsJSON(b, rng, name)
@@ -213,6 +236,14 @@ func configMapsJSON(b *testing.B, rng *rand.Rand, name string) []byte {
 	return raw
 }
 
+// envOr is the environment variable name, or def when it is not set.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 // startBusyLoops starts n shell loops that each keep a core busy, and returns what stops them.
 func startBusyLoops(b *testing.B, env *testenv.Environment, n int) func() {
 	b.Helper()
@@ -231,31 +262,49 @@ func startBusyLoops(b *testing.B, env *testenv.Environment, n int) func() {
 	}
 }
 
-// scrapeRefusals reads the manager's admission refusals by reason.
-func scrapeRefusals(b *testing.B, url string) map[string]float64 {
+// managerFigures are what the manager's metrics say of a burst: its admission refusals by reason,
+// and the time its mutating webhook took to answer.
+type managerFigures struct {
+	refusals             map[string]float64
+	answered, answerSecs float64
+}
+
+// scrapeManager reads the manager's figures.
+func scrapeManager(b *testing.B, url string) managerFigures {
 	b.Helper()
-	resp, err := http.Get(url) //nolint:noctx,gosec // a test's own local manager
+	text, err := testenv.ScrapeMetrics(context.Background(), url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	text, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(text), "\n") {
+	out := managerFigures{refusals: map[string]float64{}}
+	for _, line := range strings.Split(text, "\n") {
 		rest, ok := strings.CutPrefix(line, `cos_externalizer_admission_refusals_total{reason="`)
 		if !ok {
 			continue
 		}
 		reason, value, _ := strings.Cut(rest, `"} `)
-		var v float64
-		if _, err := fmt.Sscan(value, &v); err == nil {
-			out[reason] = v
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out.refusals[reason] = v
+		}
+	}
+	for _, m := range []struct {
+		name string
+		into *float64
+	}{{"cos_externalizer_admission_duration_seconds_count{", &out.answered}, {"cos_externalizer_admission_duration_seconds_sum{", &out.answerSecs}} {
+		if *m.into, err = testenv.SumMetric(strings.NewReader(text), m.name, `webhook="externalize"`); err != nil {
+			b.Fatal(err)
 		}
 	}
 	return out
+}
+
+// since says what the manager did from before to f.
+func (f managerFigures) since(before managerFigures) string {
+	mean := 0.0
+	if n := f.answered - before.answered; n > 0 {
+		mean = (f.answerSecs - before.answerSecs) / n
+	}
+	return fmt.Sprintf("%.0f answers of the mutating webhook, %.1f s on average; refusals %s", f.answered-before.answered, mean, diffCounts(before.refusals, f.refusals))
 }
 
 // diffCounts says what grew from before to after.
