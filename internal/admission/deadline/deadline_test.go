@@ -25,7 +25,9 @@ func TestDecide(t *testing.T) {
 		s.InFlight = reqs
 		return s
 	}
-	req := func(cost float64, deadline float64) Request { return Request{Cost: cost, Left: cost, Deadline: at(deadline)} }
+	req := func(cost float64, deadline float64) Request {
+		return Request{Cost: cost, Left: cost, Deadline: at(deadline)}
+	}
 	tests := map[string]struct {
 		in   State
 		req  Request
@@ -103,7 +105,10 @@ func TestDecide(t *testing.T) {
 }
 
 // closeTimes compares estimates to the microsecond (they are computed in floating point).
-func closeTimes(a, b time.Time) bool { d := a.Sub(b); return d < time.Microsecond && d > -time.Microsecond }
+func closeTimes(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d < time.Microsecond && d > -time.Microsecond
+}
 
 func TestFinishTimes(t *testing.T) {
 	req := func(left float64) Request { return Request{Cost: left, Left: left} }
