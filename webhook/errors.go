@@ -1,6 +1,10 @@
 package webhook
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +28,12 @@ func refusal(name string, r *cosadmission.Refusal) admission.Response {
 		return tooManyRequests(r.Err.Error()) // limits.go
 	}
 	return admission.Errored(r.Code, r.Err)
+}
+
+// canceled is the answer to a request whose context ended (its caller gone, its call's deadline
+// passed) before it was done: no one reads it.
+func canceled(ctx context.Context) admission.Response {
+	return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("stopped before it was done: %w", context.Cause(ctx)))
 }
 
 // invalid refuses with the API server's own Invalid status, field paths in its causes.

@@ -77,13 +77,14 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		ctrl.LoggerFrom(ctx).V(1).Info("admitted a stale update as it is: the API server answers it 409 Conflict")
 		return admission.Allowed(""), ""
 	}
-	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, req.Object.Raw, oldRaw)
+	ctx, charged, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, e.Metrics, req.Object.Raw, oldRaw)
 	if refused != nil {
 		return refused.resp, refused.reason
 	}
-	defer budget.Release()
-	resp, reason := e.decide(ctx, req, dryRun)
-	if budget.Busy() && reason != RefusalBusy {
+	finished := false
+	defer func() { charged.release(finished) }()
+	resp, reason, finished := e.decide(ctx, req, dryRun)
+	if charged.Budget.Busy() && reason != RefusalBusy {
 		// An update compared with its stored refs without room to resolve them all: its answer
 		// would rest on a comparison not made. Nothing was written for it (Secrets are written
 		// after the comparison, and only for content the comparison found the same).
@@ -92,25 +93,30 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	return resp, reason
 }
 
-// decide answers a request once it is charged.
-func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
+// decide answers a request once it is charged. finished says that it did all the work it was
+// charged for: it planned (and, unless a dry run, wrote) the Secrets of its objects.
+func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string, bool) {
 	obj, specSize, err := cosadmission.DecodeCOS(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest, false
+	}
+	if ctx.Err() != nil {
+		// Its caller has gone, or the call's deadline passed, while it was decoded.
+		return canceled(ctx), RefusalCanceled, false
 	}
 	in := cosadmission.Request{Operation: cosadmission.Operation(req.Operation), New: obj, SpecSize: specSize, DryRun: dryRun, Limits: e.Limits}
 	if req.Operation == admissionv1.Update {
 		if in.Old, _, err = cosadmission.DecodeCOS(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest, false
 		}
 	}
 	r := e.pipeline().Admit(ctx, in)
 	if r.Refusal != nil && r.Refusal.Reason == cosadmission.ReasonBusy {
 		// No room to read a Secret it names: nothing was read past the room, nothing written.
-		return busy(e.Options.Admission.Pool, "no room to read the Secrets this ClusterObjectSet names").WithWarnings(r.Warnings...), RefusalBusy
+		return busy(e.Options.Admission.Pool, "no room to read the Secrets this ClusterObjectSet names").WithWarnings(r.Warnings...), RefusalBusy, false
 	}
 	if r.Refusal != nil {
-		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), string(r.Refusal.Reason)
+		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), string(r.Refusal.Reason), false
 	}
 	warnings := r.Warnings
 	s := r.Stats
@@ -132,7 +138,7 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 			"inlineBytes", s.Plan.InlineBytes, "storedBytes", s.Plan.StoredBytes)
 	}
 	obj.Spec.Phases = r.Phases
-	return e.respond(obj, r.PhasesChanged, warnings), ""
+	return e.respond(obj, r.PhasesChanged, warnings), "", s.Plan.Objects > 0
 }
 
 // pipeline is the admission pipeline of one request, over Store.

@@ -105,6 +105,10 @@ const (
 	ReasonInternal       Reason = "bad_request"        // planning failed for another reason
 	ReasonUnreferenced   Reason = "unreferenced_limit" // the Store refused to write now (ErrRetryLater: the unreferenced bound): nothing was written
 	ReasonBusy           Reason = "busy"               // no room in the request's Budget to read a Secret it names (content.ErrBusy): nothing was written
+	// ReasonCanceled: the request's context ended (its caller gone, its call's deadline passed)
+	// before its work was done; nothing more was done, and nothing written unless a write was under
+	// way (its Secrets go to the orphan sweep).
+	ReasonCanceled Reason = "canceled"
 )
 
 // ErrRetryLater, wrapped by an error of Store.Write, says that the Store wrote nothing and refuses
@@ -276,7 +280,10 @@ type heal struct {
 // they cannot be read, a warning says so and the update is not the same.
 func (p *Pipeline) sameAsStored(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (bool, heal, string, *Refusal) {
 	if obj.Name != "" && CountInline(obj.Spec.Phases) > 0 {
-		plan, err := content.PlanFor(obj.Name, PlanInput(obj), content.Options{})
+		plan, err := content.PlanForContext(ctx, obj.Name, PlanInput(obj), content.Options{})
+		if ctx.Err() != nil {
+			return false, heal{}, "", canceled(ctx)
+		}
 		if err == nil && apiequality.Semantic.DeepEqual(old.Spec.Phases, WithRefs(obj.Spec.Phases, plan, p.SystemNamespace)) {
 			h, r := p.toHeal(ctx, obj.Name, plan)
 			return true, h, "", r
@@ -347,7 +354,10 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 		return refused(warnings, invalid(ReasonNameRequired, field.ErrorList{field.Required(field.NewPath("metadata", "name"),
 			"a ClusterObjectSet whose objects are externalized needs a name: generateName is not supported")}))
 	}
-	plan, err := content.PlanFor(obj.Name, PlanInput(obj), content.Options{})
+	plan, err := content.PlanForContext(ctx, obj.Name, PlanInput(obj), content.Options{})
+	if ctx.Err() != nil {
+		return refused(warnings, canceled(ctx))
+	}
 	if err != nil {
 		var tooLarge *content.TooLargeError
 		if errors.As(err, &tooLarge) {
@@ -530,6 +540,12 @@ func secretNotFound(key types.NamespacedName) error {
 
 func invalid(reason Reason, errs field.ErrorList) *Refusal {
 	return &Refusal{Reason: reason, Errs: errs, Code: http.StatusUnprocessableEntity}
+}
+
+// canceled refuses a request whose context has ended: its caller, the API server, no longer waits
+// for the answer (503, as the API server's own answer to a call it gave up on).
+func canceled(ctx context.Context) *Refusal {
+	return &Refusal{Reason: ReasonCanceled, Code: http.StatusServiceUnavailable, Err: fmt.Errorf("stopped before it was done: %w", context.Cause(ctx))}
 }
 
 // writeRefusal refuses for a failed Store.Write.

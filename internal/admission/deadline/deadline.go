@@ -121,6 +121,8 @@ type Ticket struct {
 // Decision says whether a request was admitted and what the estimate was.
 type Decision struct {
 	Admitted bool
+	// Now is when it was decided.
+	Now time.Time
 	// Finish is when the request was estimated to finish; Latest is the latest its deadline allows
 	// (the deadline less the margin).
 	Finish, Latest time.Time
@@ -289,7 +291,7 @@ func Decide(in State, req Request) Decision {
 	}
 	cores := max(in.Cores, 1)
 	with := finishTimes(in.Now, append(slices.Clone(in.InFlight), req), cores, rate)
-	d := Decision{Admitted: true, Finish: with[len(in.InFlight)], Latest: req.Deadline.Add(-in.Margin), InFlight: len(in.InFlight), Rate: rate}
+	d := Decision{Admitted: true, Now: in.Now, Finish: with[len(in.InFlight)], Latest: req.Deadline.Add(-in.Margin), InFlight: len(in.InFlight), Rate: rate}
 	for _, r := range in.InFlight {
 		d.Ahead += r.Left
 	}

@@ -35,63 +35,63 @@ func TestDecide(t *testing.T) {
 	}{
 		"alone, in time": {
 			in: base, req: req(50*MB, 15),
-			want: Decision{Admitted: true, Finish: at(5), Latest: at(12), Rate: 10 * MB},
+			want: Decision{Now: t0, Admitted: true, Finish: at(5), Latest: at(12), Rate: 10 * MB},
 		},
 		"alone, too late: admitted all the same (refusing frees nothing)": {
 			in: base, req: req(200*MB, 15),
-			want: Decision{Admitted: true, Finish: at(20), Latest: at(12), Rate: 10 * MB},
+			want: Decision{Now: t0, Admitted: true, Finish: at(20), Latest: at(12), Rate: 10 * MB},
 		},
 		"one in flight on two cores: each has a core": {
 			in: with(req(50*MB, 15)), req: req(50*MB, 15),
-			want: Decision{Admitted: true, Finish: at(5), Latest: at(12), InFlight: 1, Ahead: 50 * MB, Rate: 10 * MB},
+			want: Decision{Now: t0, Admitted: true, Finish: at(5), Latest: at(12), InFlight: 1, Ahead: 50 * MB, Rate: 10 * MB},
 		},
 		"three share two cores": {
 			// Each goes at 2/3 of a core: 30 MB each take 4.5 s.
 			in: with(req(30*MB, 15), req(30*MB, 15)), req: req(30*MB, 15),
-			want: Decision{Admitted: true, Finish: at(4.5), Latest: at(12), InFlight: 2, Ahead: 60 * MB, Rate: 10 * MB},
+			want: Decision{Now: t0, Admitted: true, Finish: at(4.5), Latest: at(12), InFlight: 2, Ahead: 60 * MB, Rate: 10 * MB},
 		},
 		"too much ahead: refused, to retry once it has room": {
 			// 4 of 60 MB: each at half a core, 12 s; with a fifth, at 2/5 of a core, 15 s: 3 s late.
 			in: with(req(60*MB, 15), req(60*MB, 15), req(60*MB, 15), req(60*MB, 15)), req: req(60*MB, 15),
-			want: Decision{Finish: at(15), Latest: at(12), InFlight: 4, Ahead: 240 * MB, Rate: 10 * MB, Delays: true, RetryAfter: 3 * time.Second},
+			want: Decision{Now: t0, Finish: at(15), Latest: at(12), InFlight: 4, Ahead: 240 * MB, Rate: 10 * MB, Delays: true, RetryAfter: 3 * time.Second},
 		},
 		"a small request goes first: admitted beside much work": {
 			// 1 MB among 4 of 60 MB: 5 at 2/5 of a core, the small one done in 0.25 s; the others
 			// finish 0.25 s later than without it, 12.25 s past their 12 s: they were late already.
 			in: with(req(60*MB, 20), req(60*MB, 20), req(60*MB, 20), req(60*MB, 20)), req: req(1*MB, 15),
-			want: Decision{Admitted: true, Finish: at(0.25), Latest: at(12), InFlight: 4, Ahead: 240 * MB, Rate: 10 * MB},
+			want: Decision{Now: t0, Admitted: true, Finish: at(0.25), Latest: at(12), InFlight: 4, Ahead: 240 * MB, Rate: 10 * MB},
 		},
 		"it would make one admitted before miss its deadline": {
 			// The one in flight, 100 MB due at 15 s, finishes at 10 s alone (a core of its own);
 			// with 3 more of 40 MB, all at half a core, 8 s for the 40s, then the 100 alone: 60 MB
 			// left at 8 s, 14 s, past its 12.
 			in: with(req(100*MB, 15), req(40*MB, 30), req(40*MB, 30)), req: req(40*MB, 30),
-			want: Decision{Finish: at(8), Latest: at(27), InFlight: 3, Ahead: 180 * MB, Rate: 10 * MB, Delays: true, RetryAfter: 2 * time.Second},
+			want: Decision{Now: t0, Finish: at(8), Latest: at(27), InFlight: 3, Ahead: 180 * MB, Rate: 10 * MB, Delays: true, RetryAfter: 2 * time.Second},
 		},
 		"one already late is not protected": {
 			// Without the new one the 100 MB due at 12 s finishes at 10 s + more than its bound.
 			in: with(req(100*MB, 12), req(40*MB, 30), req(40*MB, 30)), req: req(40*MB, 30),
-			want: Decision{Admitted: true, Finish: at(8), Latest: at(27), InFlight: 3, Ahead: 180 * MB, Rate: 10 * MB},
+			want: Decision{Now: t0, Admitted: true, Finish: at(8), Latest: at(27), InFlight: 3, Ahead: 180 * MB, Rate: 10 * MB},
 		},
 		"a deadline already past: refused": {
 			in: with(req(1*MB, 15)), req: req(1*MB, 2),
-			want: Decision{Finish: at(0.1), Latest: at(-1), InFlight: 1, Ahead: 1 * MB, Rate: 10 * MB, RetryAfter: 2 * time.Second},
+			want: Decision{Now: t0, Finish: at(0.1), Latest: at(-1), InFlight: 1, Ahead: 1 * MB, Rate: 10 * MB, RetryAfter: 2 * time.Second},
 		},
 		"no margin": {
 			in: State{Now: t0, Cores: 1, Rate: 10 * MB, InFlight: []Request{req(60*MB, 15)}}, req: req(60*MB, 12),
-			want: Decision{Finish: at(12), Latest: at(12), Admitted: true, InFlight: 1, Ahead: 60 * MB, Rate: 10 * MB},
+			want: Decision{Now: t0, Finish: at(12), Latest: at(12), Admitted: true, InFlight: 1, Ahead: 60 * MB, Rate: 10 * MB},
 		},
 		"no cores set: one": {
 			in: State{Now: t0, Rate: 10 * MB, InFlight: []Request{req(60*MB, 15)}}, req: req(60*MB, 12),
-			want: Decision{Finish: at(12), Latest: at(12), Admitted: true, InFlight: 1, Ahead: 60 * MB, Rate: 10 * MB},
+			want: Decision{Now: t0, Finish: at(12), Latest: at(12), Admitted: true, InFlight: 1, Ahead: 60 * MB, Rate: 10 * MB},
 		},
 		"no rate: the default": {
 			in: State{Now: t0, Cores: 1, InFlight: []Request{req(DefaultRate, 15)}}, req: req(DefaultRate, 15),
-			want: Decision{Finish: at(2), Latest: at(15), Admitted: true, InFlight: 1, Ahead: DefaultRate, Rate: DefaultRate},
+			want: Decision{Now: t0, Finish: at(2), Latest: at(15), Admitted: true, InFlight: 1, Ahead: DefaultRate, Rate: DefaultRate},
 		},
 		"a long overshoot asks for the longest wait": {
 			in: with(req(600*MB, 1000)), req: req(600*MB, 15),
-			want: Decision{Finish: at(60), Latest: at(12), InFlight: 1, Ahead: 600 * MB, Rate: 10 * MB, RetryAfter: maxRetryAfter},
+			want: Decision{Now: t0, Finish: at(60), Latest: at(12), InFlight: 1, Ahead: 600 * MB, Rate: 10 * MB, RetryAfter: maxRetryAfter},
 		},
 	}
 	for name, tc := range tests {
