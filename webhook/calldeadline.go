@@ -28,8 +28,10 @@ type callDeadlineKey struct{}
 
 // callDeadline is when the API server gives up on a call.
 type callDeadline struct {
-	at time.Time
-	// told: the call named its timeout; else at is defaultCallTimeout after it arrived.
+	// at is on the clock the work admitted is counted on (AdmissionLimits.Clock, which tests fake);
+	// stop is the same moment on the real clock, at which the work stops (finishing).
+	at, stop time.Time
+	// told: the call named its timeout; else it is given defaultCallTimeout.
 	told bool
 }
 
@@ -39,9 +41,9 @@ type callDeadline struct {
 // than inFlightTimeout (the API server's longest) counts as defaultCallTimeout or inFlightTimeout.
 func withCallDeadline(clk clock.PassiveClock, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived := clk.Now()
+		arrived, arrivedReal := clk.Now(), time.Now()
 		timeout, told := callTimeout(r.URL.Query().Get("timeout"))
-		ctx := context.WithValue(r.Context(), callDeadlineKey{}, callDeadline{at: arrived.Add(timeout), told: told})
+		ctx := context.WithValue(r.Context(), callDeadlineKey{}, callDeadline{at: arrived.Add(timeout), stop: arrivedReal.Add(timeout), told: told})
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

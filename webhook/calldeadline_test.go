@@ -43,6 +43,10 @@ func TestCallDeadline(t *testing.T) {
 			if !ok {
 				t.Fatal("no deadline in the request's context")
 			}
+			if d := time.Until(got.stop) - got.at.Sub(arrived); d > 0 || d < -5*time.Second {
+				t.Errorf("stop %v on the real clock: not the call's timeout from now", got.stop)
+			}
+			got.stop = time.Time{}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(callDeadline{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -59,10 +63,12 @@ func TestFinishingStopsAtTheCallDeadline(t *testing.T) {
 		wantDeadline time.Time
 		wantCause    error
 	}{
-		"named, to come":   {deadline: callDeadline{at: now.Add(10 * time.Second), told: true}, wantDeadline: now.Add(10 * time.Second)},
-		"named, passed":    {deadline: callDeadline{at: now.Add(-time.Second), told: true}, wantDeadline: now.Add(-time.Second), wantCause: errCallDeadline},
-		"not named":        {deadline: callDeadline{at: now.Add(time.Second)}, wantDeadline: now.Add(inFlightTimeout)},
-		"later than 30 s ": {deadline: callDeadline{at: now.Add(time.Hour), told: true}, wantDeadline: now.Add(inFlightTimeout)},
+		"named, to come":  {deadline: callDeadline{stop: now.Add(10 * time.Second), told: true}, wantDeadline: now.Add(10 * time.Second)},
+		"named, passed":   {deadline: callDeadline{stop: now.Add(-time.Second), told: true}, wantDeadline: now.Add(-time.Second), wantCause: errCallDeadline},
+		"not named":       {deadline: callDeadline{stop: now.Add(time.Second)}, wantDeadline: now.Add(inFlightTimeout)},
+		"later than 30 s": {deadline: callDeadline{stop: now.Add(time.Hour), told: true}, wantDeadline: now.Add(inFlightTimeout)},
+		// The admission clock may be a test's: the real one stops the work.
+		"on a fake clock": {deadline: callDeadline{at: now.Add(-time.Hour), stop: now.Add(10 * time.Second), told: true}, wantDeadline: now.Add(10 * time.Second)},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

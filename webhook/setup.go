@@ -134,7 +134,7 @@ func (f finishing) Handle(ctx context.Context, req admission.Request) admission.
 	if d, ok := callDeadlineFrom(ctx); ok && d.told {
 		// The API server gives up on the call then: nothing done later would be used.
 		var cancelAt context.CancelFunc
-		ctx, cancelAt = context.WithDeadlineCause(ctx, d.at, errCallDeadline)
+		ctx, cancelAt = context.WithDeadlineCause(ctx, d.stop, errCallDeadline)
 		defer cancelAt()
 	}
 	if gone != nil {

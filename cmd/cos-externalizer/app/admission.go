@@ -42,11 +42,14 @@ func (o *admissionOptions) validate(maxResolvedBytes int64) error {
 	return nil
 }
 
-// limits are the webhooks' limits from the flags: a new pool and a new queue of work, for this
-// manager's webhooks alone, on as many cores as Go runs goroutines on at once.
-func (o *admissionOptions) limits() webhook.AdmissionLimits {
+// limits are the webhooks' limits from the flags: a new pool and a new queue of work (or work's, a
+// test's), for this manager's webhooks alone, on as many cores as Go runs goroutines on at once.
+func (o *admissionOptions) limits(work *deadline.Queue) webhook.AdmissionLimits {
 	l := webhook.AdmissionLimits{Pool: content.NewPool(o.maxBytes), Wait: o.wait, Clock: clock.RealClock{}}
-	if o.deadlineMargin > 0 {
+	switch {
+	case work != nil:
+		l.Work, l.Clock = work, work.Clock()
+	case o.deadlineMargin > 0:
 		l.Work = deadline.New(l.Clock, deadline.Options{Cores: runtime.GOMAXPROCS(0), Margin: o.deadlineMargin})
 	}
 	return l

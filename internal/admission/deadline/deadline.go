@@ -202,6 +202,14 @@ func (q *Queue) Rate() float64 {
 	return q.state(q.advance()).Rate
 }
 
+// Clock is the clock the Queue was made on: deadlines are times on it.
+func (q *Queue) Clock() clock.PassiveClock {
+	if q == nil {
+		return nil
+	}
+	return q.clock
+}
+
 // Cores is the Options.Cores the Queue was made with.
 func (q *Queue) Cores() int {
 	if q == nil {
