@@ -23,24 +23,27 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
-// The burst of issue 37, section 5: burstClients server-side applies of about burstBytes each at
-// once, half a bundle of burstConfigMaps ConfigMaps of random letters (hashing and gzip of content
-// that does not compress), half one object of `[{},{},...]` (decoding), through a real API server
-// that calls a manager process's webhooks (its default flags), first on idle cores, then with
-// busyLoops shell loops keeping the cores busy.
+// The burst of issue 37, section 5: burstClients server-side applies (then as many creates) of
+// about burstBytes each at once, half a bundle of burstConfigMaps ConfigMaps of random letters
+// (hashing and gzip of content that does not compress), half one object of `[{},{},...]`
+// (decoding), through a real API server that calls a manager process's webhooks (its default
+// flags), first on idle cores, then with busyLoops shell loops keeping the cores busy. The creates
+// leave out the API server's own parsing of an apply (YAML, managed fields), which the webhooks
+// cannot shed. COS_BENCH_BURST_CLIENTS, COS_BENCH_BURST_LOADS (idle,busy) and
+// COS_BENCH_BURST_VERBS (apply,create) narrow it; COS_BENCH_MANAGER measures another build.
 const (
 	burstClients    = 20
 	burstBytes      = 2500 << 10
 	burstConfigMaps = 25
 	busyLoops       = 2
 	// burstRetryFor bounds how long a client retries a retryable answer.
-	burstRetryFor = 3 * time.Minute
+	burstRetryFor = 2 * time.Minute
 )
 
-// BenchmarkBurst reports, idle and with the cores busy: how the first attempt of each apply was
-// answered (admitted, refused with 429, timed out, other), how long the first answers took, and the
-// admitted throughput: the megabytes of every apply admitted (a 429, or a timeout, retried as
-// client-go and kubectl do) over the time until the last was admitted.
+// BenchmarkBurst reports, idle and with the cores busy, for applies and for creates: how the first
+// attempt of each was answered (admitted, refused with 429, timed out, other) and how long that took,
+// and the admitted throughput: the megabytes of every request admitted (a 429, or a timeout, retried
+// as client-go and kubectl do) over the time until the last was admitted.
 func BenchmarkBurst(b *testing.B) {
 	clients, err := strconv.Atoi(envOr("COS_BENCH_BURST_CLIENTS", strconv.Itoa(burstClients)))
 	if err != nil {
@@ -58,26 +61,29 @@ func BenchmarkBurst(b *testing.B) {
 		base := strings.TrimSuffix(env.Config.Host, "/") + "/apis/olm.operatorframework.io/v1/clusterobjectsets/"
 		rng := rand.New(rand.NewPCG(37, 5)) //nolint:gosec // test content
 		for _, load := range strings.Split(envOr("COS_BENCH_BURST_LOADS", "idle,busy"), ",") {
-			bodies := burstBodies(b, rng, load, clients)
 			stop := func() {}
 			if load == "busy" {
 				stop = startBusyLoops(b, env, busyLoops)
 			}
-			before := scrapeManager(b, mgr.metrics)
-			r := burst(b, httpc, base, bodies)
-			after := scrapeManager(b, mgr.metrics)
-			stop()
-			b.Logf("%s cores, %d applies of %.1f MB (%d of %d ConfigMaps of random letters, %d of `[{},{},...]`): first attempt %v; first answer p50 %.1f s, max %.1f s; "+
-				"admitted %d/%d after %d retries (%d answers 429, %d webhook timeouts, %d other timeouts, %d other) in %.1f s: %.2f MB/s admitted; manager: %s",
-				load, len(bodies), float64(burstBytes)/1e6, len(bodies)/2, burstConfigMaps, len(bodies)-len(bodies)/2, r.first, r.p(r.firstAnswer, 0.5), r.p(r.firstAnswer, 1),
-				r.admitted, len(bodies), r.retries, r.answers["429"], r.answers["webhook timeout"], r.answers["timeout"], r.answers["other"], r.took.Seconds(), r.mbps(), after.since(before))
-			for kind, msg := range r.sample {
-				b.Logf("%s: a %s answer: %s", load, kind, msg)
+			for _, verb := range strings.Split(envOr("COS_BENCH_BURST_VERBS", "apply,create"), ",") {
+				round := load + "-" + verb
+				bodies := burstBodies(b, rng, round, clients)
+				before := scrapeManager(b, mgr.metrics)
+				load1 := loadAverage(b)
+				r := burst(b, httpc, base, verb, bodies)
+				after := scrapeManager(b, mgr.metrics)
+				b.Logf("%s cores (load %s), %d %ss of %.1f MB (%d of %d ConfigMaps of random letters, %d of `[{},{},...]`): first attempt %v (first answers, p50/max s: %s); "+
+					"admitted %d/%d after %d retries (%d answers 429, %d webhook timeouts, %d other timeouts, %d other) in %.1f s: %.2f MB/s admitted; manager: %s",
+					load, load1, len(bodies), verb, float64(burstBytes)/1e6, (len(bodies)+1)/2, burstConfigMaps, len(bodies)/2, r.first, r.firstTimes(),
+					r.admitted, len(bodies), r.retries, r.answers["429"], r.answers["webhook timeout"], r.answers["timeout"], r.answers["other"], r.took.Seconds(), r.mbps(), after.since(before))
+				for kind, msg := range r.sample {
+					b.Logf("%s: a %s answer: %s", round, kind, msg)
+				}
+				b.ReportMetric(float64(r.first["admitted"]+r.first["429"])/float64(len(bodies)), "first-admitted-or-429-rate-"+round)
+				b.ReportMetric(float64(r.first["timeout"]+r.first["webhook timeout"]), "first-timeouts-"+round)
+				b.ReportMetric(r.mbps(), "admitted-MB/s-"+round)
 			}
-			b.ReportMetric(float64(r.first["admitted"]+r.first["429"])/float64(len(bodies)), "first-admitted-or-429-rate-"+load)
-			b.ReportMetric(float64(r.first["timeout"]+r.first["webhook timeout"]), "first-timeouts-"+load)
-			b.ReportMetric(r.mbps(), "admitted-MB/s-"+load)
-			b.ReportMetric(r.p(r.firstAnswer, 1), "first-answer-max-s-"+load)
+			stop()
 		}
 		b.StartTimer()
 	}
@@ -88,10 +94,23 @@ type burstResult struct {
 	result
 	// first counts the first attempts by answer, answers every attempt's.
 	first, answers map[string]int
-	// sample is a message of each kind of answer but admitted.
-	sample map[string]string
-	bytes  int
-	took   time.Duration
+	// sample is a message of each kind of answer but admitted; firstIn the times of the first
+	// answers, by kind.
+	sample  map[string]string
+	firstIn map[string][]float64
+	bytes   int
+	took    time.Duration
+}
+
+// firstTimes are the p50 and max of the first answers' times, by kind.
+func (r burstResult) firstTimes() string {
+	var parts []string
+	for _, kind := range []string{"admitted", "429", "webhook timeout", "timeout", "other"} {
+		if xs := r.firstIn[kind]; len(xs) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f/%.1f", kind, r.p(xs, 0.5), r.p(xs, 1)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r burstResult) mbps() float64 {
@@ -104,11 +123,11 @@ func (r burstResult) mbps() float64 {
 // burst sends every body at once (each a server-side apply of its own ClusterObjectSet), retrying an
 // apply answered 429 after its Retry-After and one that timed out after a second, for at most
 // burstRetryFor.
-func burst(b *testing.B, httpc *http.Client, base string, bodies map[string][]byte) burstResult {
+func burst(b *testing.B, httpc *http.Client, base, verb string, bodies map[string][]byte) burstResult {
 	b.Helper()
 	var (
 		mu  sync.Mutex
-		res = burstResult{first: map[string]int{}, answers: map[string]int{}, sample: map[string]string{}}
+		res = burstResult{first: map[string]int{}, answers: map[string]int{}, sample: map[string]string{}, firstIn: map[string][]float64{}}
 		wg  sync.WaitGroup
 	)
 	start := make(chan struct{})
@@ -117,7 +136,7 @@ func burst(b *testing.B, httpc *http.Client, base string, bodies map[string][]by
 		wg.Go(func() {
 			<-start
 			for attempt := 0; time.Since(t0) < burstRetryFor; attempt++ {
-				code, retryAfter, msg := apply(httpc, base, name, body)
+				code, retryAfter, msg := send(httpc, verb, base, name, body)
 				answer := classify(code, msg)
 				mu.Lock()
 				res.answers[answer]++
@@ -126,7 +145,7 @@ func burst(b *testing.B, httpc *http.Client, base string, bodies map[string][]by
 				}
 				if attempt == 0 {
 					res.first[answer]++
-					res.firstAnswer = append(res.firstAnswer, time.Since(t0).Seconds())
+					res.firstIn[answer] = append(res.firstIn[answer], time.Since(t0).Seconds())
 				}
 				switch answer {
 				case "admitted":
@@ -169,12 +188,12 @@ func classify(code int, msg string) string {
 	return "other"
 }
 
-// apply sends one server-side apply (the JSON body as kubectl apply --server-side sends YAML) and
-// returns the status code, the Retry-After (1 s when none) and the message.
-// COS_BENCH_BURST_VERB=create sends creates (POST) instead.
-func apply(httpc *http.Client, base, name string, body []byte) (int, time.Duration, string) {
+// send sends one server-side apply (verb apply: the JSON body, as kubectl apply --server-side sends
+// its YAML) or one create, and returns the status code, the Retry-After (1 s when none) and the
+// message.
+func send(httpc *http.Client, verb, base, name string, body []byte) (int, time.Duration, string) {
 	method, url, contentType := http.MethodPatch, base+name+"?fieldManager=burst&force=true", "application/apply-patch+yaml"
-	if os.Getenv("COS_BENCH_BURST_VERB") == "create" {
+	if verb == "create" {
 		method, url, contentType = http.MethodPost, strings.TrimSuffix(base, "/"), "application/json"
 	}
 	req, err := http.NewRequest(method, url, bytes.NewReader(body)) //nolint:noctx // the client's own timeout
@@ -234,6 +253,17 @@ func configMapsJSON(b *testing.B, rng *rand.Rand, name string) []byte {
 		b.Fatal(err)
 	}
 	return raw
+}
+
+// loadAverage is the machine's load average over the last minute and five, as /proc/loadavg says.
+func loadAverage(b *testing.B) string {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(raw))
+	return f[0] + ", " + f[1]
 }
 
 // envOr is the environment variable name, or def when it is not set.
