@@ -24,8 +24,10 @@ func refusal(name string, r *cosadmission.Refusal) admission.Response {
 	if len(r.Errs) > 0 {
 		return invalid(name, r.Errs)
 	}
-	if r.Reason == cosadmission.ReasonUnreferenced {
-		return tooManyRequests(r.Err.Error()) // limits.go
+	if r.Reason == cosadmission.ReasonUnreferenced || r.Reason == cosadmission.ReasonDeadline {
+		resp := tooManyRequests(r.Err.Error()) // limits.go
+		resp.Result.Details.RetryAfterSeconds = retryAfterOf(r.Err)
+		return resp
 	}
 	return admission.Errored(r.Code, r.Err)
 }

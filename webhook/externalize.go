@@ -81,9 +81,8 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	if refused != nil {
 		return refused.resp, refused.reason
 	}
-	finished := false
-	defer func() { charged.release(finished) }()
-	resp, reason, finished := e.decide(ctx, req, dryRun)
+	defer charged.release()
+	resp, reason := e.decide(ctx, req, dryRun)
 	if charged.Budget.Busy() && reason != RefusalBusy {
 		// An update compared with its stored refs without room to resolve them all: its answer
 		// would rest on a comparison not made. Nothing was written for it (Secrets are written
@@ -93,30 +92,29 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 	return resp, reason
 }
 
-// decide answers a request once it is charged. finished says that it did all the work it was
-// charged for: it planned (and, unless a dry run, wrote) the Secrets of its objects.
-func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string, bool) {
+// decide answers a request once it is charged.
+func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
 	obj, specSize, err := cosadmission.DecodeCOS(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest, false
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
 	}
 	if ctx.Err() != nil {
 		// Its caller has gone, or the call's deadline passed, while it was decoded.
-		return canceled(ctx), RefusalCanceled, false
+		return canceled(ctx), RefusalCanceled
 	}
 	in := cosadmission.Request{Operation: cosadmission.Operation(req.Operation), New: obj, SpecSize: specSize, DryRun: dryRun, Limits: e.Limits}
 	if req.Operation == admissionv1.Update {
 		if in.Old, _, err = cosadmission.DecodeCOS(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest, false
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
 		}
 	}
 	r := e.pipeline().Admit(ctx, in)
 	if r.Refusal != nil && r.Refusal.Reason == cosadmission.ReasonBusy {
 		// No room to read a Secret it names: nothing was read past the room, nothing written.
-		return busy(e.Options.Admission.Pool, "no room to read the Secrets this ClusterObjectSet names").WithWarnings(r.Warnings...), RefusalBusy, false
+		return busy(e.Options.Admission.Pool, "no room to read the Secrets this ClusterObjectSet names").WithWarnings(r.Warnings...), RefusalBusy
 	}
 	if r.Refusal != nil {
-		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), string(r.Refusal.Reason), false
+		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), string(r.Refusal.Reason)
 	}
 	warnings := r.Warnings
 	s := r.Stats
@@ -138,12 +136,13 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 			"inlineBytes", s.Plan.InlineBytes, "storedBytes", s.Plan.StoredBytes)
 	}
 	obj.Spec.Phases = r.Phases
-	return e.respond(obj, r.PhasesChanged, warnings), "", s.Plan.Objects > 0
+	return e.respond(obj, r.PhasesChanged, warnings), ""
 }
 
 // pipeline is the admission pipeline of one request, over Store.
 func (e *Externalizer) pipeline() *cosadmission.Pipeline {
 	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace) // pending.go
+	store = timedWrites{Store: store, limits: e.Options.Admission}
 	return &cosadmission.Pipeline{
 		Store:           store,
 		SystemNamespace: e.Options.SystemNamespace,

@@ -137,6 +137,7 @@ func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
 		cosadmission.ReasonUnreferenced:   RefusalUnreferenced,
 		cosadmission.ReasonBusy:           RefusalBusy,
 		cosadmission.ReasonCanceled:       RefusalCanceled,
+		cosadmission.ReasonDeadline:       RefusalDeadline,
 	} {
 		if string(reason) != label {
 			t.Errorf("reason %q, want the label %q", reason, label)

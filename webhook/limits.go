@@ -170,6 +170,11 @@ type AdmissionLimits struct {
 	Wait time.Duration
 	// Work is shared by the mutating and the validating webhook; nil: unbounded.
 	Work *deadline.Queue
+	// Writes bound the mutating webhook's writes of Secrets the same way, once a request has planned
+	// them: each is its plan's stored bytes, all writes sharing the API server (Cores 1); a write
+	// that would not be done before the call's deadline less the margin is not made, and the request
+	// is refused with 429 (timedWrites). nil: unbounded.
+	Writes *deadline.Queue
 	// Clock is Work's, on which the calls' deadlines are counted; nil: the real clock.
 	Clock clock.PassiveClock
 }
@@ -212,7 +217,8 @@ type refusedAdmission struct {
 }
 
 // charge is what an admitted request holds until it ends: its room in the pool (Budget, nil when
-// unbounded) and its place among the work admitted (nil when unbounded).
+// unbounded) and its place among the work admitted (nil when unbounded), which it leaves once its
+// work is planned (timedWrites) or it ends.
 type charge struct {
 	Budget  *content.Budget
 	work    *deadline.Ticket
@@ -220,12 +226,31 @@ type charge struct {
 	metrics *Metrics
 }
 
-// release gives back what the request holds. finished says that it did all the work it was charged
-// for (decoded, planned and wrote its Secrets): its time measures the rate of the work.
-func (c *charge) release(finished bool) {
-	c.Budget.Release()
-	c.work.Done(finished)
+// planned ends the request's work once it has planned its Secrets, all the work it was charged for:
+// its time measures the rate of the work. A nil charge does nothing.
+func (c *charge) planned() {
+	if c == nil {
+		return
+	}
+	c.work.Done(true)
 	c.limits.observe(c.metrics)
+}
+
+// release gives back what the request holds; work not planned is ended unmeasured (unless it took
+// longer than estimated: deadline.Ticket.Done).
+func (c *charge) release() {
+	c.Budget.Release()
+	c.work.Done(false)
+	c.limits.observe(c.metrics)
+}
+
+// chargeKey is the context key of a request's charge.
+type chargeKey struct{}
+
+// chargeFrom is the charge of the request ctx serves, or nil.
+func chargeFrom(ctx context.Context) *charge {
+	c, _ := ctx.Value(chargeKey{}).(*charge)
+	return c
 }
 
 // admit charges a request before it is decoded. It returns the request's charge, whose Budget the
@@ -255,17 +280,22 @@ func (l AdmissionLimits) admit(ctx context.Context, maxResolvedBytes int64, metr
 		}
 	}
 	// After the wait for room: the time it took is the call's no more.
-	call, ok := callDeadlineFrom(ctx)
-	if !ok {
-		call.at = l.clock().Now().Add(defaultCallTimeout)
-	}
-	ticket, d := l.Work.Admit(cost, call.at)
+	ticket, d := l.Work.Admit(cost, l.callDeadlineOr(ctx))
 	l.observe(metrics)
 	if !d.Admitted {
 		b.Release()
 		return ctx, nil, &refusedAdmission{tooLate(l.Work, cost, d), RefusalDeadline}
 	}
-	return content.WithBudget(ctx, b), &charge{Budget: b, work: ticket, limits: l, metrics: metrics}, nil
+	c := &charge{Budget: b, work: ticket, limits: l, metrics: metrics}
+	return context.WithValue(content.WithBudget(ctx, b), chargeKey{}, c), c, nil
+}
+
+// callDeadlineOr is the deadline of ctx's call on l's clock, or defaultCallTimeout from now.
+func (l AdmissionLimits) callDeadlineOr(ctx context.Context) time.Time {
+	if call, ok := callDeadlineFrom(ctx); ok {
+		return call.at
+	}
+	return l.clock().Now().Add(defaultCallTimeout)
 }
 
 // observe sets the gauges of the work admitted.

@@ -113,7 +113,7 @@ func (l AdmissionLimits) charging(maxResolvedBytes int64, metrics *Metrics, h ad
 			return refused.resp
 		}
 		// It decodes and checks, and plans nothing: not the work its charge counts, so not measured.
-		defer charged.release(false)
+		defer charged.release()
 		return h.Handle(ctx, req)
 	})
 }

@@ -2,32 +2,41 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
 
-// slowStore is a Store whose writes take a time on a fake clock.
+// slowStore is a Store whose reads of ClusterObjectSets (before a request plans) and writes take a
+// time on a fake clock.
 type slowStore struct {
 	*admissiontest.Store
-	clk   *testingclock.FakePassiveClock
-	takes time.Duration
+	clk           *testingclock.FakePassiveClock
+	reads, writes time.Duration
+}
+
+func (s *slowStore) GetClusterObjectSet(ctx context.Context, name string) (*olmv1.ClusterObjectSet, error) {
+	s.clk.SetTime(s.clk.Now().Add(s.reads))
+	return s.Store.GetClusterObjectSet(ctx, name)
 }
 
 func (s *slowStore) Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error) {
-	s.clk.SetTime(s.clk.Now().Add(s.takes))
+	s.clk.SetTime(s.clk.Now().Add(s.writes))
 	return s.Store.Write(ctx, cosName, plan, dryRun)
 }
 
@@ -38,76 +47,103 @@ type worked struct {
 	Reason     metav1.StatusReason
 	RetryAfter int32
 	Refusals   map[string]float64
-	// Rate is the queue's rate after the request, in costs of this request per second; HeldAfter
-	// what the pool and the queue hold once it was answered.
-	Rate                      float64
-	HeldAfter, BacklogAfter   float64
-	WriteSecrets, InFlightNow int
+	// WorkRate and WriteRate are the queues' rates after the request, in this request's costs (its
+	// charge; its plan's stored bytes) a second; Backlogs what is left in them, in costs.
+	WorkRate, WriteRate       float64
+	WorkBacklog, WriteBacklog float64
+	HeldAfter                 int64
+	Secrets                   int
 }
 
-// TestWorkBound: on one core at a rate of one request's cost per 8 s (a fake clock, so nothing
-// depends on the machine's speed), a request that would not finish before its call's deadline less
-// the margin (3 s) is refused at once with a retryable 429 that says when to retry, holding nothing
-// after and writing nothing; one that would, is admitted; one that finds nothing in flight is
-// admitted whatever its estimate; a request that did all its work measures the rate.
+// TestWorkBound: on one core at a rate of one request's charge per 8 s, and a write stream of one
+// plan's Secrets per 8 s (a fake clock, so nothing depends on the machine's speed), a request that
+// would not be planned, or written, before its call's deadline less the margin (3 s) is refused at
+// once with a retryable 429 that says when to retry, holding nothing after and writing nothing; one
+// that would is admitted; one that finds nothing in flight is admitted whatever its estimate. The
+// time until a request has planned its Secrets measures the rate of the work, the time of its
+// writes the rate of the writes.
 func TestWorkBound(t *testing.T) {
 	const ns = "olmv1-system"
 	inline, _, _ := externalized(t, "app", 20)
 	raw := rawOf(t, inline, "")
-	cost, err := admissionCost(raw, nil)
+	charge, err := admissionCost(raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	perCost := float64(cost) // the rate's unit: this request's cost per second
+	plan, err := content.PlanFor(inline.Name, cosadmission.PlanInput(inline), content.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, stored := float64(charge), float64(plan.Stats.StoredBytes)
+	deadline429 := func(retryAfter int32, rates ...float64) worked {
+		return worked{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: retryAfter, Refusals: map[string]float64{RefusalDeadline: 1},
+			WorkRate: rates[0], WriteRate: rates[1]}
+	}
 	tests := map[string]struct {
-		// ahead is the work in flight before it, in its costs (0: none); due when it is.
-		ahead   float64
-		timeout time.Duration // 0: the call named none
-		writes  time.Duration // how long its write takes
-		want    worked
+		// workAhead and writesAhead are in flight before it, in its costs (0: none), due in an hour.
+		workAhead, writesAhead float64
+		timeout                time.Duration // 0: the call named none
+		plans, writes          time.Duration // how long it takes to plan and to write
+		want                   worked
 	}{
 		"alone: admitted whatever its estimate, and measured": {
-			// 8 s a cost assumed, 16 s taken: 8 + (16 - 8)/4 = 10 s a cost.
-			timeout: 15 * time.Second, writes: 16 * time.Second,
-			want: worked{Allowed: true, Rate: 1.0 / 10, WriteSecrets: 1},
+			// Planned in 16 s for 8 assumed: 8 + (16 - 8)/4 = 10 s a cost; written in 4 s: 7 s.
+			timeout: 30 * time.Second, plans: 16 * time.Second, writes: 4 * time.Second,
+			want: worked{Allowed: true, WorkRate: 1.0 / 10, WriteRate: 1.0 / 7, Secrets: 1},
 		},
-		"alone, faster than assumed: the rate rises": {
-			timeout: 15 * time.Second, writes: 4 * time.Second,
-			want: worked{Allowed: true, Rate: 1.0 / 7, WriteSecrets: 1},
+		"beside long work, in time": {
+			// Sharing the core: 16 s, within 30 s less 3; as estimated, so the rate stands. The work
+			// ahead had half the core for 16 s, then all of it for the 8 s of the write: two costs.
+			workAhead: 100, timeout: 30 * time.Second, plans: 16 * time.Second, writes: 8 * time.Second,
+			want: worked{Allowed: true, WorkRate: 1.0 / 8, WriteRate: 1.0 / 8, WorkBacklog: 98, Secrets: 1},
 		},
-		"beside a long request, in time": {
-			// Sharing the core: 16 s, within 30 s less 3; as estimated, so the rate stands. The one
-			// ahead had half the core for 16 s: one cost done.
-			ahead: 100, timeout: 30 * time.Second, writes: 16 * time.Second,
-			want: worked{Allowed: true, Rate: 1.0 / 8, BacklogAfter: 99 * perCost, WriteSecrets: 1},
-		},
-		"beside a long request, too late: 429 at once": {
+		"beside long work, too late: 429 at once": {
 			// 16 s, past 15 s less 3 by 4 s: retry in 4 s.
-			ahead: 100, timeout: 15 * time.Second, writes: 16 * time.Second,
-			want: worked{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 4, Refusals: map[string]float64{RefusalDeadline: 1},
-				Rate: 1.0 / 8, BacklogAfter: 100 * perCost},
+			workAhead: 100, timeout: 15 * time.Second,
+			want: func() worked { w := deadline429(4, 1.0/8, 1.0/8); w.WorkBacklog = 100; return w }(),
 		},
 		"no timeout named: the shortest webhook's 10 s": {
-			ahead: 100, writes: 16 * time.Second,
-			want: worked{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 9, Refusals: map[string]float64{RefusalDeadline: 1},
-				Rate: 1.0 / 8, BacklogAfter: 100 * perCost},
+			workAhead: 100,
+			want:      func() worked { w := deadline429(9, 1.0/8, 1.0/8); w.WorkBacklog = 100; return w }(),
+		},
+		"planned in time, its writes would not be: 429, nothing written": {
+			// Planned in 4 s (in time, measured faster: 7 s a cost), while the writes ahead had the
+			// stream for 4 s (half a plan); then its write, sharing the stream with them, would take
+			// 16 s from 4 s, past 12 s by 8 s.
+			writesAhead: 100, timeout: 15 * time.Second, plans: 4 * time.Second,
+			want: func() worked { w := deadline429(8, 1.0/7, 1.0/8); w.WriteBacklog = 99.5; return w }(),
+		},
+		"planned in time, its writes too, beside long writes": {
+			// Written in 16 s sharing the stream, as estimated; the writes ahead had 4 s of it
+			// alone and half of 16.
+			writesAhead: 100, timeout: 30 * time.Second, plans: 4 * time.Second, writes: 16 * time.Second,
+			want: worked{Allowed: true, WorkRate: 1.0 / 7, WriteRate: 1.0 / 8, WriteBacklog: 98.5, Secrets: 1},
+		},
+		"planned too late for any write: 429, nothing written": {
+			// Alone, so admitted; planned in 13 s (9.25 s a cost), past 12: no time left to write.
+			timeout: 15 * time.Second, plans: 13 * time.Second,
+			want: deadline429(1, 1/(8+5.0/4), 1.0/8),
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 			clk := testingclock.NewFakePassiveClock(start)
-			q := deadline.New(clk, deadline.Options{Cores: 1, Rate: perCost / 8, Margin: 3 * time.Second, MinSample: 1})
-			if tc.ahead > 0 {
-				if _, d := q.Admit(int64(tc.ahead*perCost), start.Add(time.Hour)); !d.Admitted {
-					t.Fatal("the request ahead was refused")
+			work := deadline.New(clk, deadline.Options{Cores: 1, Rate: cost / 8, Margin: 3 * time.Second, MinSample: 1})
+			writes := deadline.New(clk, deadline.Options{Cores: 1, Rate: stored / 8, Margin: 3 * time.Second, MinSample: 1})
+			for q, ahead := range map[*deadline.Queue]float64{work: tc.workAhead * cost, writes: tc.writesAhead * stored} {
+				if ahead == 0 {
+					continue
+				}
+				if _, d := q.Admit(int64(ahead), start.Add(time.Hour)); !d.Admitted {
+					t.Fatal("the work ahead was refused")
 				}
 			}
 			pool := content.NewPool(1 << 30)
-			store := &slowStore{Store: admissiontest.NewStore(ns), clk: clk, takes: tc.writes}
+			store := &slowStore{Store: admissiontest.NewStore(ns), clk: clk, reads: tc.plans, writes: tc.writes}
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100,
-				Admission: AdmissionLimits{Pool: pool, Work: q, Clock: clk}}}
+				Admission: AdmissionLimits{Pool: pool, Work: work, Writes: writes, Clock: clk}}}
 			ctx := context.Background()
 			if tc.timeout > 0 {
 				ctx = context.WithValue(ctx, callDeadlineKey{}, callDeadline{at: start.Add(tc.timeout), told: true})
@@ -115,8 +151,8 @@ func TestWorkBound(t *testing.T) {
 			req := request(t, admissionv1.Create, inline, "", nil)
 			req.Name = inline.Name
 			resp := e.Handle(ctx, req)
-			got := worked{Allowed: resp.Allowed, Rate: q.Rate() / perCost, HeldAfter: float64(pool.Used()), BacklogAfter: q.Backlog(),
-				WriteSecrets: len(store.Secrets())}
+			got := worked{Allowed: resp.Allowed, WorkRate: work.Rate() / cost, WriteRate: writes.Rate() / stored,
+				WorkBacklog: work.Backlog() / cost, WriteBacklog: writes.Backlog() / stored, HeldAfter: pool.Used(), Secrets: len(store.Secrets())}
 			if r := resp.Result; r != nil && !resp.Allowed {
 				got.Code, got.Reason = r.Code, r.Reason
 				if r.Details != nil {
@@ -131,11 +167,11 @@ func TestWorkBound(t *testing.T) {
 				refusals[reason] = counter(m.Refusals.WithLabelValues(reason))
 			}
 			got.Refusals = nonZero(refusals)
-			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b float64) bool { return a == b || (a-b)/b < 1e-9 && (b-a)/b < 1e-9 })); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(1e-9, 1e-9)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if rate := gauge(m.WorkRate); rate != q.Rate() {
-				t.Errorf("rate gauge %v, want %v", rate, q.Rate())
+			if rate := gauge(m.WorkRate); rate != work.Rate() {
+				t.Errorf("rate gauge %v, want %v", rate, work.Rate())
 			}
 		})
 	}
@@ -225,5 +261,21 @@ func TestTooLateMessage(t *testing.T) {
 				t.Errorf("Retry-After %d, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestTooLateWriteMessage: a write not made says why, what is in flight and what to do, and asks
+// for the decision's Retry-After.
+func TestTooLateWriteMessage(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	err := error(&tooLateError{bytes: 1536 << 10, decision: deadline.Decision{Now: now, Finish: now.Add(9 * time.Second), Latest: now.Add(4 * time.Second),
+		InFlight: 3, Ahead: 4 << 20, Rate: 2.5e6, RetryAfter: 5 * time.Second}})
+	want := "the webhook cannot write the 1536 KiB of Secrets of this ClusterObjectSet in time: they would be written in 9.0 s, where the API server's deadline for this call, " +
+		"less a margin, leaves 4.0 s, with 3 writes in flight (4096 KiB left) at an estimated 2.5 MB/s; retry, nothing was written"
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if !errors.Is(err, cosadmission.ErrTooLate) || retryAfterOf(err) != 5 || retryAfterOf(cosadmission.ErrRetryLater) != busyRetryAfter {
+		t.Errorf("ErrTooLate %t, Retry-After %d", errors.Is(err, cosadmission.ErrTooLate), retryAfterOf(err))
 	}
 }

@@ -16,8 +16,8 @@
 // its cost over the core-share it was given while in flight. That rate includes whatever slows the
 // requests: other processes on the cores, the garbage collector, the API server's answers. A request
 // still in flight past its estimated finish says at once that the rate is lower, before it ends. A
-// request that finds nothing in flight is always admitted: refusing it frees nothing, and it
-// measures the rate again.
+// request that finds nothing in flight is admitted unless its deadline less the margin has passed:
+// refusing it frees nothing, and it measures the rate again.
 package deadline
 
 import (
@@ -135,7 +135,8 @@ type Decision struct {
 	// Rate is the rate assumed: the work one request does per second on a core of its own.
 	Rate float64
 	// RetryAfter is how long a refused request should wait: until the work ahead of it is
-	// estimated to leave it room, at least a second.
+	// estimated to leave it room (how much it is late), at least a second and at most 15; a second
+	// when its deadline less the margin had passed already.
 	RetryAfter time.Duration
 }
 
@@ -289,7 +290,7 @@ type Request struct {
 
 // Decide admits a new request when, with it, it and every request in flight that would have
 // finished in time without it are estimated to finish before their deadline less the margin; or
-// when nothing is in flight. Estimates share the cores among the requests in flight as the model
+// when nothing is in flight and its deadline less the margin is still to come. Estimates share the cores among the requests in flight as the model
 // says (the package's comment), with no request arriving later.
 func Decide(in State, req Request) Decision {
 	req.Left = req.Cost
@@ -303,13 +304,19 @@ func Decide(in State, req Request) Decision {
 	for _, r := range in.InFlight {
 		d.Ahead += r.Left
 	}
-	if len(in.InFlight) == 0 {
-		return d
-	}
 	// over is how much the latest of the estimates is past its bound.
 	var over time.Duration
 	if d.Finish.After(d.Latest) {
 		over = d.Finish.Sub(d.Latest)
+	}
+	if !d.Latest.After(in.Now) {
+		// No time left at all, whatever the rate: refused even alone. Its retry is a call of its
+		// own, with a deadline of its own.
+		d.Admitted, d.RetryAfter = false, time.Second
+		return d
+	}
+	if len(in.InFlight) == 0 {
+		return d
 	}
 	without := finishTimes(in.Now, in.InFlight, cores, rate)
 	for i, r := range in.InFlight {

@@ -75,7 +75,11 @@ func TestDecide(t *testing.T) {
 		},
 		"a deadline already past: refused": {
 			in: with(req(1*MB, 15)), req: req(1*MB, 2),
-			want: Decision{Now: t0, Finish: at(0.1), Latest: at(-1), InFlight: 1, Ahead: 1 * MB, Rate: 10 * MB, RetryAfter: 2 * time.Second},
+			want: Decision{Now: t0, Finish: at(0.1), Latest: at(-1), InFlight: 1, Ahead: 1 * MB, Rate: 10 * MB, RetryAfter: time.Second},
+		},
+		"alone, no time left after the margin: refused": {
+			in: base, req: req(1*MB, 3),
+			want: Decision{Now: t0, Finish: at(0.1), Latest: at(0), Rate: 10 * MB, RetryAfter: time.Second},
 		},
 		"no margin": {
 			in: State{Now: t0, Cores: 1, Rate: 10 * MB, InFlight: []Request{req(60*MB, 15)}}, req: req(60*MB, 12),

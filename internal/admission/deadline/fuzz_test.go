@@ -31,8 +31,10 @@ func FuzzDecide(f *testing.F) {
 		d := Decide(in, req)
 		const eps = time.Microsecond
 		switch {
-		case len(in.InFlight) == 0 && !d.Admitted:
-			t.Fatalf("refused with nothing in flight: %+v", d)
+		case len(in.InFlight) == 0 && !d.Admitted && d.Latest.After(t0):
+			t.Fatalf("refused with nothing in flight and time left: %+v", d)
+		case d.Admitted && !d.Latest.After(t0):
+			t.Fatalf("admitted with no time left: %+v", d)
 		case d.Admitted && len(in.InFlight) > 0 && (d.Finish.Sub(d.Latest) > eps || d.Delays):
 			t.Fatalf("admitted past its bound or delaying another: %+v", d)
 		case !d.Admitted && (d.RetryAfter < time.Second || d.RetryAfter > maxRetryAfter):
@@ -90,7 +92,8 @@ func FuzzQueue(f *testing.F) {
 			switch op {
 			case 0: // admit arg MB due in arg/10 s
 				empty := q.Backlog() == 0 && len(tickets) == 0
-				tk, d := q.Admit(int64(arg)*MB, clk.Now().Add(time.Duration(arg)*100*time.Millisecond))
+				// Due in arg/10 s, after the default margin of 3 s.
+				tk, d := q.Admit(int64(arg)*MB, clk.Now().Add(DefaultMargin+(time.Duration(arg)+1)*100*time.Millisecond))
 				if empty && !d.Admitted {
 					t.Fatalf("refused by an empty queue: %+v", d)
 				}
