@@ -216,43 +216,6 @@ type refusedAdmission struct {
 	reason string
 }
 
-// charge is what an admitted request holds until it ends: its room in the pool (Budget, nil when
-// unbounded) and its place among the work admitted (nil when unbounded), which it leaves once its
-// work is planned (timedWrites) or it ends.
-type charge struct {
-	Budget  *content.Budget
-	work    *deadline.Ticket
-	limits  AdmissionLimits
-	metrics *Metrics
-}
-
-// planned ends the request's work once it has planned its Secrets, all the work it was charged for:
-// its time measures the rate of the work. A nil charge does nothing.
-func (c *charge) planned() {
-	if c == nil {
-		return
-	}
-	c.work.Done(true)
-	c.limits.observe(c.metrics)
-}
-
-// release gives back what the request holds; work not planned is ended unmeasured (unless it took
-// longer than estimated: deadline.Ticket.Done).
-func (c *charge) release() {
-	c.Budget.Release()
-	c.work.Done(false)
-	c.limits.observe(c.metrics)
-}
-
-// chargeKey is the context key of a request's charge.
-type chargeKey struct{}
-
-// chargeFrom is the charge of the request ctx serves, or nil.
-func chargeFrom(ctx context.Context) *charge {
-	c, _ := ctx.Value(chargeKey{}).(*charge)
-	return c
-}
-
 // admit charges a request before it is decoded. It returns the request's charge, whose Budget the
 // returned context carries (content.WithBudget) so that the stored refs it resolves draw from it; the
 // caller releases it when the request ends. A refusal needs no release.
@@ -288,38 +251,6 @@ func (l AdmissionLimits) admit(ctx context.Context, maxResolvedBytes int64, metr
 	}
 	c := &charge{Budget: b, work: ticket, limits: l, metrics: metrics}
 	return context.WithValue(content.WithBudget(ctx, b), chargeKey{}, c), c, nil
-}
-
-// callDeadlineOr is the deadline of ctx's call on l's clock, or defaultCallTimeout from now.
-func (l AdmissionLimits) callDeadlineOr(ctx context.Context) time.Time {
-	if call, ok := callDeadlineFrom(ctx); ok {
-		return call.at
-	}
-	return l.clock().Now().Add(defaultCallTimeout)
-}
-
-// observe sets the gauges of the work admitted.
-func (l AdmissionLimits) observe(m *Metrics) {
-	if m == nil || l.Work == nil {
-		return
-	}
-	m.WorkRate.Set(l.Work.Rate() * float64(l.Work.Cores()))
-	m.WorkBacklog.Set(l.Work.Backlog())
-}
-
-// tooLate is the quick, retryable refusal of a request that its call's deadline leaves no time for:
-// 429 TooManyRequests, with a Retry-After of the time until the work ahead should leave it room.
-func tooLate(q *deadline.Queue, cost int64, d deadline.Decision) admission.Response {
-	why := fmt.Sprintf("it would finish in %.1f s, where the API server's deadline for this call, less a margin, leaves %.1f s",
-		d.Finish.Sub(d.Now).Seconds(), d.Latest.Sub(d.Now).Seconds())
-	if d.Delays {
-		why = "requests admitted before it would then miss the API server's deadline for their call"
-	}
-	msg := fmt.Sprintf("the webhook cannot finish this ClusterObjectSet in time: %s, with %d requests in flight (%d MiB of work left, as --max-concurrent-admission-bytes charges it) and its %d MiB, at an estimated %.0f MB/s a core on %d cores; retry, nothing was written",
-		why, d.InFlight, mib(int64(d.Ahead)), mib(cost), d.Rate/1e6, q.Cores())
-	resp := tooManyRequests(msg)
-	resp.Result.Details.RetryAfterSeconds = int32(max(d.RetryAfter/time.Second, 1))
-	return resp
 }
 
 // busyRetryAfter is the Retry-After every refusal to retry later asks for: the API server sets the header
