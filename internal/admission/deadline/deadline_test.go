@@ -1,6 +1,7 @@
 package deadline
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -274,5 +275,24 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 	if got := (Options{Margin: -time.Second}).withDefaults().Margin; got != 0 {
 		t.Errorf("negative margin: %v, want none", got)
+	}
+}
+
+// BenchmarkAdmit is one decision with n requests in flight: the cost the webhook adds to each request.
+func BenchmarkAdmit(b *testing.B) {
+	for _, n := range []int{1, 20, 100} {
+		b.Run(fmt.Sprintf("%d-in-flight", n), func(b *testing.B) {
+			clk := testingclock.NewFakePassiveClock(t0)
+			q := New(clk, Options{Cores: 2, Rate: 10 * MB})
+			for i := range n {
+				if _, d := q.Admit(int64(i+1)*MB, t0.Add(time.Hour)); !d.Admitted {
+					b.Fatal("refused")
+				}
+			}
+			for b.Loop() {
+				tk, _ := q.Admit(MB, t0.Add(time.Hour))
+				tk.Done(false)
+			}
+		})
 	}
 }
