@@ -90,13 +90,11 @@ func TestAdmissionCharged(t *testing.T) {
 			store.AddSecret(secret.DeepCopy())
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100,
-				Admission: AdmissionLimits{Pool: pool, Wait: time.Hour}}}
-			// A request that would wait ends at once: the test never waits for room.
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
+				Admission: AdmissionLimits{Pool: pool}}}
+			// No wait for room: the test never waits.
 			req := request(t, tc.op, tc.obj, "", tc.old)
 			req.Name = tc.obj.Name
-			resp := e.Handle(ctx, req)
+			resp := e.Handle(context.Background(), req)
 			got := charged{Allowed: resp.Allowed, HeldAtWrite: store.seen, HeldAfter: pool.Used()}
 			if r := resp.Result; r != nil && !resp.Allowed {
 				got.Code, got.Reason = r.Code, r.Reason

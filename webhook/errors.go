@@ -1,6 +1,10 @@
 package webhook
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,10 +24,18 @@ func refusal(name string, r *cosadmission.Refusal) admission.Response {
 	if len(r.Errs) > 0 {
 		return invalid(name, r.Errs)
 	}
-	if r.Reason == cosadmission.ReasonUnreferenced {
-		return tooManyRequests(r.Err.Error()) // limits.go
+	if r.Reason == cosadmission.ReasonUnreferenced || r.Reason == cosadmission.ReasonDeadline {
+		resp := tooManyRequests(r.Err.Error()) // limits.go
+		resp.Result.Details.RetryAfterSeconds = retryAfterOf(r.Err)
+		return resp
 	}
 	return admission.Errored(r.Code, r.Err)
+}
+
+// canceled is the answer to a request whose context ended (its caller gone, its call's deadline
+// passed) before it was done: no one reads it.
+func canceled(ctx context.Context) admission.Response {
+	return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("stopped before it was done: %w", context.Cause(ctx)))
 }
 
 // invalid refuses with the API server's own Invalid status, field paths in its causes.

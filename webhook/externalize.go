@@ -77,13 +77,13 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		ctrl.LoggerFrom(ctx).V(1).Info("admitted a stale update as it is: the API server answers it 409 Conflict")
 		return admission.Allowed(""), ""
 	}
-	ctx, budget, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, req.Object.Raw, oldRaw)
+	ctx, charged, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, e.Metrics, req.Object.Raw, oldRaw)
 	if refused != nil {
 		return refused.resp, refused.reason
 	}
-	defer budget.Release()
+	defer charged.release()
 	resp, reason := e.decide(ctx, req, dryRun)
-	if budget.Busy() && reason != RefusalBusy {
+	if charged.Budget.Busy() && reason != RefusalBusy {
 		// An update compared with its stored refs without room to resolve them all: its answer
 		// would rest on a comparison not made. Nothing was written for it (Secrets are written
 		// after the comparison, and only for content the comparison found the same).
@@ -97,6 +97,10 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 	obj, specSize, err := cosadmission.DecodeCOS(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
+	}
+	if ctx.Err() != nil {
+		// Its caller has gone, or the call's deadline passed, while it was decoded.
+		return canceled(ctx), RefusalCanceled
 	}
 	in := cosadmission.Request{Operation: cosadmission.Operation(req.Operation), New: obj, SpecSize: specSize, DryRun: dryRun, Limits: e.Limits}
 	if req.Operation == admissionv1.Update {
@@ -138,6 +142,7 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 // pipeline is the admission pipeline of one request, over Store.
 func (e *Externalizer) pipeline() *cosadmission.Pipeline {
 	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace) // pending.go
+	store = timedWrites{Store: store, limits: e.Options.Admission}
 	return &cosadmission.Pipeline{
 		Store:           store,
 		SystemNamespace: e.Options.SystemNamespace,

@@ -136,6 +136,8 @@ func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
 		cosadmission.ReasonInternal:       RefusalBadRequest,
 		cosadmission.ReasonUnreferenced:   RefusalUnreferenced,
 		cosadmission.ReasonBusy:           RefusalBusy,
+		cosadmission.ReasonCanceled:       RefusalCanceled,
+		cosadmission.ReasonDeadline:       RefusalDeadline,
 	} {
 		if string(reason) != label {
 			t.Errorf("reason %q, want the label %q", reason, label)

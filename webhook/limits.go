@@ -11,10 +11,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
@@ -137,6 +139,10 @@ func (s *ServedLimits) read(ctx context.Context) (validation.Limits, string, err
 // admissions).
 const DefaultMaxConcurrentAdmissionBytes = 256 << 20
 
+// DefaultAdmissionDeadlineMargin is the time kept free before each call's deadline
+// (--admission-deadline-margin).
+const DefaultAdmissionDeadlineMargin = deadline.DefaultMargin
+
 // DefaultAdmissionWait is how long an admission request waits for room before it is refused
 // (--admission-wait).
 const DefaultAdmissionWait = 2 * time.Second
@@ -146,15 +152,39 @@ const DefaultAdmissionWait = 2 * time.Second
 // server.
 const MaxAdmissionWait = 10 * time.Second
 
-// AdmissionLimits bound the memory of the admission requests served at once: each request is charged
-// what decoding it keeps, estimated from its bytes before they are decoded (content.EstimateHeap),
-// taken whole from Pool in one wait of at most Wait while it holds nothing; the stored refs an update
-// resolves draw from the same request's Budget. No room: a quick, retryable refusal (429).
+// AdmissionLimits bound the admission requests served at once: their memory, and their work.
+//
+// Memory: each request is charged what decoding it keeps, estimated from its bytes before they are
+// decoded (content.EstimateHeap), taken whole from Pool in one wait of at most Wait while it holds
+// nothing; the stored refs an update resolves draw from the same request's Budget. No room: a quick,
+// retryable refusal (429).
+//
+// Work: the same charge is the request's work (the CPU time of decoding, hashing and compressing
+// follows it), admitted only when Work estimates that it, and the requests admitted before it, finish
+// before the API server's deadline for their call (withCallDeadline) less a margin. Else: a quick,
+// retryable refusal (429) too, rather than a timeout after the cores the others needed were spent.
 type AdmissionLimits struct {
 	// Pool is shared by the mutating and the validating webhook; nil: unbounded.
 	Pool *content.Pool
 	// Wait is how long a request waits for room; 0: it takes room free at once or is refused.
 	Wait time.Duration
+	// Work is shared by the mutating and the validating webhook; nil: unbounded.
+	Work *deadline.Queue
+	// Writes bound the mutating webhook's writes of Secrets the same way, once a request has planned
+	// them: each is its plan's stored bytes, all writes sharing the API server (Cores 1); a write
+	// that would not be done before the call's deadline less the margin is not made, and the request
+	// is refused with 429 (timedWrites). nil: unbounded.
+	Writes *deadline.Queue
+	// Clock is Work's, on which the calls' deadlines are counted; nil: the real clock.
+	Clock clock.PassiveClock
+}
+
+// clock is l.Clock, or the real clock.
+func (l AdmissionLimits) clock() clock.PassiveClock {
+	if l.Clock == nil {
+		return clock.RealClock{}
+	}
+	return l.Clock
 }
 
 // admissionCost is what a request is charged before it is decoded: for each of the object and the
@@ -186,34 +216,41 @@ type refusedAdmission struct {
 	reason string
 }
 
-// admit charges a request before it is decoded. It returns the request's Budget, carried by the
-// returned context (content.WithBudget) so that the stored refs it resolves draw from it; the caller
-// releases it when the request ends. A refusal needs no release.
-func (l AdmissionLimits) admit(ctx context.Context, maxResolvedBytes int64, object, oldObject []byte) (context.Context, *content.Budget, *refusedAdmission) {
+// admit charges a request before it is decoded. It returns the request's charge, whose Budget the
+// returned context carries (content.WithBudget) so that the stored refs it resolves draw from it; the
+// caller releases it when the request ends. A refusal needs no release.
+func (l AdmissionLimits) admit(ctx context.Context, maxResolvedBytes int64, metrics *Metrics, object, oldObject []byte) (context.Context, *charge, *refusedAdmission) {
 	cost, err := admissionCost(object, oldObject)
 	if err != nil {
 		return ctx, nil, &refusedAdmission{admission.Errored(http.StatusBadRequest, err), RefusalBadRequest}
 	}
 	b := l.Pool.NewBudget(maxResolvedBytes)
-	if l.Pool == nil {
-		return content.WithBudget(ctx, b), b, nil
+	if l.Pool != nil {
+		if cost > l.Pool.Capacity() {
+			return ctx, nil, &refusedAdmission{admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf(
+				"decoding this ClusterObjectSet takes an estimated %d MiB, more than the %d MiB the webhook admits at once (--max-concurrent-admission-bytes)",
+				mib(cost), mib(l.Pool.Capacity()))), RefusalTooLarge}
+		}
+		wctx, cancel := context.WithTimeout(ctx, l.Wait)
+		defer cancel()
+		if err := b.Reserve(wctx, cost); err != nil {
+			return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
+		}
+		if err := b.Hold(cost); err != nil {
+			// Cannot happen: Hold draws from what Reserve took.
+			b.Release()
+			return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
+		}
 	}
-	if cost > l.Pool.Capacity() {
-		return ctx, nil, &refusedAdmission{admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf(
-			"decoding this ClusterObjectSet takes an estimated %d MiB, more than the %d MiB the webhook admits at once (--max-concurrent-admission-bytes)",
-			mib(cost), mib(l.Pool.Capacity()))), RefusalTooLarge}
-	}
-	wctx, cancel := context.WithTimeout(ctx, l.Wait)
-	defer cancel()
-	if err := b.Reserve(wctx, cost); err != nil {
-		return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
-	}
-	if err := b.Hold(cost); err != nil {
-		// Cannot happen: Hold draws from what Reserve took.
+	// After the wait for room: the time it took is the call's no more.
+	ticket, d := l.Work.Admit(cost, l.callDeadlineOr(ctx))
+	l.observe(metrics)
+	if !d.Admitted {
 		b.Release()
-		return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
+		return ctx, nil, &refusedAdmission{tooLate(l.Work, cost, d), RefusalDeadline}
 	}
-	return content.WithBudget(ctx, b), b, nil
+	c := &charge{Budget: b, work: ticket, limits: l, metrics: metrics}
+	return context.WithValue(content.WithBudget(ctx, b), chargeKey{}, c), c, nil
 }
 
 // busyRetryAfter is the Retry-After every refusal to retry later asks for: the API server sets the header

@@ -16,6 +16,12 @@ const (
 	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded
 	RefusalNameRequired   = "name_required"   // generateName without a name cannot be externalized
 	RefusalBusy           = "busy"            // the requests admitted at once left no room (429, retryable)
+	// RefusalDeadline: the request, with the work admitted ahead of it, could not be finished before
+	// the API server's deadline for the call (429, retryable).
+	RefusalDeadline = "deadline"
+	// RefusalCanceled: the request's caller had gone, or its call's deadline had passed, before its
+	// work was done: the answer went to no one, and the work stopped.
+	RefusalCanceled = "canceled"
 	// RefusalClientCertificate: the request's kept-alive connection presented a client certificate
 	// the current --webhook-client-ca bundle no longer verifies (403; the connection is closed).
 	RefusalClientCertificate = "client_certificate"
@@ -30,6 +36,10 @@ type Metrics struct {
 	DryRuns             prometheus.Counter
 	Refusals            *prometheus.CounterVec
 	Latency             *prometheus.HistogramVec
+	// WorkRate and WorkBacklog are what bounds the work admitted at once (AdmissionLimits.Work): the
+	// estimated rate on all cores and the work left of the requests in flight, in bytes of charge.
+	WorkRate    prometheus.Gauge
+	WorkBacklog prometheus.Gauge
 	// ExemptionMismatch is 1 when the served secret guard's exemption matchCondition differs from
 	// --secret-guard-exempt-users (exemptionCheck).
 	ExemptionMismatch prometheus.Gauge
@@ -66,6 +76,10 @@ func NewMetrics() *Metrics {
 			Help:    "Time to answer an admission request, by webhook and operation.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10},
 		}, []string{"webhook", "operation"}),
+		WorkRate: metric.Gauge("cos_externalizer_admission_work_rate_bytes_per_second",
+			"The work the admission webhooks are estimated to do per second on all their cores, in bytes as --max-concurrent-admission-bytes charges them: measured on the requests served, lowered at once by any running past its estimate."),
+		WorkBacklog: metric.Gauge("cos_externalizer_admission_work_backlog_bytes",
+			"The estimated work left of the admission requests in flight, in bytes as --max-concurrent-admission-bytes charges them."),
 		UnreferencedSecrets: metric.Gauge("cos_externalizer_unreferenced_secrets", "object-data Secrets the bound of --max-unreferenced-secrets counts: those of the system namespace that no ClusterObjectSet references or owns, as this replica's cache shows them, and those its webhook writes in flight may create."),
 		UnreferencedBytes:   metric.Gauge("cos_externalizer_unreferenced_bytes", "Bytes of data of the object-data Secrets the bound of --max-unreferenced-bytes counts (cos_externalizer_unreferenced_secrets)."),
 		ExemptionMismatch:   metric.Gauge("cos_externalizer_secret_guard_exemption_mismatch", "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start)."),
@@ -84,7 +98,7 @@ func NewMetrics() *Metrics {
 
 // Collectors are m's metrics, for the manager to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.ExemptionMismatch,
+	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.WorkRate, m.WorkBacklog, m.ExemptionMismatch,
 		m.UnreferencedSecrets, m.UnreferencedBytes, m.ClientAuthRequired, m.ClientCAReloadFailures, m.ClientCAReloadFailing, m.ClientCAExpiry,
 		m.CallersRefused}
 }

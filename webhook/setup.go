@@ -9,6 +9,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,19 +95,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	server := mgr.GetWebhookServer()
 	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
 	// ctx ends when the manager stops: a request's context that ends before it is a caller gone.
-	server.Register(MutatePath, opts.Drain.Wrap(callerGone(ctx, &webhook.Admission{Handler: finishing{&Externalizer{
+	// Each call's deadline, from its timeout parameter, counted on the clock the work admitted is.
+	serve := func(h http.Handler) http.Handler {
+		return opts.Drain.Wrap(withCallDeadline(opts.Admission.clock(), callerGone(ctx, h)))
+	}
+	server.Register(MutatePath, serve(&webhook.Admission{Handler: finishing{&Externalizer{
 		// Secrets read uncached, written at most WriteConcurrency at once.
 		Store: &objectdata.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.SystemNamespace, Concurrency: max(opts.WriteConcurrency, 1),
 		},
 		Options: opts, Metrics: metrics, Limits: limits,
-	}}})))
+	}}}))
 	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
 	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
-	server.Register(ValidatePath, opts.Drain.Wrap(callerGone(ctx, validate)))
-	server.Register(SecretGuardPath, opts.Drain.Wrap(callerGone(ctx, &webhook.Admission{Handler: finishing{&SecretGuard{
+	server.Register(ValidatePath, serve(validate))
+	server.Register(SecretGuardPath, serve(&webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
-	}}})))
+	}}}))
 	return nil
 }
 
@@ -118,13 +123,20 @@ const inFlightTimeout = 30 * time.Second
 // gives every request the manager's context, so a replica stopping (a rolling update, a drain) used to
 // fail the requests it was serving ("writing object-data Secret ...: context canceled") although its
 // server waits for them; now they finish, within inFlightTimeout. A request whose HTTP caller has gone
-// (callerGone) is canceled, so that it stops before it writes and gives back what it holds.
+// (callerGone), or whose call's deadline has passed (withCallDeadline: the API server gives up then),
+// is canceled, so that it stops its work before it writes and gives back what it holds.
 type finishing struct{ admission.Handler }
 
 func (f finishing) Handle(ctx context.Context, req admission.Request) admission.Response {
 	gone := callerGoneContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inFlightTimeout)
 	defer cancel()
+	if d, ok := callDeadlineFrom(ctx); ok && d.told {
+		// The API server gives up on the call then: nothing done later would be used.
+		var cancelAt context.CancelFunc
+		ctx, cancelAt = context.WithDeadlineCause(ctx, d.stop, errCallDeadline)
+		defer cancelAt()
+	}
 	if gone != nil {
 		// A caller that has gone cancels the work (and its writes), the manager's stop does not.
 		var cancelCause context.CancelCauseFunc

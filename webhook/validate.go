@@ -95,7 +95,7 @@ func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
 
 // charging charges each request that h decodes (the validating webhook's decoder decodes the object
 // and the old object whole) before h sees it, as the mutating webhook does, and releases it after:
-// no room is the same quick 429 (AdmissionLimits).
+// no room, or no time before the call's deadline, is the same quick 429 (AdmissionLimits).
 func (l AdmissionLimits) charging(maxResolvedBytes int64, metrics *Metrics, h admission.Handler) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
@@ -105,14 +105,15 @@ func (l AdmissionLimits) charging(maxResolvedBytes int64, metrics *Metrics, h ad
 		if req.Operation == admissionv1.Update {
 			oldRaw = req.OldObject.Raw
 		}
-		ctx, budget, refused := l.admit(ctx, maxResolvedBytes, req.Object.Raw, oldRaw)
+		ctx, charged, refused := l.admit(ctx, maxResolvedBytes, metrics, req.Object.Raw, oldRaw)
 		if refused != nil {
 			metrics.Refusals.WithLabelValues(refused.reason).Inc()
 			ctrl.LoggerFrom(ctx).Info("refused", "clusterObjectSet", klog.KRef("", req.Name), "operation", req.Operation,
 				"reason", refused.reason, "message", responseMessage(refused.resp))
 			return refused.resp
 		}
-		defer budget.Release()
+		// It decodes and checks, and plans nothing: not the work its charge counts, so not measured.
+		defer charged.release()
 		return h.Handle(ctx, req)
 	})
 }

@@ -105,12 +105,24 @@ const (
 	ReasonInternal       Reason = "bad_request"        // planning failed for another reason
 	ReasonUnreferenced   Reason = "unreferenced_limit" // the Store refused to write now (ErrRetryLater: the unreferenced bound): nothing was written
 	ReasonBusy           Reason = "busy"               // no room in the request's Budget to read a Secret it names (content.ErrBusy): nothing was written
+	// ReasonDeadline: the Store refused to write, for want of time before its caller's deadline
+	// (ErrTooLate): nothing was written.
+	ReasonDeadline Reason = "deadline"
+	// ReasonCanceled: the request's context ended (its caller gone, its call's deadline passed)
+	// before its work was done; nothing more was done, and nothing written unless a write was under
+	// way (its Secrets go to the orphan sweep).
+	ReasonCanceled Reason = "canceled"
 )
 
 // ErrRetryLater, wrapped by an error of Store.Write, says that the Store wrote nothing and refuses
 // for now (a bound on what it holds): the request is refused with 429 Too Many Requests, to be
 // retried.
 var ErrRetryLater = errors.New("retry later")
+
+// ErrTooLate, wrapped by an error of Store.Write, says that the Store wrote nothing because the
+// writes could not be done before the deadline of the request's caller: the request is refused with
+// 429 Too Many Requests, to be retried.
+var ErrTooLate = errors.New("no time to write before the deadline")
 
 // Refusal is why a request must not be admitted.
 type Refusal struct {
@@ -247,7 +259,7 @@ func (p *Pipeline) update(ctx context.Context, req Request) Response {
 	}
 	n, err := p.Store.Write(ctx, obj.Name, h.plan, req.DryRun)
 	if err != nil {
-		return refused(resp.Warnings, writeRefusal(err))
+		return refused(resp.Warnings, writeRefusal(ctx, err))
 	}
 	resp.Stats.Created, resp.Stats.Healed = n, h.missing
 	what := fmt.Sprintf("%s%s of the stored refs missing (%s): ", WarningPrefix, naming.Count(len(h.missing), "Secret"), strings.Join(h.missing, ", "))
@@ -276,7 +288,10 @@ type heal struct {
 // they cannot be read, a warning says so and the update is not the same.
 func (p *Pipeline) sameAsStored(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (bool, heal, string, *Refusal) {
 	if obj.Name != "" && CountInline(obj.Spec.Phases) > 0 {
-		plan, err := content.PlanFor(obj.Name, PlanInput(obj), content.Options{})
+		plan, err := content.PlanForContext(ctx, obj.Name, PlanInput(obj), content.Options{})
+		if ctx.Err() != nil {
+			return false, heal{}, "", canceled(ctx)
+		}
 		if err == nil && apiequality.Semantic.DeepEqual(old.Spec.Phases, WithRefs(obj.Spec.Phases, plan, p.SystemNamespace)) {
 			h, r := p.toHeal(ctx, obj.Name, plan)
 			return true, h, "", r
@@ -313,7 +328,7 @@ func (p *Pipeline) toHeal(ctx context.Context, cosName string, plan *content.Pla
 			return heal{}, busyRefusal(err)
 		}
 		if readErr != nil {
-			return heal{}, writeRefusal(&secretdata.WriteError{Secret: key, Err: readErr})
+			return heal{}, writeRefusal(ctx, &secretdata.WriteError{Secret: key, Err: readErr})
 		}
 	}
 	if len(h.missing) > 0 || damaged {
@@ -347,7 +362,10 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 		return refused(warnings, invalid(ReasonNameRequired, field.ErrorList{field.Required(field.NewPath("metadata", "name"),
 			"a ClusterObjectSet whose objects are externalized needs a name: generateName is not supported")}))
 	}
-	plan, err := content.PlanFor(obj.Name, PlanInput(obj), content.Options{})
+	plan, err := content.PlanForContext(ctx, obj.Name, PlanInput(obj), content.Options{})
+	if ctx.Err() != nil {
+		return refused(warnings, canceled(ctx))
+	}
 	if err != nil {
 		var tooLarge *content.TooLargeError
 		if errors.As(err, &tooLarge) {
@@ -357,7 +375,7 @@ func (p *Pipeline) externalize(ctx context.Context, obj *olmv1.ClusterObjectSet,
 	}
 	n, err := p.Store.Write(ctx, obj.Name, plan, dryRun)
 	if err != nil {
-		return refused(warnings, writeRefusal(err))
+		return refused(warnings, writeRefusal(ctx, err))
 	}
 	resp.Phases, resp.PhasesChanged = WithRefs(obj.Spec.Phases, plan, p.SystemNamespace), true
 	resp.Stats.Plan, resp.Stats.Created = plan.Stats, n
@@ -532,14 +550,25 @@ func invalid(reason Reason, errs field.ErrorList) *Refusal {
 	return &Refusal{Reason: reason, Errs: errs, Code: http.StatusUnprocessableEntity}
 }
 
-// writeRefusal refuses for a failed Store.Write.
-func writeRefusal(err error) *Refusal {
+// canceled refuses a request whose context has ended: its caller, the API server, no longer waits
+// for the answer (503, as the API server's own answer to a call it gave up on).
+func canceled(ctx context.Context) *Refusal {
+	return &Refusal{Reason: ReasonCanceled, Code: http.StatusServiceUnavailable, Err: fmt.Errorf("stopped before it was done: %w", context.Cause(ctx))}
+}
+
+// writeRefusal refuses for a failed Store.Write (or a read of one of its Secrets) of a request on ctx.
+func writeRefusal(ctx context.Context, err error) *Refusal {
 	var conflict *secretdata.ConflictError
-	if errors.As(err, &conflict) {
+	switch {
+	case errors.As(err, &conflict):
 		return &Refusal{Reason: ReasonSecretConflict, Code: http.StatusConflict, Err: err}
-	}
-	if errors.Is(err, ErrRetryLater) {
+	case errors.Is(err, ErrRetryLater):
 		return &Refusal{Reason: ReasonUnreferenced, Code: http.StatusTooManyRequests, Err: err}
+	case errors.Is(err, ErrTooLate):
+		return &Refusal{Reason: ReasonDeadline, Code: http.StatusTooManyRequests, Err: err}
+	case ctx.Err() != nil:
+		// Failed because the request's context ended: no one waits for the answer.
+		return canceled(ctx)
 	}
 	return &Refusal{Reason: ReasonWriteFailed, Code: http.StatusInternalServerError, Err: err}
 }

@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -23,6 +24,9 @@ import (
 )
 
 const ns = "olmv1-system"
+
+// errGone is the cause of the contexts the tests end.
+var errGone = errors.New("the caller has gone")
 
 // secretValue is in every inline object: no warning or refusal may quote it.
 const secretValue = "s3cr3t-value"
@@ -95,8 +99,18 @@ func TestAdmit(t *testing.T) {
 		old, new   *olmv1.ClusterObjectSet
 		dryRun     bool
 		mode       admission.Mode
-		want       outcome
+		// ended: the request's context has ended (its caller gone, its call's deadline passed).
+		ended bool
+		want  outcome
 	}{
+		"create: a request whose context ended stops before it plans, writing nothing": {
+			op: admission.Create, new: inline, ended: true,
+			want: outcome{Refusal: admission.ReasonCanceled},
+		},
+		"update: a request whose context ended stops before it compares, writing nothing": {
+			op: admission.Update, old: stored, new: inline, ended: true,
+			want: outcome{Refusal: admission.ReasonCanceled},
+		},
 		"create: externalized": {
 			op: admission.Create, new: inline,
 			want: outcome{Phases: "refs", Created: len(plannedNames), Secrets: plannedNames},
@@ -207,7 +221,12 @@ func TestAdmit(t *testing.T) {
 			}
 			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: mode, Threshold: admission.DefaultThreshold}
 			req := admission.Request{Operation: tc.op, Old: tc.old, New: tc.new.DeepCopy(), SpecSize: 100, DryRun: tc.dryRun}
-			resp := p.Admit(context.Background(), req)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			if tc.ended {
+				cancel(errGone)
+			}
+			resp := p.Admit(ctx, req)
 			if !cmp.Equal(req.New, tc.new) {
 				t.Error("the request's object changed")
 			}
@@ -216,6 +235,9 @@ func TestAdmit(t *testing.T) {
 				got.Refusal = r.Reason
 				for _, e := range r.Errs {
 					got.Fields = append(got.Fields, e.Field)
+				}
+				if tc.ended && !errors.Is(r.Err, errGone) {
+					t.Errorf("the refusal does not wrap the context's cause: %v", r.Err)
 				}
 				if r.Err != nil && strings.Contains(r.Err.Error(), secretValue) || len(r.Errs) > 0 && strings.Contains(r.Errs.ToAggregate().Error(), secretValue) {
 					t.Errorf("the refusal quotes content: %v %v", r.Err, r.Errs)

@@ -32,6 +32,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
@@ -90,6 +91,10 @@ type Options struct {
 	// SweepAfterStep, when set (tests), is called by the orphan sweep after each of its steps for one
 	// Secret; an error stops the sweep there (controllers.OrphanSweeper.AfterStep). Not a flag.
 	SweepAfterStep func(ctx context.Context, step string, secret types.NamespacedName) error
+	// AdmissionWork, when set (tests: on a fake clock, with work of their own in flight), is the
+	// queue of the work the webhooks admit at once, in place of the one --admission-deadline-margin
+	// makes; the calls' deadlines are counted on its clock. Not a flag.
+	AdmissionWork *deadline.Queue
 	// SkipControllerNameValidation lets a process start the manager more than once (tests): the
 	// manager's controllers skip the check that their names are unique. Not a flag.
 	SkipControllerNameValidation bool
@@ -403,7 +408,7 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		WebhookConfiguration: o.webhookConfig,
 
 		MaxResolvedBytes: o.maxResolvedBytes,
-		Admission:        o.admission.limits(), // its own pool: admission never holds up the reconciler
+		Admission:        o.admission.limits(o.AdmissionWork), // its own pool: admission never holds up the reconciler
 		Drain:            drain,
 		Unreferenced:     unreferenced, // pending.go
 	}, metrics); err != nil {

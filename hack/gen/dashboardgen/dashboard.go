@@ -57,6 +57,8 @@ var Dashboard = []Row{
 			}},
 		{Title: "Refusals", Unit: "reqps", Description: "Refused admission requests by reason (docs/runbook.md#cosexternalizeradmissionrefusals).",
 			Queries: []Query{{`sum by (reason) (rate(cos_externalizer_admission_refusals_total{` + Selector + `}[$__rate_interval]))`, "{{reason}}"}}},
+		{Title: "Admission work in flight", Unit: "s", Description: "The estimated time the admission requests in flight need to finish, on the busiest replica: a request that, with this work ahead, could not finish before the API server's deadline for its call is refused with 429 (reason deadline; docs/webhook.md#concurrent-admissions).",
+			Queries: []Query{{`max(cos_externalizer_admission_work_backlog_bytes{` + Selector + `} / cos_externalizer_admission_work_rate_bytes_per_second{` + Selector + `})`, "seconds of work"}}},
 		{Title: "Externalized", Unit: "ops", Description: "Inline objects moved into Secrets, Secrets created (content already stored is not written again), dry runs.",
 			Queries: []Query{
 				{`sum(rate(cos_externalizer_objects_externalized_total{` + Selector + `}[$__rate_interval]))`, "objects"},

@@ -2,6 +2,7 @@ package content
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -166,6 +167,12 @@ var ErrNotExactlyOne = errors.New("exactly one of object or keep must be set")
 // An object that does not fit in a Secret even compressed is a *TooLargeError; other per-object
 // failures are an *ObjectError. No error contains object content.
 func PlanFor(cosName string, in Input, opts Options) (*Plan, error) {
+	return PlanForContext(context.Background(), cosName, in, opts)
+}
+
+// PlanForContext is PlanFor, stopped when ctx ends: no object is encoded once it has, and the error
+// wraps its cause (context.Cause), so no more CPU is spent on a plan no one waits for.
+func PlanForContext(ctx context.Context, cosName string, in Input, opts Options) (*Plan, error) {
 	if cosName == "" {
 		return nil, errors.New("content: empty ClusterObjectSet name")
 	}
@@ -174,7 +181,10 @@ func PlanFor(cosName string, in Input, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &packer{budget: budget, compressAbove: opts.compressAbove(), placed: map[string]int{}}
-	encoded := p.encodeAll(in)
+	encoded := p.encodeAll(ctx, in)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("content: planning stopped: %w", context.Cause(ctx))
+	}
 	refs := make([][]RefOut, len(in.Phases))
 	bins := make([][]int, len(in.Phases)) // Secret index of each externalized object
 	for i, ph := range in.Phases {
@@ -247,8 +257,9 @@ type encoded struct {
 
 // encodeAll encodes every inline object of in, spread over the available cores: encoding (canonical
 // JSON and gzip) is most of the work, and each object is independent. Placing the entries into
-// Secrets stays sequential, in phase order, so the plan does not depend on scheduling.
-func (p *packer) encodeAll(in Input) [][]encoded {
+// Secrets stays sequential, in phase order, so the plan does not depend on scheduling. Once ctx has
+// ended no object is encoded (the caller checks ctx).
+func (p *packer) encodeAll(ctx context.Context, in Input) [][]encoded {
 	out := make([][]encoded, len(in.Phases))
 	type job struct{ i, j int }
 	jobs := make(chan job)
@@ -258,6 +269,9 @@ func (p *packer) encodeAll(in Input) [][]encoded {
 		go func() {
 			defer wg.Done()
 			for jb := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
 				e, err := p.encode(in.Phases[jb.i].Objects[jb.j].Object)
 				out[jb.i][jb.j] = encoded{entry: e, err: err}
 			}
@@ -266,7 +280,7 @@ func (p *packer) encodeAll(in Input) [][]encoded {
 	for i, ph := range in.Phases {
 		out[i] = make([]encoded, len(ph.Objects))
 		for j, o := range ph.Objects {
-			if o.Object != nil && o.Keep == nil {
+			if o.Object != nil && o.Keep == nil && ctx.Err() == nil {
 				jobs <- job{i, j}
 			}
 		}

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -433,5 +434,45 @@ func TestPlanForGolden(t *testing.T) {
 	}
 	if p.Stats.Compressed != 3 {
 		t.Errorf("%d entries compressed, want 3", p.Stats.Compressed)
+	}
+}
+
+// TestPlanForContextStops: a plan whose context has ended encodes nothing more and says why (its
+// cause); one whose context is live is PlanFor's.
+func TestPlanForContextStops(t *testing.T) {
+	in := Input{Phases: []PhaseInput{{Name: "p", Objects: []ObjectInput{
+		{Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{"k": strings.Repeat("v", 4096)}}},
+		{Object: map[string]any{"kind": "Secret"}},
+	}}}}
+	gone := errors.New("the caller has gone")
+	tests := map[string]struct {
+		end       bool
+		wantCause error
+	}{
+		"live":  {},
+		"ended": {end: true, wantCause: gone},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			if tc.end {
+				cancel(gone)
+			}
+			got, err := PlanForContext(ctx, "app", in, Options{})
+			if tc.wantCause != nil {
+				if !errors.Is(err, tc.wantCause) || got != nil {
+					t.Fatalf("PlanForContext = %v, %v; want no plan and an error wrapping %v", got, err, tc.wantCause)
+				}
+				return
+			}
+			want, err2 := PlanFor("app", in, Options{})
+			if err != nil || err2 != nil {
+				t.Fatalf("errors %v, %v", err, err2)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-PlanFor +PlanForContext):\n%s", diff)
+			}
+		})
 	}
 }

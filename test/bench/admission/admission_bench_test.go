@@ -211,6 +211,8 @@ type benchManager struct {
 	proc *controlplane.Process
 	url  string
 	ca   []byte
+	// metrics is the URL of the manager's metrics (plain HTTP).
+	metrics string
 }
 
 // startManagerAt is startManager, telling where the webhooks answer.
@@ -270,7 +272,8 @@ func startManagerAt(b *testing.B, env *testenv.Environment) benchManager {
 		}
 		return len(probe.Spec.Phases[0].Objects) == 1 && probe.Spec.Phases[0].Objects[0].IsRef(), "not externalized"
 	})
-	return benchManager{proc: proc, url: "https://127.0.0.1:" + strconv.Itoa(ports[0]), ca: bundle.CA}
+	return benchManager{proc: proc, url: "https://127.0.0.1:" + strconv.Itoa(ports[0]), ca: bundle.CA,
+		metrics: "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/metrics"}
 }
 
 // resetPeak resets the process's peak RSS (VmHWM) to its current RSS.
