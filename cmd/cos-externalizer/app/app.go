@@ -48,6 +48,7 @@ type Options struct {
 	metricsSecure   bool
 	enableHTTP2     bool
 	probeAddr       string
+	pprofAddr       string
 	leaderElect     bool
 	leaderElectNS   string
 	systemNamespace string
@@ -110,6 +111,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, to clients that the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the non-resource URL /metrics); false serves plain HTTP to anyone.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve the webhooks and metrics over HTTP/2 too (off: HTTP/1.1 only, against HTTP/2 stream-reset attacks).")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health (/healthz) and readiness (/readyz) endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's profiling endpoints (/debug/pprof/), plain HTTP without authentication: bind it to localhost; empty disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the system namespace).")
 	o.lease.bind(fs)
@@ -337,6 +339,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webh
 		Scheme:                  scheme.New(),
 		Metrics:                 o.metricsServer(tlsOpts, webhookTLSOpts),
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "cos-externalizer.olm.operatorframework.io",
 		LeaderElectionNamespace: leNS,

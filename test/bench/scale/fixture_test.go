@@ -166,8 +166,8 @@ func newFixture(b *testing.B) (*fixture, error) {
 	f.createTime = time.Since(start)
 	f.waitAllSettled(b)
 	f.settleTime = time.Since(start) - f.createTime
-	b.Logf("fixture: %d ClusterObjectSets (%d owners x %d revisions, %d objects each) created through the webhook in %s with %d clients; first rollout settled %s later",
-		f.size.total(), f.size.owners, f.size.revisions, f.size.objects, f.createTime.Round(time.Second), f.size.parallel, f.settleTime.Round(time.Second))
+	b.Logf("fixture: %d ClusterObjectSets (%d owners x %d revisions, %d objects each) created through the webhook in %s with %d clients; first rollout settled %s later; load average %s",
+		f.size.total(), f.size.owners, f.size.revisions, f.size.objects, f.createTime.Round(time.Second), f.size.parallel, f.settleTime.Round(time.Second), loadAverage())
 	return f, nil
 }
 
@@ -343,6 +343,7 @@ func (f *fixture) waitAllSettled(b *testing.B) {
 type managerProc struct {
 	proc                            *controlplane.Process
 	webhookPort, probePort, metrics int
+	pprofPort                       int // 0: no profiling endpoints (COS_SCALE_PROFILE unset)
 	started                         time.Time
 }
 
@@ -355,11 +356,15 @@ func (f *fixture) start(b *testing.B, args ...string) *managerProc {
 // startBeside starts a manager beside others, all of them the Balancer's backends.
 func (f *fixture) startBeside(b *testing.B, others []*managerProc, args ...string) *managerProc {
 	b.Helper()
-	ports, err := controlplane.FreePorts(3)
+	ports, err := controlplane.FreePorts(4)
 	if err != nil {
 		b.Fatal(err)
 	}
 	m := &managerProc{webhookPort: ports[0], probePort: ports[1], metrics: ports[2]}
+	if os.Getenv(profileEnv) != "" {
+		m.pprofPort = ports[3]
+		args = append(args, "--pprof-bind-address=127.0.0.1:"+strconv.Itoa(m.pprofPort))
+	}
 	all := append([]string{
 		"--kubeconfig=" + f.kubeconfig, "--log-level=error",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(m.webhookPort), "--webhook-cert-dir=" + f.certDir,
