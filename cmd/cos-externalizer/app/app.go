@@ -243,19 +243,21 @@ func (o *Options) servingCert() servingcert.Options {
 // cacheOptions keep the manager's memory independent of the cluster's other objects and of the bytes
 // stored in object-data Secrets: Secrets only of the system namespace carrying the revision-name
 // label, and of those only their metadata (secretMetadataOnly); managed objects only when they carry
-// the owning-revision label; ClusterObjectSets all.
+// the owning-revision label, watched as metadata (managedObjectLean); ClusterObjectSets all, without
+// what no reader needs (clusterObjectSetLean).
 func cacheOptions(systemNamespace string, measure func(*corev1.Secret)) cache.Options {
 	owning, _ := labels.NewRequirement(olmv1.LabelOwningRevision, selection.Exists, nil)
 	revision, _ := labels.NewRequirement(olmv1.LabelRevisionName, selection.Exists, nil)
 	return cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*owning),
+		DefaultTransform:     managedObjectLean,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {
 				Namespaces: map[string]cache.Config{systemNamespace: {}},
 				Label:      labels.NewSelector().Add(*revision),
 				Transform:  secretMetadataOnly(measure),
 			},
-			&olmv1.ClusterObjectSet{}: {Label: labels.Everything()},
+			&olmv1.ClusterObjectSet{}: {Label: labels.Everything(), Transform: clusterObjectSetLean},
 		},
 	}
 }

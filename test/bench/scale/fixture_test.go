@@ -166,6 +166,7 @@ func newFixture(b *testing.B) (*fixture, error) {
 	f.createTime = time.Since(start)
 	f.waitAllSettled(b)
 	f.settleTime = time.Since(start) - f.createTime
+	f.dumpSamples(ctx, b)
 	b.Logf("fixture: %d ClusterObjectSets (%d owners x %d revisions, %d objects each) created through the webhook in %s with %d clients; first rollout settled %s later; load average %s",
 		f.size.total(), f.size.owners, f.size.revisions, f.size.objects, f.createTime.Round(time.Second), f.size.parallel, f.settleTime.Round(time.Second), loadAverage())
 	return f, nil

@@ -2,6 +2,7 @@ package scale_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
 // profileEnv names a directory: when set, every manager serves Go's profiling endpoints and
@@ -100,4 +107,61 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(fields[:3], " ")
+}
+
+// dumpSamples writes, with COS_SCALE_PROFILE set, the fixture's first owner's objects as the API
+// server returns them (its Active and first Archived ClusterObjectSet, the object-data Secret of the
+// Active one, without data, and the first ServiceAccount and ConfigMap), to see what the caches hold.
+func (f *fixture) dumpSamples(ctx context.Context, b *testing.B) {
+	b.Helper()
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	active, archived := f.revision(0, f.size.revisions), f.revision(0, 1)
+	sample := func(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		if err := f.env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+			b.Logf("sample %s %s: %v", kind, name, err)
+			return nil
+		}
+		return u
+	}
+	objs := map[string]*unstructured.Unstructured{
+		"cos-active":   sample(olmv1.GroupVersion.String(), olmv1.ClusterObjectSetKind, "", active.Name),
+		"cos-archived": sample(olmv1.GroupVersion.String(), olmv1.ClusterObjectSetKind, "", archived.Name),
+	}
+	if cos := objs["cos-active"]; cos != nil {
+		phases, _, _ := unstructured.NestedSlice(cos.Object, "spec", "phases")
+		if len(phases) > 0 {
+			if list, _, _ := unstructured.NestedSlice(phases[0].(map[string]any), "objects"); len(list) > 0 {
+				name, _, _ := unstructured.NestedString(list[0].(map[string]any), "ref", "name")
+				if sec := sample("v1", "Secret", testenv.SystemNamespace, name); sec != nil {
+					unstructured.RemoveNestedField(sec.Object, "data")
+					objs["secret"] = sec
+				}
+			}
+		}
+	}
+	for _, p := range active.Spec.Phases {
+		o := p.Objects[0].Object
+		objs[strings.ToLower(o.GetKind())] = sample(o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName())
+	}
+	for name, u := range objs {
+		if u == nil {
+			continue
+		}
+		raw, err := json.MarshalIndent(u.Object, "", "  ")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sample-"+name+".json"), raw, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
