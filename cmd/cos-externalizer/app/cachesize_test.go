@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -153,5 +154,94 @@ func TestManagedObjectLean(t *testing.T) {
 				t.Errorf("cached (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// archivedSet builds an archived ClusterObjectSet from spec: each byte an object, in phases of
+// (byte>>6)+1 objects: a ref (to one of four Secrets, with or without the namespace written) or, for
+// one value in eight, an inline object.
+func archivedSet(spec []byte) *olmv1.ClusterObjectSet {
+	cos := &olmv1.ClusterObjectSet{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: olmv1.ClusterObjectSetSpec{LifecycleState: olmv1.LifecycleStateArchived}}
+	var phase *olmv1.ClusterObjectSetPhase
+	left := 0
+	for i, b := range spec {
+		if left == 0 {
+			cos.Spec.Phases = append(cos.Spec.Phases, olmv1.ClusterObjectSetPhase{Name: fmt.Sprintf("p%d", i)})
+			phase, left = &cos.Spec.Phases[len(cos.Spec.Phases)-1], int(b>>6)+1
+		}
+		left--
+		o := olmv1.ClusterObjectSetObject{}
+		if b&7 == 7 {
+			o.Object = unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{"k": "v"}}}
+		} else {
+			o.Ref = olmv1.ObjectSourceRef{Name: fmt.Sprintf("s%d", b&3), Key: fmt.Sprintf("k%d", i)}
+			if b&4 != 0 {
+				o.Ref.Namespace = olmv1.DefaultSystemNamespace
+			}
+		}
+		phase.Objects = append(phase.Objects, o)
+	}
+	return cos
+}
+
+// FuzzTrimArchived: on a trimmed archived ClusterObjectSet, the Secrets referenced and where each is
+// first referenced are those of the whole one, and no kept inline object holds content.
+func FuzzTrimArchived(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3})
+	f.Add([]byte{0xc0, 0, 0, 0, 0x41, 5, 7, 0x87, 1})
+	f.Add([]byte{7, 7, 0x47, 3})
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		whole := archivedSet(spec)
+		got, err := clusterObjectSetLean(whole.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lean := got.(*olmv1.ClusterObjectSet)
+		ns := olmv1.DefaultSystemNamespace
+		if diff := cmp.Diff(whole.ReferencedSecrets(ns), lean.ReferencedSecrets(ns)); diff != "" {
+			t.Fatalf("referenced Secrets (-whole +lean):\n%s", diff)
+		}
+		for _, key := range whole.ReferencedSecrets(ns) {
+			w, _ := whole.RefTo(key.Namespace, key.Name, ns)
+			l, _ := lean.RefTo(key.Namespace, key.Name, ns)
+			if w != l {
+				t.Fatalf("first ref to %s: %s, trimmed %s", key, w, l)
+			}
+		}
+		if len(lean.Spec.Phases) != len(whole.Spec.Phases) {
+			t.Fatalf("%d phases, trimmed %d", len(whole.Spec.Phases), len(lean.Spec.Phases))
+		}
+		for _, p := range lean.Spec.Phases {
+			for _, o := range p.Objects {
+				if !o.IsRef() && len(o.Object.Object) > 0 {
+					t.Fatalf("an inline object kept its content")
+				}
+			}
+		}
+	})
+}
+
+// TestTrimArchivedOnlyWhenDone: an Active ClusterObjectSet, one being deleted and one still holding
+// the teardown finalizer keep their objects.
+func TestTrimArchivedOnlyWhenDone(t *testing.T) {
+	spec := []byte{0xc0, 0, 0, 0}
+	now := metav1.Now()
+	for name, change := range map[string]func(*olmv1.ClusterObjectSet){
+		"active":            func(c *olmv1.ClusterObjectSet) { c.Spec.LifecycleState = olmv1.LifecycleStateActive },
+		"being deleted":     func(c *olmv1.ClusterObjectSet) { c.DeletionTimestamp = &now },
+		"teardown not over": func(c *olmv1.ClusterObjectSet) { c.Finalizers = []string{finalizerowner.Teardown} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cos := archivedSet(spec)
+			change(cos)
+			got, _ := clusterObjectSetLean(cos.DeepCopy())
+			if n := len(got.(*olmv1.ClusterObjectSet).Spec.Phases[0].Objects); n != 4 {
+				t.Errorf("%d objects kept, want 4", n)
+			}
+		})
+	}
+	got, _ := clusterObjectSetLean(archivedSet(spec))
+	if n := len(got.(*olmv1.ClusterObjectSet).Spec.Phases[0].Objects); n != 1 {
+		t.Errorf("archived and done: %d objects kept, want 1", n)
 	}
 }
