@@ -110,6 +110,9 @@ func (r *ClusterObjectSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	r.contents = newSecretContents(DefaultSecretContentBytes)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &olmv1.ClusterObjectSet{}, ownerIndex, ownerNames); err != nil {
+		return fmt.Errorf("indexing ClusterObjectSets by owner: %w", err)
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		// Any change but our own status writes: metadata-only updates (a label, an annotation) re-verify
 		// the phase digests, as upstream's reconciler does on every update.

@@ -307,7 +307,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := o.setupControllers(mgr, rollOut, m.controllers); err != nil {
 		return err
 	}
-	if err := m.statusCollector(controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace)); err != nil {
+	status := controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace)
+	if err := status.Watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
+	if err := m.statusCollector(status); err != nil {
 		return err
 	}
 	o.server.announce(log, o.enableWebhooks && o.webhookPort >= 0, m.webhook) // clientauth.go
