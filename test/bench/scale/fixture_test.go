@@ -81,6 +81,10 @@ type fixture struct {
 	manager    string // the binary
 	ca         []byte // the webhook serving certificate's CA
 	current    *managerProc
+	// memoryLimit is the container limit in bytes the managers are told (COS_SCALE_MEMORY_LIMIT), unless
+	// unlimited; "" none.
+	memoryLimit string
+	unlimited   bool
 
 	createTime, settleTime time.Duration
 }
@@ -132,9 +136,7 @@ func newFixture(b *testing.B) (*fixture, error) {
 		if err != nil {
 			return nil, fmt.Errorf("COS_SCALE_MEMORY_LIMIT: %w", err)
 		}
-		if err := os.Setenv(app.MemoryLimitEnv, strconv.FormatInt(q.Value(), 10)); err != nil {
-			return nil, err
-		}
+		f.memoryLimit = strconv.FormatInt(q.Value(), 10)
 	}
 	if f.manager = os.Getenv("COS_SCALE_MANAGER"); f.manager == "" {
 		if f.manager, err = local.BuildManager(tmpDir); err != nil {
@@ -403,6 +405,15 @@ func (f *fixture) startBeside(b *testing.B, others []*managerProc, args ...strin
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.metrics), "--metrics-secure=false",
 		"--system-namespace=" + testenv.SystemNamespace, "--rollout=true",
 	}, args...)
+	// The manager inherits this process's environment.
+	if f.memoryLimit != "" && !f.unlimited {
+		err = os.Setenv(app.MemoryLimitEnv, f.memoryLimit)
+	} else {
+		err = os.Unsetenv(app.MemoryLimitEnv)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
 	m.started = time.Now()
 	if m.proc, err = controlplane.StartProcess("manager", f.manager, all, f.env.LogPath(fmt.Sprintf("manager-%d", m.metrics))); err != nil {
 		b.Fatal(err)

@@ -64,6 +64,18 @@ func BenchmarkScaleRestart(b *testing.B) {
 	b.ReportMetric(f.settleTime.Seconds(), "s/first-rollout")
 	for b.Loop() {
 		name := strconv.Itoa(f.size.total())
+		if f.memoryLimit != "" {
+			// The same restart without the container limit first: what the runtime's limit changes.
+			f.unlimited = true
+			m, d, _, settle := f.restart(b)
+			rss, heap := m.memory(b)
+			b.Logf("restart without a memory limit: settled after %s, %.1f MiB RSS, %.1f MiB heap; %s; load average %s", settle.Round(time.Millisecond), rss, heap, d, loadAverage())
+			b.ReportMetric(rss, "MiB-RSS-nolimit")
+			b.ReportMetric(heap, "MiB-heap-nolimit")
+			b.ReportMetric(settle.Seconds(), "s/settle-nolimit")
+			f.unlimited = false
+			name += "-limit"
+		}
 		m, d, webhook, settle, cpuDone := f.restartProfiled(b, name)
 		b.Logf("restart: webhook answered after %s, settled after %s; %s; load average %s", webhook.Round(time.Millisecond), settle.Round(time.Millisecond), d, loadAverage())
 		b.ReportMetric(d.writes(), "writes/restart")
