@@ -234,7 +234,7 @@ func (r *ClusterObjectSetReconciler) cachedLive(ctx context.Context, cos *olmv1.
 	if r.getCached(ctx, obj, meta) {
 		live = metadataObject(meta)
 		v, needsContent := drift.UnchangedMetadata(fields, live.Object, FieldOwner, digest)
-		if !needsContent && !(v.Unchanged && probes.NeedsContent(live, cos.Spec.ProgressionProbes)) {
+		if !needsContent && (!v.Unchanged || !probes.NeedsContent(live, cos.Spec.ProgressionProbes)) {
 			return live, v, false, nil
 		}
 		whole := &unstructured.Unstructured{}
@@ -324,7 +324,7 @@ func metadataObject(meta *metav1.PartialObjectMetadata) *unstructured.Unstructur
 			}
 			if e.FieldsV1 != nil {
 				var fields map[string]any
-				if json.Unmarshal(e.FieldsV1.Raw, &fields) == nil {
+				if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) == nil {
 					entry["fieldsV1"] = fields
 				}
 			}

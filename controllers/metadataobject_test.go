@@ -16,7 +16,7 @@ import (
 // as the generic conversion (unstructured's setters) gives it, and decides as it does.
 func TestMetadataObject(t *testing.T) {
 	deleted := metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}},"f:metadata":{"f:annotations":{"f:` + drift.Annotation + `":{}},"f:labels":{"f:a":{}}}}`)}
+	fields := metav1.NewFieldsV1(`{"f:data":{"f:k":{}},"f:metadata":{"f:annotations":{"f:` + drift.Annotation + `":{}},"f:labels":{"f:a":{}}}}`)
 	for name, meta := range map[string]*metav1.PartialObjectMetadata{
 		"everything": {ObjectMeta: metav1.ObjectMeta{
 			Name: "x", Namespace: "n", UID: "u", ResourceVersion: "7", Generation: 3, DeletionTimestamp: &deleted,
@@ -24,7 +24,7 @@ func TestMetadataObject(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterObjectSet", Name: "c", UID: "cu", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}, {APIVersion: "v1", Kind: "X", Name: "o", UID: "ou"}},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: fields},
-				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}},
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)},
 			},
 		}},
 		"cluster-scoped, bare": {ObjectMeta: metav1.ObjectMeta{Name: "y"}},

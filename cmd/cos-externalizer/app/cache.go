@@ -71,9 +71,7 @@ func clusterObjectSetLean(obj any) (any, error) {
 		return obj, nil
 	}
 	cos.ManagedFields = finalizerEntries(cos.ManagedFields)
-	if _, ok := cos.Annotations[admission.LastAppliedAnnotation]; ok {
-		delete(cos.Annotations, admission.LastAppliedAnnotation)
-	}
+	delete(cos.Annotations, admission.LastAppliedAnnotation)
 	leanMeta(&cos.ObjectMeta)
 	if archivedDone(cos) {
 		trimArchived(cos.Spec.Phases)
@@ -182,7 +180,7 @@ func intern(s string) string {
 func finalizerEntries(managed []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	var out []metav1.ManagedFieldsEntry
 	for _, e := range managed {
-		if e.FieldsV1 == nil || !bytes.Contains(e.FieldsV1.Raw, []byte(`"f:finalizers"`)) {
+		if e.FieldsV1 == nil || !bytes.Contains(e.FieldsV1.GetRawBytes(), []byte(`"f:finalizers"`)) {
 			continue
 		}
 		var fields struct {
@@ -190,14 +188,14 @@ func finalizerEntries(managed []metav1.ManagedFieldsEntry) []metav1.ManagedField
 				Finalizers json.RawMessage `json:"f:finalizers"`
 			} `json:"f:metadata"`
 		}
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil || len(fields.Metadata.Finalizers) == 0 {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil || len(fields.Metadata.Finalizers) == 0 {
 			continue
 		}
 		raw, err := json.Marshal(map[string]map[string]json.RawMessage{"f:metadata": {"f:finalizers": fields.Metadata.Finalizers}})
 		if err != nil {
 			continue
 		}
-		e.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		e.FieldsV1 = metav1.NewFieldsV1(string(raw))
 		out = append(out, e)
 	}
 	return out
@@ -216,9 +214,7 @@ func finalizerEntries(managed []metav1.ManagedFieldsEntry) []metav1.ManagedField
 func managedObjectLean(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *metav1.PartialObjectMetadata:
-		if _, ok := o.Annotations[admission.LastAppliedAnnotation]; ok {
-			delete(o.Annotations, admission.LastAppliedAnnotation)
-		}
+		delete(o.Annotations, admission.LastAppliedAnnotation)
 		leanMeta(&o.ObjectMeta)
 	case *unstructured.Unstructured:
 		if md, ok := o.Object["metadata"].(map[string]any); ok {

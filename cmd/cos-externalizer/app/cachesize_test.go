@@ -58,7 +58,7 @@ func TestSecretMetadataOnlyMeasures(t *testing.T) {
 func TestClusterObjectSetLean(t *testing.T) {
 	entry := func(manager, op, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "olm.operatorframework.io/v1",
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	creator := entry("kubectl", "Update", `{"f:metadata":{"f:labels":{"f:a":{}}},"f:spec":{"f:phases":{}}}`)
 	ours := entry(finalizerowner.OurFieldManager, "Update", `{"f:metadata":{"f:finalizers":{".":{},"v:\"olm.operatorframework.io/teardown\"":{}}}}`)
@@ -119,7 +119,7 @@ func TestClusterObjectSetLean(t *testing.T) {
 // last-applied annotation; a whole object loses its managedFields too (they are read from the
 // metadata).
 func TestManagedObjectLean(t *testing.T) {
-	managed := []metav1.ManagedFieldsEntry{{Manager: "cos-externalizer", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}}
+	managed := []metav1.ManagedFieldsEntry{{Manager: "cos-externalizer", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}
 	meta := func(ann map[string]string) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: ann, Labels: map[string]string{"l": "v"}, ManagedFields: managed}}
 	}

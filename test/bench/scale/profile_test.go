@@ -77,7 +77,7 @@ func (m *managerProc) writeProfile(what, path string, timeout time.Duration) err
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s", what, resp.Status)
 	}
