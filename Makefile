@@ -550,12 +550,21 @@ bench: control-plane testdata certmanager ## Run the benchmarks (how to run them
 	$(GO) test -run '^$$' -bench . -benchtime=3x -timeout 30m ./test/e2e/local/
 
 # The scale benchmark (test/bench/scale; results in docs/benchmarks/, "scale"): 1,000 ClusterObjectSets
-# on one local control plane. Not part of test or bench: about 15 minutes. COS_SCALE_OWNERS=N (200),
-# COS_SCALE_REVISIONS, COS_SCALE_OBJECTS, COS_SCALE_WINDOW, COS_SCALE_DRIFT, COS_SCALE_NOISE make it
-# smaller or shorter; COS_SCALE_MANAGER=path measures another manager binary.
+# on one local control plane, every benchmark; then a restart at 3,000. Not part of test or bench:
+# about 25 minutes. COS_SCALE_OWNERS=N (200; 5 revisions each), COS_SCALE_REVISIONS,
+# COS_SCALE_OBJECTS, COS_SCALE_WINDOW, COS_SCALE_DRIFT, COS_SCALE_NOISE make it smaller or shorter;
+# COS_SCALE_MANAGER=path measures another manager binary, COS_SCALE_MEMORY_LIMIT=384Mi tells the
+# managers a container limit, COS_SCALE_PROFILE=dir writes CPU and heap profiles of the restart.
 .PHONY: bench-scale
-bench-scale: control-plane testdata ## Scale benchmark, 1,000 ClusterObjectSets: writes after a restart and a failover, settling, memory, steady-state requests, admission under 20 clients (~15 min).
+bench-scale: control-plane testdata ## Scale benchmark: 1,000 ClusterObjectSets (restart and failover writes, settling, memory, steady-state requests, admission under 20 clients), then a restart at 3,000 (~25 min).
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/scale/
+	COS_SCALE_OWNERS=600 $(GO) test -run '^$$' -bench 'BenchmarkScaleRestart$$' -benchtime=1x -timeout 60m ./test/bench/scale/
+
+# The largest size of the scale benchmark: 10,000 ClusterObjectSets (2,000 owners, 60,000 managed
+# objects), a restart and a leader failover. Its fixture alone takes 15-30 minutes on 2 cores.
+.PHONY: bench-scale-large
+bench-scale-large: control-plane testdata ## Scale benchmark at 10,000 ClusterObjectSets and 60,000 objects: restart and failover writes, settling, memory (~30-45 min).
+	COS_SCALE_OWNERS=2000 $(GO) test -run '^$$' -bench 'BenchmarkScale(Restart|Failover)$$' -benchtime=1x -timeout 120m ./test/bench/scale/
 
 # The cache memory benchmark (test/bench/cachememory; results in docs/benchmarks/, "object-data
 # Secrets and the cache"): the manager's memory with 1 GiB of object-data Secrets stored. Not part of

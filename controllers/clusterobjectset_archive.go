@@ -21,7 +21,7 @@ func (r *ClusterObjectSetReconciler) archivePredecessors(ctx context.Context, co
 		return nil
 	}
 	list := &olmv1.ClusterObjectSetList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{olmv1.LabelOwnerName: owner}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{ownerIndex: owner}); err != nil {
 		return fmt.Errorf("listing the revisions of %s: %w", owner, err)
 	}
 	archive, remove := rollout.Archive(cos, list.Items, r.KeepArchived)
@@ -40,6 +40,19 @@ func (r *ClusterObjectSetReconciler) archivePredecessors(ctx context.Context, co
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting archived %s: %w", describe(old), err)
 		}
+	}
+	return nil
+}
+
+// ownerIndex indexes the cached ClusterObjectSets by their owner-name label: a succeeded revision
+// lists its owner's revisions on every reconcile, which a label selector would find by a pass over
+// every ClusterObjectSet of the cluster.
+const ownerIndex = "cos-externalizer.io/owner-name"
+
+// ownerNames is the indexer of ownerIndex.
+func ownerNames(obj client.Object) []string {
+	if owner := obj.GetLabels()[olmv1.LabelOwnerName]; owner != "" {
+		return []string{owner}
 	}
 	return nil
 }

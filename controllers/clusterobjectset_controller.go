@@ -17,9 +17,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -108,6 +110,9 @@ func (r *ClusterObjectSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	r.contents = newSecretContents(DefaultSecretContentBytes)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &olmv1.ClusterObjectSet{}, ownerIndex, ownerNames); err != nil {
+		return fmt.Errorf("indexing ClusterObjectSets by owner: %w", err)
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		// Any change but our own status writes: metadata-only updates (a label, an annotation) re-verify
 		// the phase digests, as upstream's reconciler does on every update.
@@ -138,6 +143,9 @@ func (r *ClusterObjectSetReconciler) Reconcile(ctx context.Context, req reconcil
 // our finalizer, rolls out as far as it can, writes the status once, archives its predecessors once
 // it has succeeded, and says when to look again.
 func (r *ClusterObjectSetReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if done, err := r.archivedAndDone(ctx, req); err != nil || done {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
 	cos := &olmv1.ClusterObjectSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cos); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -168,6 +176,25 @@ func (r *ClusterObjectSetReconciler) reconcile(ctx context.Context, req reconcil
 	return reconcile.Result{RequeueAfter: r.recheckPolicy().After(recheck.Input{
 		Kind: outcome.Kind, Deadline: deadline, RefsOutside: cos.RefsOutside(r.SystemNamespace),
 	})}, nil
+}
+
+// archivedAndDone tells, from the cache's own object (not a copy), whether a reconcile of it would
+// do nothing: it is archived, not being deleted, no longer holds our finalizer (its teardown is over)
+// and its conditions already say Archived. Most ClusterObjectSets of a large cluster are such, and a
+// restarted manager reconciles each once: this spares it two copies of each.
+func (r *ClusterObjectSetReconciler) archivedAndDone(ctx context.Context, req reconcile.Request) (bool, error) {
+	peek := &olmv1.ClusterObjectSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, peek, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
+	}
+	if peek.Spec.LifecycleState != olmv1.LifecycleStateArchived || !peek.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(peek, Finalizer) {
+		return false, nil
+	}
+	// What reportTeardown would set, on a copy of the conditions alone.
+	probe := *peek
+	probe.Status.Conditions = slices.Clone(peek.Status.Conditions)
+	conditions.Set(&probe, conditions.Outcome{Kind: conditions.Archived}, r.Clock.Now())
+	return apiequality.Semantic.DeepEqual(peek.Status.Conditions, probe.Status.Conditions), nil
 }
 
 func (r *ClusterObjectSetReconciler) recheckPolicy() recheck.Policy {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/probes"
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/rollout"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
@@ -144,11 +146,10 @@ func (r *ClusterObjectSetReconciler) applyObject(ctx context.Context, cos *olmv1
 	// The apply below decodes its answer into desired, replacing desired.Object: keep the fields.
 	fields := desired.Object
 
-	existing, fresh, err := r.getLive(ctx, obj)
+	existing, verdict, fresh, err := r.cachedLive(ctx, cos, obj, fields, digest)
 	if err != nil {
 		return nil, "", err
 	}
-	verdict := unchanged(fields, existing, digest)
 	if !verdict.Unchanged && !fresh {
 		// The cache may be behind (our own last apply, a drift already restored): decide on a fresh read.
 		if existing, err = r.readLive(ctx, obj); err != nil {
@@ -218,19 +219,122 @@ func (r *ClusterObjectSetReconciler) dropOtherControllers(ctx context.Context, o
 // waits for it to sync, which never happens if the kind stops being served meanwhile.
 const cacheReadTimeout = 30 * time.Second
 
-// getLive returns the object from the cache if it is there (objects carrying olmv1.LabelOwningRevision),
-// else as the API server has it (fresh), or nil if it does not exist. A cached object may be behind.
-func (r *ClusterObjectSetReconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (live *unstructured.Unstructured, fresh bool, err error) {
-	live = &unstructured.Unstructured{}
-	live.SetGroupVersionKind(obj.GroupVersionKind())
-	cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
-	err = r.Client.Get(cctx, client.ObjectKeyFromObject(obj), live)
-	cancel()
-	if err == nil {
-		return live, false, nil
+// cachedLive returns the object as the no-op decision and the probes need it, with the decision
+// (unchanged: fields are the desired object's, digest its drift.Digest). The cache holds managed
+// objects (those carrying olmv1.LabelOwningRevision) as metadata, which settles the decision for
+// most objects and the probes for kinds nobody probes; where the decision needs a field's value
+// (drift.UnchangedMetadata) or a probe the object's content (probes.NeedsContent), the whole object is
+// read from the cache of whole objects of its kind, started on first use, at the resourceVersion of
+// the metadata, with managedFields from the metadata. An object not in the cache, or whose two cached
+// copies differ, is read from the API server (fresh); nil if it does not exist. A cached object may
+// be behind.
+func (r *ClusterObjectSetReconciler) cachedLive(ctx context.Context, cos *olmv1.ClusterObjectSet, obj *unstructured.Unstructured, fields map[string]any, digest string) (live *unstructured.Unstructured, verdict drift.Verdict, fresh bool, err error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(obj.GroupVersionKind())
+	if r.getCached(ctx, obj, meta) {
+		live = metadataObject(meta)
+		v, needsContent := drift.UnchangedMetadata(fields, live.Object, FieldOwner, digest)
+		if !needsContent && (!v.Unchanged || !probes.NeedsContent(live, cos.Spec.ProgressionProbes)) {
+			return live, v, false, nil
+		}
+		whole := &unstructured.Unstructured{}
+		whole.SetGroupVersionKind(obj.GroupVersionKind())
+		if r.getCached(ctx, obj, whole) && whole.GetResourceVersion() == meta.ResourceVersion {
+			whole.SetManagedFields(meta.ManagedFields)
+			return whole, unchanged(fields, whole, digest), false, nil
+		}
 	}
-	live, err = r.readLive(ctx, obj)
-	return live, true, err
+	if live, err = r.readLive(ctx, obj); err != nil {
+		return nil, drift.Verdict{}, true, err
+	}
+	return live, unchanged(fields, live, digest), true, nil
+}
+
+// getCached reads obj's object from the cache into into; false when the cache does not have it (or
+// cannot answer in time).
+func (r *ClusterObjectSetReconciler) getCached(ctx context.Context, obj *unstructured.Unstructured, into client.Object) bool {
+	cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
+	defer cancel()
+	return r.Client.Get(cctx, client.ObjectKeyFromObject(obj), into) == nil
+}
+
+// metadataObject is meta as an unstructured object of its kind holding metadata only, as the
+// decisions read it (drift.UnchangedMetadata, collision's metaOf, probes of kinds without content).
+// It is built field by field: a restart builds one per managed object, and the generic conversion
+// (reflection, and JSON for fieldsV1) cost a large cluster seconds of CPU.
+func metadataObject(meta *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	md := map[string]any{"name": meta.Name}
+	set := func(k, v string) {
+		if v != "" {
+			md[k] = v
+		}
+	}
+	set("namespace", meta.Namespace)
+	set("uid", string(meta.UID))
+	set("resourceVersion", meta.ResourceVersion)
+	if meta.Generation != 0 {
+		md["generation"] = meta.Generation
+	}
+	if meta.DeletionTimestamp != nil {
+		md["deletionTimestamp"] = meta.DeletionTimestamp.UTC().Format(time.RFC3339)
+	}
+	stringMap := func(m map[string]string) map[string]any {
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	if len(meta.Labels) > 0 {
+		md["labels"] = stringMap(meta.Labels)
+	}
+	if len(meta.Annotations) > 0 {
+		md["annotations"] = stringMap(meta.Annotations)
+	}
+	if len(meta.Finalizers) > 0 {
+		finalizers := make([]any, len(meta.Finalizers))
+		for i, f := range meta.Finalizers {
+			finalizers[i] = f
+		}
+		md["finalizers"] = finalizers
+	}
+	if len(meta.OwnerReferences) > 0 {
+		refs := make([]any, len(meta.OwnerReferences))
+		for i, r := range meta.OwnerReferences {
+			ref := map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "uid": string(r.UID)}
+			if r.Controller != nil {
+				ref["controller"] = *r.Controller
+			}
+			if r.BlockOwnerDeletion != nil {
+				ref["blockOwnerDeletion"] = *r.BlockOwnerDeletion
+			}
+			refs[i] = ref
+		}
+		md["ownerReferences"] = refs
+	}
+	if len(meta.ManagedFields) > 0 {
+		entries := make([]any, len(meta.ManagedFields))
+		for i, e := range meta.ManagedFields {
+			entry := map[string]any{"manager": e.Manager, "operation": string(e.Operation), "apiVersion": e.APIVersion}
+			if e.Subresource != "" {
+				entry["subresource"] = e.Subresource
+			}
+			if e.FieldsType != "" {
+				entry["fieldsType"] = e.FieldsType
+			}
+			if e.FieldsV1 != nil {
+				var fields map[string]any
+				if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) == nil {
+					entry["fieldsV1"] = fields
+				}
+			}
+			entries[i] = entry
+		}
+		md["managedFields"] = entries
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
+	u.SetGroupVersionKind(meta.GroupVersionKind())
+	return u
 }
 
 // readLive reads the object from the API server, uncached; nil if it does not exist.

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -38,7 +38,9 @@ func (w *kindWatches) ensure(_ context.Context, gvk schema.GroupVersionKind) err
 	if w.seen[gvk] {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
+	// Metadata is enough to map an event to the controlling ClusterObjectSet, and the cache behind
+	// the watch is what the no-op decision reads (cachedLive).
+	u := &metav1.PartialObjectMetadata{}
 	u.SetGroupVersionKind(gvk)
 	src := source.Kind[client.Object](w.cache, u,
 		handler.EnqueueRequestForOwner(w.scheme, w.mapper, &olmv1.ClusterObjectSet{}, handler.OnlyControllerOwner()))

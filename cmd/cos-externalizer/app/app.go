@@ -49,6 +49,7 @@ type Options struct {
 	metricsSecure   bool
 	enableHTTP2     bool
 	probeAddr       string
+	pprofAddr       string
 	leaderElect     bool
 	leaderElectNS   string
 	systemNamespace string
@@ -115,6 +116,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, to clients that the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the non-resource URL /metrics); false serves plain HTTP to anyone.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Serve the webhooks and metrics over HTTP/2 too (off: HTTP/1.1 only, against HTTP/2 stream-reset attacks).")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health (/healthz) and readiness (/readyz) endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's profiling endpoints (/debug/pprof/), plain HTTP without authentication: bind it to localhost; empty disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the system namespace).")
 	o.lease.bind(fs)
@@ -246,19 +248,21 @@ func (o *Options) servingCert() servingcert.Options {
 // cacheOptions keep the manager's memory independent of the cluster's other objects and of the bytes
 // stored in object-data Secrets: Secrets only of the system namespace carrying the revision-name
 // label, and of those only their metadata (secretMetadataOnly); managed objects only when they carry
-// the owning-revision label; ClusterObjectSets all.
+// the owning-revision label, watched as metadata (managedObjectLean); ClusterObjectSets all, without
+// what no reader needs (clusterObjectSetLean).
 func cacheOptions(systemNamespace string, measure func(*corev1.Secret)) cache.Options {
 	owning, _ := labels.NewRequirement(olmv1.LabelOwningRevision, selection.Exists, nil)
 	revision, _ := labels.NewRequirement(olmv1.LabelRevisionName, selection.Exists, nil)
 	return cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*owning),
+		DefaultTransform:     managedObjectLean,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {
 				Namespaces: map[string]cache.Config{systemNamespace: {}},
 				Label:      labels.NewSelector().Add(*revision),
 				Transform:  secretMetadataOnly(measure),
 			},
-			&olmv1.ClusterObjectSet{}: {Label: labels.Everything()},
+			&olmv1.ClusterObjectSet{}: {Label: labels.Everything(), Transform: clusterObjectSetLean},
 		},
 	}
 }
@@ -308,7 +312,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := o.setupControllers(mgr, rollOut, m.controllers); err != nil {
 		return err
 	}
-	if err := m.statusCollector(controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace)); err != nil {
+	status := controllers.NewStatusCollector(mgr.GetCache(), o.systemNamespace)
+	if err := status.Watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
+	if err := m.statusCollector(status); err != nil {
 		return err
 	}
 	o.server.announce(log, o.enableWebhooks && o.webhookPort >= 0, m.webhook) // clientauth.go
@@ -342,6 +350,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webh
 		Scheme:                  scheme.New(),
 		Metrics:                 o.metricsServer(tlsOpts, webhookTLSOpts),
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        olmv1.LeaderElectionLease,
 		LeaderElectionNamespace: leNS,

@@ -1,9 +1,21 @@
 package app
 
 import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
 )
 
 // CacheOptions are the options of the manager's cache (cacheOptions), for the tests that check what
@@ -14,13 +26,14 @@ func CacheOptions(systemNamespace string) cache.Options {
 
 // secretMetadataOnly is the transform of the manager's Secret informer: it drops the data of every
 // Secret before the cache stores it, so that the cache's memory does not grow with the bytes the
-// cluster stores in object-data Secrets (1 MiB each at most, any number of them). Everything else
-// stays: type, immutable, labels, annotations, owner references, uid, resourceVersion. The
-// reconciler reads content uncached when it resolves (controllers/resolve.go); the other readers of
-// the cache (Secret ownership, the orphan sweep, the Secret guard's index, the status collector) need
-// metadata only. Writes of a cached Secret are merge patches of the fields they change, so a copy
-// without data never writes `data`. Objects other than a typed Secret (an unstructured managed
-// object shares the informer's configuration, not this informer) pass unchanged.
+// cluster stores in object-data Secrets (1 MiB each at most, any number of them), and its
+// managedFields (a field per data key), which nothing reads from the cache. Everything else stays:
+// type, immutable, labels, annotations, owner references, uid, resourceVersion. The reconciler reads
+// content uncached when it resolves (controllers/resolve.go); the other readers of the cache (Secret
+// ownership, the orphan sweep, the Secret guard's index, the status collector) need metadata only.
+// Writes of a cached Secret are merge patches of the fields they change, so a copy without data never
+// writes `data`. Objects other than a typed Secret (the metadata of a Secret the reconciler manages
+// shares the informer's configuration, not this informer) pass unchanged.
 //
 // measure, when set, is called with each Secret before its data is dropped: the bound on
 // unreferenced Secrets keeps their sizes (webhook.Unreferenced.RecordSize), a number per Secret,
@@ -33,7 +46,183 @@ func secretMetadataOnly(measure func(*corev1.Secret)) toolscache.TransformFunc {
 			}
 			sec.Data = nil
 			sec.StringData = nil
+			sec.ManagedFields = nil
+			leanMeta(&sec.ObjectMeta)
 		}
 		return obj, nil
 	}
+}
+
+// clusterObjectSetLean is the transform of the manager's ClusterObjectSet informer. The cache keeps
+// every field the manager reads, and drops or shares what it does not:
+//   - managedFields: only the entries that own a finalizer, and of those only the fields under
+//     metadata.finalizers (finalizerowner.Owners is their only reader: whose the teardown finalizer is);
+//   - kubectl's last-applied annotation, a second copy of the spec that nothing reads from the cache;
+//   - the strings of the refs: refs to one Secret share one copy of its name and namespace; common
+//     strings of the metadata are shared by every object (leanMeta);
+//   - of an archived ClusterObjectSet whose teardown is over (archivedDone), the objects of its phases
+//     beyond what tells which Secrets it references (trimArchived).
+//
+// Writes of a cached ClusterObjectSet are merge patches computed between two copies of it, so what
+// the cache left out is never written. Other objects pass unchanged.
+func clusterObjectSetLean(obj any) (any, error) {
+	cos, ok := obj.(*olmv1.ClusterObjectSet)
+	if !ok {
+		return obj, nil
+	}
+	cos.ManagedFields = finalizerEntries(cos.ManagedFields)
+	delete(cos.Annotations, admission.LastAppliedAnnotation)
+	leanMeta(&cos.ObjectMeta)
+	if archivedDone(cos) {
+		trimArchived(cos.Spec.Phases)
+	}
+	shared := map[string]string{}
+	share := func(s *string) {
+		if *s == "" {
+			return
+		}
+		if v, ok := shared[*s]; ok {
+			*s = v
+			return
+		}
+		shared[*s] = *s
+	}
+	for i := range cos.Spec.Phases {
+		for j := range cos.Spec.Phases[i].Objects {
+			ref := &cos.Spec.Phases[i].Objects[j].Ref
+			share(&ref.Name)
+			share(&ref.Namespace)
+		}
+	}
+	return cos, nil
+}
+
+// archivedDone: cos is archived, not being deleted, and holds no teardown finalizer (ours or OLM's):
+// its teardown is over, and its objects are read for nothing but the Secrets they reference (who uses
+// a Secret: Secret ownership, the orphan sweep, the Secret guard, the bound on unreferenced Secrets).
+// Archived is final, and no finalizer is added to an archived ClusterObjectSet.
+func archivedDone(cos *olmv1.ClusterObjectSet) bool {
+	return cos.Spec.LifecycleState == olmv1.LifecycleStateArchived && cos.DeletionTimestamp.IsZero() &&
+		!slices.Contains(cos.Finalizers, finalizerowner.Teardown)
+}
+
+// trimArchived keeps, of the objects of phases, what tells which Secrets they reference and where
+// each is first referenced (olmv1.ClusterObjectSet.ReferencedSecrets and RefTo answer as on the
+// whole object): each phase keeps its objects up to the last first ref to a Secret (the first ref of
+// the whole spec to a ref's namespace and name, as written), and the inline objects among those are
+// emptied (still inline, no content). Typically a phase keeps one ref, or none.
+func trimArchived(phases []olmv1.ClusterObjectSetPhase) {
+	type written struct{ namespace, name string }
+	seen := map[written]bool{}
+	for i := range phases {
+		objs := phases[i].Objects
+		keep := 0
+		for j := range objs {
+			if !objs[j].IsRef() {
+				continue
+			}
+			if key := (written{objs[j].Ref.Namespace, objs[j].Ref.Name}); !seen[key] {
+				seen[key] = true
+				keep = j + 1
+			}
+		}
+		kept := make([]olmv1.ClusterObjectSetObject, keep)
+		copy(kept, objs[:keep])
+		for j := range kept {
+			if !kept[j].IsRef() {
+				kept[j].Object = unstructured.Unstructured{Object: map[string]any{}}
+			}
+		}
+		phases[i].Objects = kept
+	}
+}
+
+// leanMeta shares the strings of m that many cached objects repeat (label and annotation keys, label
+// values, owner references, managedFields' managers and versions) through unique, and drops the
+// times of managedFields, which nothing reads from the cache.
+func leanMeta(m *metav1.ObjectMeta) {
+	if len(m.Labels) > 0 {
+		labels := make(map[string]string, len(m.Labels))
+		for k, v := range m.Labels {
+			labels[intern(k)] = intern(v)
+		}
+		m.Labels = labels
+	}
+	if len(m.Annotations) > 0 {
+		annotations := make(map[string]string, len(m.Annotations))
+		for k, v := range m.Annotations {
+			annotations[intern(k)] = v
+		}
+		m.Annotations = annotations
+	}
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
+	}
+	for i := range m.ManagedFields {
+		e := &m.ManagedFields[i]
+		e.Manager, e.APIVersion, e.FieldsType, e.Subresource = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType), intern(e.Subresource)
+		e.Operation = metav1.ManagedFieldsOperationType(intern(string(e.Operation)))
+		e.Time = nil
+	}
+}
+
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// finalizerEntries keeps the entries of managed that own fields under metadata.finalizers, each with
+// only those fields; nil when none does. An entry whose fieldsV1 cannot be read is dropped: it owns no
+// finalizer for finalizerowner.Owners either.
+func finalizerEntries(managed []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var out []metav1.ManagedFieldsEntry
+	for _, e := range managed {
+		if e.FieldsV1 == nil || !bytes.Contains(e.FieldsV1.GetRawBytes(), []byte(`"f:finalizers"`)) {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Finalizers json.RawMessage `json:"f:finalizers"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil || len(fields.Metadata.Finalizers) == 0 {
+			continue
+		}
+		raw, err := json.Marshal(map[string]map[string]json.RawMessage{"f:metadata": {"f:finalizers": fields.Metadata.Finalizers}})
+		if err != nil {
+			continue
+		}
+		e.FieldsV1 = metav1.NewFieldsV1(string(raw))
+		out = append(out, e)
+	}
+	return out
+}
+
+// managedObjectLean is the transform of the informers of managed objects. The reconciler watches
+// them as metadata (controllers.kindWatches) and decides from it whether an object holds what it
+// would apply; it reads whole objects from the cache only for kinds where that decision or a
+// readiness probe needs their content, and takes managedFields from the metadata then. So:
+//   - metadata keeps everything but kubectl's last-applied annotation (a copy of the object, set by
+//     whoever created it with client-side apply; no decision reads it) and the times of managedFields,
+//     its common strings shared (leanMeta);
+//   - whole objects lose managedFields too.
+//
+// Other objects (the typed ClusterObjectSets and Secrets have transforms of their own) pass unchanged.
+func managedObjectLean(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		delete(o.Annotations, admission.LastAppliedAnnotation)
+		leanMeta(&o.ObjectMeta)
+	case *unstructured.Unstructured:
+		if md, ok := o.Object["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+			if ann, ok := md["annotations"].(map[string]any); ok {
+				delete(ann, admission.LastAppliedAnnotation)
+			}
+		}
+	}
+	return obj, nil
 }

@@ -31,8 +31,8 @@ func objectDataSecret(data map[string][]byte, stringData map[string]string) *cor
 	}
 }
 
-// TestCacheKeepsSecretMetadataOnly: the manager's cache stores Secrets without data and string data,
-// everything else as read; other objects as read.
+// TestCacheKeepsSecretMetadataOnly: the manager's cache stores Secrets without data, string data and
+// managedFields, everything else as read; other objects as read.
 func TestCacheKeepsSecretMetadataOnly(t *testing.T) {
 	opts := app.CacheOptions(olmv1.DefaultSystemNamespace)
 	var transform func(any) (any, error)
@@ -57,6 +57,14 @@ func TestCacheKeepsSecretMetadataOnly(t *testing.T) {
 		},
 		"string data too": {
 			in:   objectDataSecret(map[string][]byte{"key": []byte("content")}, map[string]string{"s": "v"}),
+			want: objectDataSecret(nil, nil),
+		},
+		"managedFields too": {
+			in: func() runtime.Object {
+				sec := objectDataSecret(map[string][]byte{"key": []byte("content")}, nil)
+				sec.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "cos-externalizer", Operation: metav1.ManagedFieldsOperationUpdate}}
+				return sec
+			}(),
 			want: objectDataSecret(nil, nil),
 		},
 		"empty Secret": {

@@ -19,7 +19,13 @@ func FuzzOwned(f *testing.F) {
 			return
 		}
 		if json.Unmarshal([]byte(ls), &l) == nil && l != nil {
-			_ = Owned(d, l, fieldManager) // must not panic
+			whole := Owned(d, l, fieldManager) // must not panic
+			// On the metadata alone: the same verdict, unless deferred to the content.
+			if v, deferred := owned(d, metadataOnly(l), fieldManager, true); !deferred && v != whole {
+				t.Fatalf("on the metadata %+v, on the whole object %+v", v, whole)
+			} else if deferred && !v.Unchanged {
+				t.Fatalf("deferred to the content after a verdict: %+v", v)
+			}
 		}
 		d = normalize(d).(map[string]any)
 		fields := fieldsOf(d)

@@ -55,6 +55,25 @@ func Unchanged(desired, live map[string]any, manager, digest string) Verdict {
 	return Owned(desired, live, manager)
 }
 
+// UnchangedMetadata is Unchanged for a live object known by its apiVersion, kind and metadata alone
+// (a metadata-only cache): the digest and every field's owner are in its metadata, but where our entry
+// owns a non-empty map or list outside metadata as a whole, Unchanged also looks at live's value
+// there. When the metadata says nothing changed but such a field exists, needsContent is true and
+// the verdict is not Unchanged: it is Unchanged of the whole object that decides. When it is false,
+// the verdict is the one Unchanged gives for the whole object.
+func UnchangedMetadata(desired, live map[string]any, manager, digest string) (v Verdict, needsContent bool) {
+	md, _ := live["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if got, _ := ann[Annotation].(string); got != digest {
+		return Verdict{Reason: ReasonDigest}, false
+	}
+	v, deferred := owned(desired, live, manager, true)
+	if v.Unchanged && deferred {
+		return Verdict{Reason: ReasonField}, true
+	}
+	return v, false
+}
+
 // Owned reports whether manager's Apply entry of live's managedFields owns every field desired sets.
 // It walks the entry's fieldsV1 without a schema: "f:<name>" for map keys; for list elements that
 // are maps, the one "k:{...}" entry whose key fields equal the element's (a key field the element
@@ -66,9 +85,16 @@ func Unchanged(desired, live map[string]any, manager, digest string) Verdict {
 // records (apiVersion, kind, status, metadata.name and the server's metadata) are not looked at.
 // Anything it cannot match is "not owned": an extra apply is safe, a skipped one is not.
 func Owned(desired, live map[string]any, manager string) Verdict {
+	v, _ := owned(desired, live, manager, false)
+	return v
+}
+
+// owned is Owned; with metadataOnly, the fields outside metadata that our entry owns as a whole are
+// not looked for in live, and deferred says whether there were any.
+func owned(desired, live map[string]any, manager string, metadataOnly bool) (v Verdict, deferred bool) {
 	entries, ok := managedFields(live)
 	if !ok {
-		return Verdict{Reason: ReasonManagedFields}
+		return Verdict{Reason: ReasonManagedFields}, false
 	}
 	var ours map[string]any
 	var others []map[string]any
@@ -77,7 +103,7 @@ func Owned(desired, live map[string]any, manager string) Verdict {
 		fields, _ := e["fieldsV1"].(map[string]any)
 		if e["manager"] == manager && e["operation"] == "Apply" && isEmpty(e["subresource"]) {
 			if ours != nil || fields == nil || e["apiVersion"] != apiVersion {
-				return Verdict{Reason: ReasonManagedFields}
+				return Verdict{Reason: ReasonManagedFields}, false
 			}
 			ours = fields
 			continue
@@ -87,13 +113,13 @@ func Owned(desired, live map[string]any, manager string) Verdict {
 		}
 	}
 	if ours == nil {
-		return Verdict{Reason: ReasonManagedFields}
+		return Verdict{Reason: ReasonManagedFields}, false
 	}
-	w := owner{others: others}
+	w := owner{others: others, metadataOnly: metadataOnly}
 	if !w.object(desired, ours, live, 0) {
-		return Verdict{Reason: ReasonField, Field: w.where()}
+		return Verdict{Reason: ReasonField, Field: w.where()}, false
 	}
-	return Verdict{Unchanged: true}
+	return Verdict{Unchanged: true}, w.deferred
 }
 
 func isEmpty(v any) bool { s, ok := v.(string); return v == nil || (ok && s == "") }
@@ -144,6 +170,8 @@ type owner struct {
 	others []map[string]any
 	path   []string
 	shown  []string
+	// metadataOnly: live holds metadata alone; a whole field outside it is deferred, not looked at.
+	metadataOnly, deferred bool
 }
 
 func (w *owner) push(key, shown string) {
@@ -268,6 +296,10 @@ func (w *owner) whole(desired, live any) bool {
 		if n != nil && hasChildren(n) {
 			return false
 		}
+	}
+	if w.metadataOnly && (len(w.path) == 0 || w.path[0] != "f:metadata") {
+		w.deferred = true
+		return true
 	}
 	return present(desired, live)
 }

@@ -199,3 +199,78 @@ func TestDigest(t *testing.T) {
 		t.Errorf("Digest = %s, want %s", got, want)
 	}
 }
+
+// metadataOnly is live as a metadata-only cache holds it: apiVersion, kind and metadata.
+func metadataOnly(live map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"apiVersion", "kind", "metadata"} {
+		if v, ok := live[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// checkMetadataVerdict is UnchangedMetadata's promise for one object: without needsContent, its
+// verdict on live's metadata is Unchanged's on the whole of live; with it, the metadata alone said
+// nothing changed.
+func checkMetadataVerdict(t *testing.T, desired, live map[string]any, digest string) (needsContent bool) {
+	t.Helper()
+	whole := Unchanged(desired, live, fieldManager, digest)
+	got, needsContent := UnchangedMetadata(desired, metadataOnly(live), fieldManager, digest)
+	if needsContent {
+		if got.Unchanged {
+			t.Errorf("needs the content, yet Unchanged")
+		}
+		return true
+	}
+	if diff := cmp.Diff(whole, got); diff != "" {
+		t.Errorf("UnchangedMetadata differs from Unchanged (-whole +metadata):\n%s", diff)
+	}
+	return false
+}
+
+// TestUnchangedMetadata: on real objects and on the walk's corner cases, the verdict on the metadata
+// is the verdict on the whole object, or says that it needs the content (fields of ours owned as a
+// whole outside metadata).
+func TestUnchangedMetadata(t *testing.T) {
+	f := loadFixtures(t)
+	desired := f.Desired["deployment"]
+	needed := map[string]bool{}
+	for name, live := range f.Live {
+		if !strings.HasPrefix(name, "deployment") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			needed[name] = checkMetadataVerdict(t, desired, live, "sha256:aa")
+		})
+	}
+	// A Deployment's container args are an atomic list: the applied one needs its content.
+	if !needed["deployment-applied"] {
+		t.Errorf("deployment-applied: the atomic list of args was not deferred to the content")
+	}
+	for name, tc := range map[string]struct {
+		desired, live string
+		needsContent  bool
+	}{
+		"granular maps only": {`{"apiVersion":"v1","metadata":{"labels":{"a":"b"}},"data":{"k":"v"}}`,
+			`{"apiVersion":"v1","kind":"X","metadata":{"labels":{"a":"b"},"managedFields":[{"manager":"cos-externalizer","operation":"Apply","apiVersion":"v1","fieldsV1":{"f:data":{"f:k":{}},"f:metadata":{"f:labels":{"f:a":{}}}}}]},"data":{"k":"v"}}`, false},
+		"a whole list outside metadata": {`{"apiVersion":"v1","rules":[{"verbs":["get"]}]}`,
+			`{"apiVersion":"v1","kind":"X","metadata":{"managedFields":[{"manager":"cos-externalizer","operation":"Apply","apiVersion":"v1","fieldsV1":{"f:rules":{}}}]},"rules":[{"verbs":["get"]}]}`, true},
+		"a whole list outside metadata, shorter in live": {`{"apiVersion":"v1","rules":[1,2]}`,
+			`{"apiVersion":"v1","kind":"X","metadata":{"managedFields":[{"manager":"cos-externalizer","operation":"Apply","apiVersion":"v1","fieldsV1":{"f:rules":{}}}]},"rules":[1]}`, true},
+		"a whole list another manager took a part of": {`{"apiVersion":"v1","spec":{"m":{"a":1}}}`,
+			`{"apiVersion":"v1","kind":"X","metadata":{"managedFields":[{"manager":"cos-externalizer","operation":"Apply","apiVersion":"v1","fieldsV1":{"f:spec":{"f:m":{}}}},{"manager":"x","operation":"Update","apiVersion":"v1","fieldsV1":{"f:spec":{"f:m":{"f:a":{}}}}}]},"spec":{"m":{"a":2}}}`, false},
+		"a whole map in metadata, missing in live": {`{"apiVersion":"v1","metadata":{"annotations":{"x":"1"}}}`,
+			`{"apiVersion":"v1","kind":"X","metadata":{"managedFields":[{"manager":"cos-externalizer","operation":"Apply","apiVersion":"v1","fieldsV1":{"f:metadata":{"f:annotations":{}}}}]}}`, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			live := obj(t, tc.live)
+			md := live["metadata"].(map[string]any)
+			md["annotations"] = map[string]any{Annotation: "sha256:aa"}
+			if got := checkMetadataVerdict(t, obj(t, tc.desired), live, "sha256:aa"); got != tc.needsContent {
+				t.Errorf("needsContent = %v, want %v", got, tc.needsContent)
+			}
+		})
+	}
+}

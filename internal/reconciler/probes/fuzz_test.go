@@ -118,6 +118,15 @@ func FuzzEvaluate(f *testing.F) {
 		if got.Ready != (got.Message == "") {
 			t.Fatalf("Ready %v with message %q", got.Ready, got.Message)
 		}
+		if !NeedsContent(u, probes) {
+			// What NeedsContent promises: ready, and so for the object's metadata alone.
+			if !got.Ready {
+				t.Fatalf("needs no content, yet not ready: %s", got.Message)
+			}
+			if meta := metadataOnly(u); !Evaluate(meta, probes).Ready || NeedsContent(meta, probes) {
+				t.Fatalf("needs no content, but its metadata alone is judged otherwise")
+			}
+		}
 		if len(probes) == 0 {
 			if again := Evaluate(u, nil); again != got {
 				t.Fatalf("nil and empty probes differ: %+v and %+v", got, again)

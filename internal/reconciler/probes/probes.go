@@ -147,6 +147,27 @@ func Evaluate(obj *unstructured.Unstructured, custom []olmv1.ProgressionProbe) R
 	return c.result()
 }
 
+// NeedsContent reports whether Evaluate reads obj beyond its apiVersion, kind and labels: a built-in
+// probe of its kind, or a custom probe whose selector matches it or cannot be evaluated. When it is
+// false, Evaluate finds obj ready whatever else it holds, so a caller may probe an object it knows by
+// its metadata alone.
+func NeedsContent(obj *unstructured.Unstructured, custom []olmv1.ProgressionProbe) bool {
+	if obj == nil || obj.Object == nil {
+		return true
+	}
+	c := checker{o: obj.Object}
+	group, kind := c.groupKind()
+	if builtins[builtinKey{group, kind}] != nil {
+		return true
+	}
+	for i := range custom {
+		if applies, _ := c.selects(custom[i].Selector, group, kind); applies {
+			return true
+		}
+	}
+	return false
+}
+
 // verdict is the status of a failed check. Upstream's probes say False or Unknown; a custom probe that
 // cannot be evaluated is a specError, which upstream reports instead of any probe result.
 type verdict int

@@ -761,3 +761,54 @@ var probedKinds = []struct{ apiVersion, kind string }{
 	{"v1", "Secret"},
 	{"example.com/v1", "Widget"},
 }
+
+// metadataOnly is obj as a metadata-only cache holds it: apiVersion, kind and metadata.
+func metadataOnly(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := map[string]any{}
+	for _, k := range []string{"apiVersion", "kind", "metadata"} {
+		if v, ok := obj.Object[k]; ok {
+			out[k] = v
+		}
+	}
+	return &unstructured.Unstructured{Object: out}
+}
+
+// TestNeedsContent: content is needed for kinds with a built-in probe and objects a custom probe
+// selects (or cannot tell); otherwise the object is ready from its metadata alone.
+func TestNeedsContent(t *testing.T) {
+	configMap := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop","labels":{"app":"shop"}},"data":{"k":"v"}}`
+	badOp := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near", Values: []string{"shop"}}}}
+	for name, tc := range map[string]struct {
+		obj    string
+		probes []olmv1.ProgressionProbe
+		want   bool
+	}{
+		"no probe of its kind":           {obj: configMap, want: false},
+		"built-in probe of its kind":     {obj: `{` + deployHead + `}`, want: true},
+		"a CustomResourceDefinition":     {obj: `{` + crdHead + `}`, want: true},
+		"selected by group and kind":     {obj: configMap, probes: []olmv1.ProgressionProbe{gkProbe("", "ConfigMap", fieldVal("data.k", "v"))}, want: true},
+		"another kind selected":          {obj: configMap, probes: []olmv1.ProgressionProbe{gkProbe("", "Secret", fieldVal("data.k", "v"))}, want: false},
+		"selected by its labels":         {obj: configMap, probes: []olmv1.ProgressionProbe{labelProbe(metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}, condEq("Ready", "True"))}, want: true},
+		"labels not selected":            {obj: configMap, probes: []olmv1.ProgressionProbe{labelProbe(metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}, condEq("Ready", "True"))}, want: false},
+		"a selector that cannot be read": {obj: configMap, probes: []olmv1.ProgressionProbe{labelProbe(badOp, condEq("Ready", "True"))}, want: true},
+		"a selector of an unknown type":  {obj: configMap, probes: []olmv1.ProgressionProbe{{Selector: olmv1.ObjectSelector{Type: "Other"}}}, want: true},
+		"an object without apiVersion":   {obj: `{"metadata":{"name":"x"}}`, want: false},
+		"an empty object":                {obj: `{}`, want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			obj := parse(t, tc.obj)
+			if got := NeedsContent(obj, tc.probes); got != tc.want {
+				t.Errorf("NeedsContent = %v, want %v", got, tc.want)
+			}
+			if got := NeedsContent(metadataOnly(obj), tc.probes); got != tc.want {
+				t.Errorf("NeedsContent of the metadata = %v, want %v", got, tc.want)
+			}
+			if !tc.want && !Evaluate(metadataOnly(obj), tc.probes).Ready {
+				t.Errorf("needs no content, yet its metadata is not ready: %+v", Evaluate(metadataOnly(obj), tc.probes))
+			}
+		})
+	}
+	if !NeedsContent(nil, nil) {
+		t.Error("NeedsContent(nil) = false: Evaluate finds nil not ready")
+	}
+}

@@ -38,10 +38,11 @@ func refKeys(systemNamespace string) client.IndexerFunc {
 }
 
 // Referrers lists the ClusterObjectSets that reference the Secret secret, as reader (a cache with
-// RefIndex, see IndexRefs) has them.
+// RefIndex, see IndexRefs) has them. They are the cache's own objects, not copies (every caller only
+// reads them, and a Secret's referrers may be many large objects): callers must not change them.
 func Referrers(ctx context.Context, reader client.Reader, secret client.ObjectKey) ([]olmv1.ClusterObjectSet, error) {
 	list := &olmv1.ClusterObjectSetList{}
-	if err := reader.List(ctx, list, client.MatchingFields{RefIndex: secret.String()}); err != nil {
+	if err := reader.List(ctx, list, client.MatchingFields{RefIndex: secret.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the ClusterObjectSets that reference Secret %s: %w", secret, err)
 	}
 	return list.Items, nil

@@ -17,6 +17,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,6 +25,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/bench/procstat"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -79,6 +81,10 @@ type fixture struct {
 	manager    string // the binary
 	ca         []byte // the webhook serving certificate's CA
 	current    *managerProc
+	// memoryLimit is the container limit in bytes the managers are told (COS_SCALE_MEMORY_LIMIT), unless
+	// unlimited; "" none.
+	memoryLimit string
+	unlimited   bool
 
 	createTime, settleTime time.Duration
 }
@@ -122,6 +128,16 @@ func newFixture(b *testing.B) (*fixture, error) {
 		return nil, err
 	}
 	f := &fixture{size: sizeFromEnv(), certDir: filepath.Join(tmpDir, "certs")}
+	// COS_SCALE_MEMORY_LIMIT (a quantity: 384Mi) is the container memory limit the managers are told,
+	// as the Deployment tells them (app.MemoryLimitEnv, from limits.memory): the Go runtime's soft
+	// limit follows. The managers inherit this process's environment.
+	if v := os.Getenv("COS_SCALE_MEMORY_LIMIT"); v != "" {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("COS_SCALE_MEMORY_LIMIT: %w", err)
+		}
+		f.memoryLimit = strconv.FormatInt(q.Value(), 10)
+	}
 	if f.manager = os.Getenv("COS_SCALE_MANAGER"); f.manager == "" {
 		if f.manager, err = local.BuildManager(tmpDir); err != nil {
 			return nil, err
@@ -166,8 +182,9 @@ func newFixture(b *testing.B) (*fixture, error) {
 	f.createTime = time.Since(start)
 	f.waitAllSettled(b)
 	f.settleTime = time.Since(start) - f.createTime
-	b.Logf("fixture: %d ClusterObjectSets (%d owners x %d revisions, %d objects each) created through the webhook in %s with %d clients; first rollout settled %s later",
-		f.size.total(), f.size.owners, f.size.revisions, f.size.objects, f.createTime.Round(time.Second), f.size.parallel, f.settleTime.Round(time.Second))
+	f.dumpSamples(ctx, b)
+	b.Logf("fixture: %d ClusterObjectSets (%d owners x %d revisions, %d objects each) created through the webhook in %s with %d clients; first rollout settled %s later; load average %s",
+		f.size.total(), f.size.owners, f.size.revisions, f.size.objects, f.createTime.Round(time.Second), f.size.parallel, f.settleTime.Round(time.Second), loadAverage())
 	return f, nil
 }
 
@@ -313,36 +330,53 @@ func parallel(workers, n int, do func(i int) error) error {
 // each at its current generation (one list a poll).
 func (f *fixture) waitAllSettled(b *testing.B) {
 	b.Helper()
-	framework.Eventually(framework.Within(b, 30*time.Minute), b, "every ClusterObjectSet settled", func(ctx context.Context) (bool, string) {
-		list := &olmv1.ClusterObjectSetList{}
-		if err := f.env.Client.List(ctx, list); err != nil {
-			return false, err.Error()
+	// A list of every ClusterObjectSet is 10 MB at 1,000: listed at most once a second per 1,000, so
+	// that the API server's work for the benchmark does not slow what it measures.
+	every := time.Duration(max(1, f.size.total()/1000)) * time.Second
+	var listed time.Time
+	seen := ""
+	framework.Eventually(framework.Within(b, 90*time.Minute), b, "every ClusterObjectSet settled", func(ctx context.Context) (bool, string) {
+		if time.Since(listed) < every {
+			return false, seen
 		}
-		pending := 0
-		example := ""
-		for i := range list.Items {
-			c := &list.Items[i]
-			typ, status, reason := olmv1.ConditionSucceeded, metav1.ConditionTrue, ""
-			if c.Spec.LifecycleState == olmv1.LifecycleStateArchived {
-				typ, status, reason = olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived
-			}
-			cond := apimeta.FindStatusCondition(c.Status.Conditions, typ)
-			if cond == nil || cond.Status != status || (reason != "" && cond.Reason != reason) || cond.ObservedGeneration != c.Generation {
-				pending++
-				example = c.Name + ": " + testenv.Conditions(c)
-			}
-		}
-		if len(list.Items) < f.size.total() {
-			return false, fmt.Sprintf("%d of %d ClusterObjectSets exist", len(list.Items), f.size.total())
-		}
-		return pending == 0, fmt.Sprintf("%d pending, e.g. %s", pending, example)
+		listed = time.Now()
+		ok, s := f.allSettled(ctx)
+		seen = s
+		return ok, s
 	})
+}
+
+// allSettled is the check of waitAllSettled: one list.
+func (f *fixture) allSettled(ctx context.Context) (bool, string) {
+	list := &olmv1.ClusterObjectSetList{}
+	if err := f.env.Client.List(ctx, list); err != nil {
+		return false, err.Error()
+	}
+	pending := 0
+	example := ""
+	for i := range list.Items {
+		c := &list.Items[i]
+		typ, status, reason := olmv1.ConditionSucceeded, metav1.ConditionTrue, ""
+		if c.Spec.LifecycleState == olmv1.LifecycleStateArchived {
+			typ, status, reason = olmv1.ConditionProgressing, metav1.ConditionFalse, olmv1.ReasonArchived
+		}
+		cond := apimeta.FindStatusCondition(c.Status.Conditions, typ)
+		if cond == nil || cond.Status != status || (reason != "" && cond.Reason != reason) || cond.ObservedGeneration != c.Generation {
+			pending++
+			example = c.Name + ": " + testenv.Conditions(c)
+		}
+	}
+	if len(list.Items) < f.size.total() {
+		return false, fmt.Sprintf("%d of %d ClusterObjectSets exist", len(list.Items), f.size.total())
+	}
+	return pending == 0, fmt.Sprintf("%d pending, e.g. %s", pending, example)
 }
 
 // managerProc is a manager process of the binary, as managerUser, behind the Balancer.
 type managerProc struct {
 	proc                            *controlplane.Process
 	webhookPort, probePort, metrics int
+	pprofPort                       int // 0: no profiling endpoints (COS_SCALE_PROFILE unset)
 	started                         time.Time
 }
 
@@ -355,11 +389,15 @@ func (f *fixture) start(b *testing.B, args ...string) *managerProc {
 // startBeside starts a manager beside others, all of them the Balancer's backends.
 func (f *fixture) startBeside(b *testing.B, others []*managerProc, args ...string) *managerProc {
 	b.Helper()
-	ports, err := controlplane.FreePorts(3)
+	ports, err := controlplane.FreePorts(4)
 	if err != nil {
 		b.Fatal(err)
 	}
 	m := &managerProc{webhookPort: ports[0], probePort: ports[1], metrics: ports[2]}
+	if os.Getenv(profileEnv) != "" {
+		m.pprofPort = ports[3]
+		args = append(args, "--pprof-bind-address=127.0.0.1:"+strconv.Itoa(m.pprofPort))
+	}
 	all := append([]string{
 		"--kubeconfig=" + f.kubeconfig, "--log-level=error",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(m.webhookPort), "--webhook-cert-dir=" + f.certDir,
@@ -367,6 +405,15 @@ func (f *fixture) startBeside(b *testing.B, others []*managerProc, args ...strin
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.metrics), "--metrics-secure=false",
 		"--system-namespace=" + testenv.SystemNamespace, "--rollout=true",
 	}, args...)
+	// The manager inherits this process's environment.
+	if f.memoryLimit != "" && !f.unlimited {
+		err = os.Setenv(app.MemoryLimitEnv, f.memoryLimit)
+	} else {
+		err = os.Unsetenv(app.MemoryLimitEnv)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
 	m.started = time.Now()
 	if m.proc, err = controlplane.StartProcess("manager", f.manager, all, f.env.LogPath(fmt.Sprintf("manager-%d", m.metrics))); err != nil {
 		b.Fatal(err)

@@ -33,6 +33,14 @@ import (
 // settled (every ClusterObjectSet reconciled at least once).
 func (f *fixture) restart(b *testing.B, args ...string) (m *managerProc, d delta, webhook, settle time.Duration) {
 	b.Helper()
+	m, d, webhook, settle, _ = f.restartProfiled(b, "", args...)
+	return m, d, webhook, settle
+}
+
+// restartProfiled is restart that, with COS_SCALE_PROFILE set and a non-empty name, writes a CPU
+// profile of the new manager from its start (cpu-<name>.pb.gz); cpuDone closes once it is written.
+func (f *fixture) restartProfiled(b *testing.B, name string, args ...string) (m *managerProc, d delta, webhook, settle time.Duration, cpuDone <-chan struct{}) {
+	b.Helper()
 	if f.current != nil {
 		f.current.stop()
 		f.current = nil
@@ -40,9 +48,12 @@ func (f *fixture) restart(b *testing.B, args ...string) (m *managerProc, d delta
 	before := f.apiCounts(b)
 	m = f.start(b, args...)
 	f.current = m
+	if name != "" {
+		cpuDone = f.startCPUProfile(b, m, "cpu-"+name+".pb.gz")
+	}
 	webhook = m.waitWebhook(b, f)
 	settle = m.waitSettled(b, f.size.total(), m.started)
-	return m, diff(before, f.apiCounts(b)), webhook, settle
+	return m, diff(before, f.apiCounts(b)), webhook, settle, cpuDone
 }
 
 // BenchmarkScaleRestart restarts the single manager on the settled fixture and counts what it writes
@@ -52,8 +63,21 @@ func BenchmarkScaleRestart(b *testing.B) {
 	b.ReportMetric(f.createTime.Seconds(), "s/create")
 	b.ReportMetric(f.settleTime.Seconds(), "s/first-rollout")
 	for b.Loop() {
-		m, d, webhook, settle := f.restart(b)
-		b.Logf("restart: webhook answered after %s, settled after %s; %s", webhook.Round(time.Millisecond), settle.Round(time.Millisecond), d)
+		name := strconv.Itoa(f.size.total())
+		if f.memoryLimit != "" {
+			// The same restart without the container limit first: what the runtime's limit changes.
+			f.unlimited = true
+			m, d, _, settle := f.restart(b)
+			rss, heap := m.memory(b)
+			b.Logf("restart without a memory limit: settled after %s, %.1f MiB RSS, %.1f MiB heap; %s; load average %s", settle.Round(time.Millisecond), rss, heap, d, loadAverage())
+			b.ReportMetric(rss, "MiB-RSS-nolimit")
+			b.ReportMetric(heap, "MiB-heap-nolimit")
+			b.ReportMetric(settle.Seconds(), "s/settle-nolimit")
+			f.unlimited = false
+			name += "-limit"
+		}
+		m, d, webhook, settle, cpuDone := f.restartProfiled(b, name)
+		b.Logf("restart: webhook answered after %s, settled after %s; %s; load average %s", webhook.Round(time.Millisecond), settle.Round(time.Millisecond), d, loadAverage())
 		b.ReportMetric(d.writes(), "writes/restart")
 		b.ReportMetric(d.events, "events/restart")
 		b.ReportMetric(d.reads, "reads/restart")
@@ -63,6 +87,8 @@ func BenchmarkScaleRestart(b *testing.B) {
 		rss, heap := m.memory(b)
 		b.ReportMetric(rss, "MiB-RSS")
 		b.ReportMetric(heap, "MiB-heap")
+		f.writeHeapProfile(b, m, "heap-"+name+".pb.gz")
+		<-cpuDone
 		f.waitAllSettled(b)
 	}
 }

@@ -83,7 +83,8 @@ func TestCacheHoldsSecretMetadataOnly(t *testing.T) {
 		}
 	}
 
-	// What the manager's cache holds: each Secret as the API server has it, without its data.
+	// What the manager's cache holds: each Secret as the API server has it, without its data and
+	// managedFields.
 	cc := managerCache(t)
 	for _, s := range owned {
 		var got corev1.Secret
@@ -94,7 +95,7 @@ func TestCacheHoldsSecretMetadataOnly(t *testing.T) {
 			return got.ResourceVersion == s.ResourceVersion, "resourceVersion " + got.ResourceVersion + ", want " + s.ResourceVersion
 		})
 		want := s.DeepCopy()
-		want.Data = nil
+		want.Data, want.ManagedFields = nil, nil
 		if diff := cmp.Diff(want, &got, cmpopts.IgnoreFields(corev1.Secret{}, "TypeMeta")); diff != "" {
 			t.Errorf("cached Secret %s (-want +got):\n%s", s.Name, diff)
 		}

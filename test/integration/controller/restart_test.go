@@ -65,6 +65,14 @@ func service(t *testing.T, ns, name string) *unstructured.Unstructured {
  "spec":{"selector":{"app":"`+name+`"},"ports":[{"name":"http","port":80,"targetPort":8080},{"name":"dns","port":53,"protocol":"UDP"}]}}`)
 }
 
+// role holds atomic lists (its rules, their verbs): whether the reconciler still owns them as applied
+// is told by their values, which the cache of metadata does not have.
+func role(t *testing.T, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	return object(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"`+name+`","namespace":"`+ns+`"},
+ "rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list"]}]}`)
+}
+
 // object decodes a JSON object for a test.
 func object(t *testing.T, s string) *unstructured.Unstructured {
 	t.Helper()
@@ -185,7 +193,7 @@ func TestRestartWritesNothingUnchanged(t *testing.T) {
 	crd := gadgetCRD(t)
 	settled := []*unstructured.Unstructured{
 		normalizedDeployment(t, ns, "web"), service(t, ns, "web"), builders.ConfigMap(ns, "settings", map[string]string{"mode": "fast"}),
-		gadget(t, ns, "one"), gadget(t, ns, "two"),
+		gadget(t, ns, "one"), gadget(t, ns, "two"), role(t, ns, "reader"),
 	}
 	sentinel := builders.ConfigMap(ns, "sentinel", map[string]string{"mode": "fast"})
 	var objects []olmv1.ClusterObjectSetObject
