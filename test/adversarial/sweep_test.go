@@ -255,17 +255,14 @@ func (r *runner) sweepRace(op Op) error {
 }
 
 // checkRestored waits up to bound until every Secret of keys exists again, then, while the
-// ClusterObjectSet name is live, holds it to all its content: a Secret still missing is content lost.
+// ClusterObjectSet name is live, holds it to all its content: a Secret still missing, read after the
+// wait while name was live before and after the read, is content lost. (The wait only waits: a read
+// cut short by its deadline says nothing, so the verdict is a read of its own.)
 func (r *runner) checkRestored(name string, target *entry, keys map[types.NamespacedName]bool, bound time.Duration, by string) error {
-	var missing string
 	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, bound, true, func(ctx context.Context) (bool, error) {
-		missing = ""
 		for key := range keys {
-			if err := r.admin.Get(ctx, key, &corev1.Secret{}); apierrors.IsNotFound(err) {
-				missing = key.String()
-				return false, nil
-			} else if err != nil {
-				return false, nil //nolint:nilerr // a read that failed says nothing: look again
+			if err := r.admin.Get(ctx, key, &corev1.Secret{}); err != nil {
+				return false, nil //nolint:nilerr // missing, or a read that failed: look again
 			}
 		}
 		return true, nil
@@ -277,8 +274,19 @@ func (r *runner) checkRestored(name string, target *entry, keys map[types.Namesp
 	if !secretuse.Live(cos) || r.goneInModel(target) {
 		return nil
 	}
-	if missing != "" {
-		return violated("content-lost", "Secret %s, which %s references, was swept and not restored %s within %s", missing, name, by, bound)
+	for key := range keys {
+		err := r.admin.Get(r.ctx(), key, &corev1.Secret{})
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if live, err := r.stillLive(r.ctx(), cos); err != nil || !live {
+			r.logf("Secret %s, which %s referenced, is missing; %s is no longer live: not judged", key, name, name)
+			return err
+		}
+		return violated("content-lost", "Secret %s, which %s references, was swept and not restored %s within %s", key, name, by, bound)
 	}
 	return r.checkContent(r.ctx(), cos, target)
 }
