@@ -178,11 +178,10 @@ func (r *runner) ledgerFill(op Op) error {
 				c.Name = fmt.Sprintf("%s-%d", prefix, j)
 				c.Annotations = map[string]string{"cos-externalizer.io/externalize": "always"}
 				body, err := forgedReview(admissionv1.Create, c, nil, forger, false)
-				if err != nil {
-					failed = err
-					return
+				var a forgedAnswer
+				if err == nil {
+					a, err = sendForged(r.ctx(), hc, mgr, body)
 				}
-				a, err := sendForged(r.ctx(), hc, mgr, body)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
