@@ -196,8 +196,9 @@ func (r *runner) ledgerFill(op Op) error {
 		}
 		wg.Wait()
 		if failed != nil {
+			// The forger's trouble (a nemesis of the round): it goes on with what it wrote.
 			r.logf("ledger-fill: the forger's create failed: %v", failed)
-			return nil
+			break
 		}
 	}
 	fillEnd := time.Now()
