@@ -111,12 +111,12 @@ func exclusive(kind string) bool {
 
 // faulty ops make other ops of their round fail for want of service, as they should.
 func faulty(kind string) bool {
-	return kind == opProxy || kind == opPause || kind == opBurst || kind == opSlowClient
+	return kind == opProxy || kind == opPause || kind == opBurst || kind == opSlowClient || kind == opLedgerFill || kind == opAmplify
 }
 
 // destructive ops take a revision (and maybe its Secrets) away.
 func destructive(kind string) bool {
-	return kind == opDelete || kind == opRecreate || kind == opRestore || kind == opOrphanRecreate || kind == opWave || kind == opSweepRace || kind == opOLMSweepRace
+	return kind == opDelete || kind == opRecreate || kind == opRestore || kind == opOrphanRecreate || kind == opWave || kind == opSweepRace || kind == opOLMSweepRace || kind == opRefsFailRace
 }
 
 // round runs ops at the same time, one worker each, with the observer checking the live content
@@ -254,11 +254,11 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 			}
 			continue
 		}
-		if op.Kind == opBurst && slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == opBurst }) {
-			continue // one burst per round at most: it is heavy enough
+		if oncePerRound(op.Kind) && slices.ContainsFunc(ops, func(o Op) bool { return o.Kind == op.Kind }) {
+			continue // one per round at most: heavy enough, or it changes what the round shares
 		}
 		target := m.name(op.Owner, op.Rev)
-		if op.Kind == opCopy || op.Kind == opWave || op.Kind == opSweepRace || op.Kind == opOLMSweepRace {
+		if op.Kind == opCopy || op.Kind == opWave || op.Kind == opSweepRace || op.Kind == opOLMSweepRace || op.Kind == opRefsFailRace {
 			target = m.name(op.Owner, op.From)
 		}
 		if targets[target] && (destructive(op.Kind) || op.Kind == opCopy) && !gateOpen("race") {
@@ -284,10 +284,18 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 	return ops
 }
 
+// oncePerRound ops run at most once in a round: a burst and amplify are heavy enough; ledger-fill
+// fills a bound the round shares; refs-fail-race and client-ca-garbage change the webhook
+// configuration and the client CA file for the whole round.
+func oncePerRound(kind string) bool {
+	return kind == opBurst || kind == opAmplify || kind == opLedgerFill || kind == opRefsFailRace || kind == opClientCAGarbage
+}
+
 // concurrentMix is the sequential mix plus the new ops.
 var concurrentMix = append(slices.Clone(weighted), []weight{
 	{opOrphanRecreate, 4}, {opCopyGone, 3}, {opWave, 5}, {opForged, 3}, {opSlowClient, 1}, {opBurst, 2},
 	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3}, {opOLMSweepRace, 3}, {opSweepKill, 2},
+	{opRefsFailRace, 3}, {opLedgerFill, 2}, {opAmplify, 2}, {opClientCAGarbage, 2},
 }...)
 
 // nemesisMix is what the nemesis does beside a round.

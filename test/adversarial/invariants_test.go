@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +31,10 @@ import (
 // heapBound is the most heap the process (the manager and this test) may hold in use after a step:
 // the manager's container limit is 1 GiB.
 const heapBound = 1 << 30
+
+// rssBound is the most the process's resident set may reach, sampled every 20 ms: the manager's
+// container limit (1 GiB), which the managers of this process must keep within with the test itself.
+const rssBound = 1 << 30
 
 // runSets lists the ClusterObjectSets of this run from the API server.
 func (r *runner) runSets(ctx context.Context) ([]olmv1.ClusterObjectSet, error) {
@@ -70,6 +76,9 @@ func (r *runner) checkAlways() error {
 	if peak := r.env.heapPeak(); peak > heapBound {
 		return violated("heap", "heap in use peaked at %d bytes, over the bound of %d", peak, heapBound)
 	}
+	if peak := r.env.rssPeakBytes(); peak > rssBound {
+		return violated("rss", "the resident set of the process (the managers run in it) peaked at %d MiB, over the manager's limit of %d MiB", peak>>20, rssBound>>20)
+	}
 	return nil
 }
 
@@ -99,8 +108,9 @@ func (r *runner) checkLiveSets(ctx context.Context) ([]olmv1.ClusterObjectSet, e
 	return sets, r.checkUIDs(ctx, sets)
 }
 
-// sampleHeap records the peak heap in use every 20 ms until stop is closed: a decoding that
-// allocates past the bound and frees it before a step ends is still seen.
+// sampleHeap records the peak heap in use and the peak resident set of the process (the managers
+// run in it) every 20 ms until stop is closed: a decoding that allocates past the bound and frees it
+// before a step ends is still seen.
 func (h *harness) sampleHeap(stop <-chan struct{}) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
@@ -112,10 +122,35 @@ func (h *harness) sampleHeap(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		runtime.ReadMemStats(&ms)
+		rss := residentBytes()
 		h.mu.Lock()
 		h.peak = max(h.peak, ms.HeapInuse)
+		h.rssPeak = max(h.rssPeak, rss)
 		h.mu.Unlock()
 	}
+}
+
+// residentBytes is the process's resident set (VmRSS), from /proc/self/statm; 0 where there is none.
+func residentBytes() uint64 {
+	raw, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
+}
+
+func (h *harness) rssPeakBytes() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rssPeak
 }
 
 func (h *harness) heapPeak() uint64 {

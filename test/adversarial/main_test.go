@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -65,6 +66,7 @@ type harness struct {
 	leak       string
 	plantLeak  string
 	peak       uint64
+	rssPeak    uint64
 	untap      func()
 	// workers > 1: the concurrent mode; nemesis: the manager talks through proxy, and the nemesis
 	// ops are drawn; skew shifts the reconciler's clock of the replicas started from then on.
@@ -76,8 +78,13 @@ type harness struct {
 	// reconciler's; traps are the sweep-race ops' armed hooks (app.Options.SweepBeforeDelete).
 	sweepSkew time.Duration
 	traps     map[*sweepTrap]bool
-	// kills are the sweep-kill ops' armed hooks (app.Options.SweepAfterStep).
+	// kills are the sweep-kill ops' armed hooks (app.Options.SweepAfterStep); steps are the
+	// refs-fail-race ops' (the sweep goes on).
 	kills map[*killTrap]bool
+	steps map[*stepTrap]bool
+	// clientCA is the --webhook-client-ca file of the replicas: a copy of the control plane's, which
+	// op client-ca-garbage breaks and mends ("" when the control plane has none).
+	clientCA string
 }
 
 var current *harness
@@ -146,15 +153,45 @@ func (h *harness) startReplica() (*testenv.Manager, error) {
 			return nil, err
 		}
 	}
-	mgr, err := env.StartManagerWith(context.Background(), h.adjust,
-		"--leader-elect", "--orphan-grace-period="+h.grace.String(), "--orphan-sweep-interval="+h.sweepEvery.String(), "--orphan-restore-window=90s", "--keep-archived-revisions=1",
+	args := []string{"--leader-elect", "--orphan-grace-period=" + h.grace.String(), "--orphan-sweep-interval=" + h.sweepEvery.String(), "--orphan-restore-window=90s", "--keep-archived-revisions=1",
 		// OLM's operator-controller exempt, as config/webhook-only makes it (op olm-owners); in the
 		// handler only: the generated matchCondition still sends its requests to the guard.
-		"--secret-guard-exempt-users="+webhook.NamespaceControllerUser+","+webhook.OperatorControllerUser)
+		"--secret-guard-exempt-users=" + webhook.NamespaceControllerUser + "," + webhook.OperatorControllerUser,
+		// A bound a forged caller fills in a few seconds (op ledger-fill); a run's own unreferenced
+		// Secrets stay far below it.
+		"--max-unreferenced-secrets=" + strconv.Itoa(maxUnreferenced)}
+	if ca, err := h.clientCAFile(); err != nil {
+		return nil, err
+	} else if ca != "" {
+		args = append(args, "--webhook-client-ca="+ca)
+	}
+	mgr, err := env.StartManagerWith(context.Background(), h.adjust, args...)
 	if err != nil {
 		return nil, fmt.Errorf("starting the manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// clientCAFile returns the replicas' --webhook-client-ca: a copy of the control plane's, made once
+// ("" when the control plane has none, as an external cluster).
+func (h *harness) clientCAFile() (string, error) {
+	if h.clientCA != "" || testenv.Env.WebhookClientCA == "" {
+		return h.clientCA, nil
+	}
+	pem, err := os.ReadFile(testenv.Env.WebhookClientCA)
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(testenv.Env.Dir, "adv-client-ca-")
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(file, pem, 0o600); err != nil {
+		return "", err
+	}
+	h.clientCA = file
+	return file, nil
 }
 
 // failover starts a second replica, which the webhooks then call, and kills the first (the leader):
@@ -213,7 +250,7 @@ func (h *harness) newRunner() (*runner, error) {
 	runs++
 	m := newModel(fmt.Sprintf("r%d", runs))
 	h.mu.Lock()
-	h.peak = 0 // a run's heap peak is its own
+	h.peak, h.rssPeak = 0, 0 // a run's heap and RSS peaks are its own
 	h.mu.Unlock()
 	alice, err := testenv.Env.As("alice")
 	if err != nil {
@@ -303,7 +340,7 @@ func TestAdversarial(t *testing.T) {
 		err = r.runGenerated(seed, int(envUint("COS_ADV_STEPS", 36)), deadline)
 	}
 	if err == nil {
-		t.Logf("%d steps, every invariant held", len(r.done))
+		t.Logf("%d steps, every invariant held (heap in use peaked at %d MiB, the resident set at %d MiB)", len(r.done), h.heapPeak()>>20, h.rssPeakBytes()>>20)
 		return
 	}
 	var v *violation

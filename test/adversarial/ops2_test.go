@@ -25,12 +25,10 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -111,7 +109,7 @@ func generateNew(r *rand.Rand, m *model, op *Op, pickLive func(func(*entry) bool
 		op.Variant = []string{"etcd", "kube-apiserver"}[r.IntN(2)]
 	case opSkew, opSweepSkew:
 		op.Variant = []string{"6m", "-6m", "0s"}[r.IntN(3)]
-	case opSweepRace, opOLMSweepRace, opSweepKill:
+	case opSweepRace, opOLMSweepRace, opSweepKill, opRefsFailRace:
 		// Secrets no other revision uses, so that the sweep comes for them.
 		e, ok := pickLive(func(e *entry) bool { return usable(e) && len(e.refs) > 0 && !m.shares(e) })
 		if !ok {
@@ -119,10 +117,15 @@ func generateNew(r *rand.Rand, m *model, op *Op, pickLive func(func(*entry) bool
 		}
 		op.From = e.rev
 		next(e.owner)
-		if op.Kind == opSweepKill {
+		switch op.Kind {
+		case opSweepKill:
 			op.Variant = []string{controllers.StepCopied, controllers.StepDeleted}[r.IntN(2)]
+		case opRefsFailRace:
+			op.Variant = []string{"unreachable-before", "unreachable-after", "timeout-before", "timeout-after"}[r.IntN(4)]
 		}
-	case opSlowClient, opUnusedDelete:
+	case opClientCAGarbage:
+		op.Variant = []string{"garbage", "empty", "truncated", "missing"}[r.IntN(4)]
+	case opSlowClient, opUnusedDelete, opLedgerFill, opAmplify:
 	default:
 		return false
 	}
@@ -153,6 +156,14 @@ func (r *runner) execNew(op Op) error {
 		return r.sweepRace(op)
 	case opSweepKill:
 		return r.sweepKill(op)
+	case opRefsFailRace:
+		return r.refsFailRace(op)
+	case opLedgerFill:
+		return r.ledgerFill(op)
+	case opAmplify:
+		return r.amplify(op)
+	case opClientCAGarbage:
+		return r.clientCAGarbage(op)
 	case opSweepSkew:
 		return r.sweepSkew(op)
 	case opProxy, opPause, opSkew:
@@ -254,28 +265,7 @@ const mutatePath = "/mutate-olm-operatorframework-io-v1-clusterobjectset"
 // the answer's body, or the error of a caller refused before any handler ran (at the TLS
 // handshake, when the webhook authenticates its callers).
 func (r *runner) forge(operation admissionv1.Operation, obj, old *olmv1.ClusterObjectSet) (string, error) {
-	raw := func(c *olmv1.ClusterObjectSet) runtime.RawExtension {
-		if c == nil {
-			return runtime.RawExtension{}
-		}
-		c.APIVersion, c.Kind = olmv1.GroupVersion.String(), olmv1.ClusterObjectSetKind
-		b, _ := json.Marshal(c)
-		return runtime.RawExtension{Raw: b}
-	}
-	review := admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       types.UID(fmt.Sprintf("forged-%d", time.Now().UnixNano())),
-			Kind:      metav1.GroupVersionKind{Group: olmv1.GroupVersion.Group, Version: olmv1.GroupVersion.Version, Kind: olmv1.ClusterObjectSetKind},
-			Resource:  metav1.GroupVersionResource{Group: olmv1.GroupVersion.Group, Version: olmv1.GroupVersion.Version, Resource: "clusterobjectsets"},
-			Name:      obj.Name,
-			Operation: operation,
-			UserInfo:  authenticationv1.UserInfo{Username: "system:serviceaccount:olmv1-system:operator-controller-controller-manager"},
-			Object:    raw(obj),
-			OldObject: raw(old),
-		},
-	}
-	body, err := json.Marshal(review)
+	body, err := forgedReview(operation, obj, old, "system:serviceaccount:olmv1-system:operator-controller-controller-manager", false)
 	if err != nil {
 		return "", err
 	}

@@ -81,6 +81,10 @@ type runner struct {
 	faulty atomic.Bool
 	// plant: the Secrets planted where the caller may not read (plant_test.go).
 	plant *planted
+	// warned is the admin's client whose warnings go to warnings (refs-fail-race's probes of the
+	// check-refs webhook), made on first use.
+	warned   client.Client
+	warnings *testenv.Warnings
 	// settled is set while the checks after quiescence run: a swept Secret that a live
 	// ClusterObjectSet references must have been restored by then, not only be held in quarantine.
 	settled atomic.Bool

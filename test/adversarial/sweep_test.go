@@ -94,17 +94,25 @@ func (h *harness) disarm(t *sweepTrap) {
 	}
 }
 
-// sweepRace: revision From (live: deleted now with orphan propagation; or gone: its stored form as
-// last seen) leaves its Secrets to the sweep. When the sweep, having seen them unused for its grace
-// period and confirmed so with a live list, is about to delete them, revision Rev is created with
-// From's stored refs, and remembered, before the sweep's hook returns. Then, once the sweep's delete
-// has had its answer (each judged Secret gone or at another version), every Secret Rev references
-// must be back (restored from the sweep's quarantine copy) and hold all its content.
-func (r *runner) sweepRace(op Op) error {
+// race is what a sweep race of an op works on: revision From (live, to be deleted with orphan
+// propagation; or gone, its stored form as last seen), and revision Rev (name), next, with From's
+// stored refs: the Secrets keys of the system namespace.
+type race struct {
+	from, name string
+	src        *entry
+	live       bool
+	next       *olmv1.ClusterObjectSet
+	keys       map[types.NamespacedName]bool
+	target     *entry
+}
+
+// prepareRace returns op's race, or nil when there is nothing to race (From has no content, is
+// being deleted by something else, or references no Secret of the system namespace).
+func (r *runner) prepareRace(op Op) (*race, error) {
 	from := r.m.name(op.Owner, op.From)
 	src := r.entry(from)
 	if src == nil || src.objs == nil || src.lost {
-		return nil
+		return nil, nil
 	}
 	stored := &olmv1.ClusterObjectSet{}
 	var phases []olmv1.ClusterObjectSetPhase
@@ -117,11 +125,10 @@ func (r *runner) sweepRace(op Op) error {
 		phases = slices.Clone(src.phases)
 		r.mu.Unlock()
 	case err != nil && !apierrors.IsNotFound(err):
-		return err
+		return nil, err
 	default:
-		return nil // being deleted by something else
+		return nil, nil // being deleted by something else
 	}
-	name := r.m.name(op.Owner, op.Rev)
 	next := r.revision(op, builders.WithPhases(phases...))
 	keys := map[types.NamespacedName]bool{}
 	for _, key := range next.ReferencedSecrets(testenv.SystemNamespace) {
@@ -130,34 +137,29 @@ func (r *runner) sweepRace(op Op) error {
 		}
 	}
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
-	target := &entry{owner: op.Owner, rev: op.Rev, objs: src.objs}
-	creator, as := r.admin, ""
-	if op.Kind == opOLMSweepRace {
-		creator, as = r.olm, ", as OLM's operator-controller"
-	}
-	var judged []corev1.Secret
-	var created error
-	trap := &sweepTrap{keys: keys, fired: make(chan struct{}), spring: func(secrets []corev1.Secret) {
-		judged = secrets
-		created = expect("creating "+name+" with the stored refs of "+from+" while the sweep is about to delete them"+as, creator.Create(r.ctx(), next.DeepCopy()))
-		if created == nil {
-			// Remembered at once (the sweep deletes as soon as this returns, and the reconciler's
-			// ownership patch, which also changes the Secrets' version, must not get there first):
-			// its Secrets were there when its create completed, the sweep had just read them.
-			r.mu.Lock()
-			target.refs = next.ReferencedSecrets(testenv.SystemNamespace)
-			target.phases = next.Spec.Phases
-			r.m.entries[name] = target
-			r.mu.Unlock()
-		}
-	}}
-	r.env.arm(trap)
-	defer r.env.disarm(trap)
-	if live {
-		if err := r.deleteAndWait(from, metav1.DeletePropagationOrphan); err != nil {
-			return err
+	return &race{from: from, name: next.Name, src: src, live: live, next: next, keys: keys,
+		target: &entry{owner: op.Owner, rev: op.Rev, objs: src.objs}}, nil
+}
+
+// remember records the race's Rev, created: its Secrets were there when its create was sent (the
+// sweep had just read them).
+func (r *runner) rememberRace(rc *race) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rc.target.refs = rc.next.ReferencedSecrets(testenv.SystemNamespace)
+	rc.target.phases = rc.next.Spec.Phases
+	r.m.entries[rc.name] = rc.target
+}
+
+// startRace deletes From (when live) and waits until the sweep's hook has sprung trap: false when
+// the sweep will not come for the race's Secrets (each gone, used or owned by an existing
+// ClusterObjectSet) or not within its bound.
+func (r *runner) startRace(rc *race, trap *sweepTrap, what string) (bool, error) {
+	if rc.live {
+		if err := r.deleteAndWait(rc.from, metav1.DeletePropagationOrphan); err != nil {
+			return false, err
 		}
 	}
 	// The sweep first sees them unused (the collector has dropped their owner), waits its grace
@@ -166,12 +168,12 @@ func (r *runner) sweepRace(op Op) error {
 	bound := time.Now().Add(r.env.grace + 5*r.env.sweepEvery + time.Minute)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	for fired := false; !fired; {
+	for {
 		select {
 		case <-trap.fired:
-			fired = true
+			return true, nil
 		case <-tick.C:
-			why := r.noSweepFor(keys)
+			why := r.noSweepFor(rc.keys)
 			if why == "" && time.Now().After(bound) {
 				why = "not within " + (r.env.grace + 5*r.env.sweepEvery + time.Minute).String()
 			}
@@ -181,18 +183,18 @@ func (r *runner) sweepRace(op Op) error {
 			r.env.disarm(trap)
 			select {
 			case <-trap.fired: // sprung while it was being disarmed
-				fired = true
+				return true, nil
 			default:
-				r.logf("sweep-race: the sweep did not come for the Secrets of %s (%s): no race", from, why)
-				return nil
+				r.logf("%s: the sweep did not come for the Secrets of %s (%s): no race", what, rc.from, why)
+				return false, nil
 			}
 		}
 	}
-	if created != nil {
-		return created
-	}
-	r.logf("sweep-race: the sweep was about to delete %d Secrets of %s; %s was created with their refs first", len(judged), from, name)
-	// The sweep's delete has had its answer once each judged Secret is gone or at another version.
+}
+
+// waitDeleteAnswered waits (at most 30 s) until the sweep's delete of judged has had its answer:
+// each judged Secret is gone or at another version.
+func (r *runner) waitDeleteAnswered(judged []corev1.Secret) {
 	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		for i := range judged {
 			cur := &corev1.Secret{}
@@ -209,23 +211,58 @@ func (r *runner) sweepRace(op Op) error {
 		}
 		return true, nil
 	})
+}
+
+// sweepRace: revision From (live: deleted now with orphan propagation; or gone: its stored form as
+// last seen) leaves its Secrets to the sweep. When the sweep, having seen them unused for its grace
+// period and confirmed so with a live list, is about to delete them, revision Rev is created with
+// From's stored refs, and remembered, before the sweep's hook returns. Then, once the sweep's delete
+// has had its answer (each judged Secret gone or at another version), every Secret Rev references
+// must be back (restored from the sweep's quarantine copy) and hold all its content.
+func (r *runner) sweepRace(op Op) error {
+	rc, err := r.prepareRace(op)
+	if rc == nil {
+		return err
+	}
+	creator, as := r.admin, ""
+	if op.Kind == opOLMSweepRace {
+		creator, as = r.olm, ", as OLM's operator-controller"
+	}
+	var judged []corev1.Secret
+	var created error
+	trap := &sweepTrap{keys: rc.keys, fired: make(chan struct{}), spring: func(secrets []corev1.Secret) {
+		judged = secrets
+		created = expect("creating "+rc.name+" with the stored refs of "+rc.from+" while the sweep is about to delete them"+as, creator.Create(r.ctx(), rc.next.DeepCopy()))
+		if created == nil {
+			// Remembered at once (the sweep deletes as soon as this returns, and the reconciler's
+			// ownership patch, which also changes the Secrets' version, must not get there first).
+			r.rememberRace(rc)
+		}
+	}}
+	r.env.arm(trap)
+	defer r.env.disarm(trap)
+	if fired, err := r.startRace(rc, trap, "sweep-race"); !fired || err != nil {
+		return err
+	}
+	if created != nil {
+		return created
+	}
+	r.logf("sweep-race: the sweep was about to delete %d Secrets of %s; %s was created with their refs first", len(judged), rc.from, rc.name)
+	r.waitDeleteAnswered(judged)
 	// Whatever the sweep deleted, its restore (the same sweep, or the next) creates again from the
 	// quarantine copies: every Secret Rev references must be back, while Rev is live.
-	return r.checkRestored(name, target, keys, 30*time.Second, "by the sweep")
+	return r.checkRestored(rc.name, rc.target, rc.keys, 30*time.Second, "by the sweep")
 }
 
 // checkRestored waits up to bound until every Secret of keys exists again, then, while the
-// ClusterObjectSet name is live, holds it to all its content: a Secret still missing is content lost.
+// ClusterObjectSet name is live, holds it to all its content: a Secret still missing, read after the
+// wait while name was live before and after the read, is content lost. (The wait only waits: a read
+// cut short by its deadline says nothing, so the verdict is a read of its own.)
 func (r *runner) checkRestored(name string, target *entry, keys map[types.NamespacedName]bool, bound time.Duration, by string) error {
-	var missing string
 	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, bound, true, func(ctx context.Context) (bool, error) {
-		missing = ""
 		for key := range keys {
-			if err := r.admin.Get(ctx, key, &corev1.Secret{}); apierrors.IsNotFound(err) {
-				missing = key.String()
-				return false, nil
-			} else if err != nil {
-				return false, nil //nolint:nilerr // a read that failed says nothing: look again
+			if err := r.admin.Get(ctx, key, &corev1.Secret{}); err != nil {
+				return false, nil //nolint:nilerr // missing, or a read that failed: look again
 			}
 		}
 		return true, nil
@@ -237,8 +274,19 @@ func (r *runner) checkRestored(name string, target *entry, keys map[types.Namesp
 	if !secretuse.Live(cos) || r.goneInModel(target) {
 		return nil
 	}
-	if missing != "" {
-		return violated("content-lost", "Secret %s, which %s references, was swept and not restored %s within %s", missing, name, by, bound)
+	for key := range keys {
+		err := r.admin.Get(r.ctx(), key, &corev1.Secret{})
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if live, err := r.stillLive(r.ctx(), cos); err != nil || !live {
+			r.logf("Secret %s, which %s referenced, is missing; %s is no longer live: not judged", key, name, name)
+			return err
+		}
+		return violated("content-lost", "Secret %s, which %s references, was swept and not restored %s within %s", key, name, by, bound)
 	}
 	return r.checkContent(r.ctx(), cos, target)
 }
@@ -327,6 +375,7 @@ type killTrap struct {
 
 // afterSweepStep is every replica's app.Options.SweepAfterStep.
 func (h *harness) afterSweepStep(ctx context.Context, step string, key types.NamespacedName) error {
+	h.springSteps(step, key)
 	h.mu.Lock()
 	var due *killTrap
 	for t := range h.kills {

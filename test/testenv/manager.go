@@ -41,6 +41,8 @@ type Manager struct {
 	cancel     context.CancelFunc
 	done       chan error
 	stopped    bool
+	// exited is closed when the manager's run returns, for whatever reason (Exited).
+	exited chan struct{}
 }
 
 // StartManager runs the manager with a fresh serving certificate on a free loopback port, waits until
@@ -125,6 +127,7 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 		ServingCA:  bundle.CA,
 		cancel:     cancel,
 		done:       make(chan error, 1),
+		exited:     make(chan struct{}),
 	}
 	if e.WebhookClientCA != "" && sameFileContent(webhookClientCAFlag(fs), e.WebhookClientCA) {
 		cert, err := tls.LoadX509KeyPair(e.WebhookClientCert, e.WebhookClientKey)
@@ -137,7 +140,9 @@ func (e *Environment) startManager(ctx context.Context, adjust func(*app.Options
 	running = true
 	go func() {
 		defer func() { _ = os.RemoveAll(dir) }()
-		m.done <- app.Run(runCtx, e.Config, &o)
+		err := app.Run(runCtx, e.Config, &o)
+		close(m.exited)
+		m.done <- err
 	}()
 	var dialErr error // the last dial's: the server may not listen yet
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -211,6 +216,16 @@ func webhookClientCAFlag(fs *flag.FlagSet) string {
 		return f.Value.String()
 	}
 	return ""
+}
+
+// Exited reports whether the manager's run has returned: stopped, or ended by itself (a crash).
+func (m *Manager) Exited() bool {
+	select {
+	case <-m.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // Stop stops the manager (its webhook configurations stay: requests then fail closed) and waits for
