@@ -86,6 +86,12 @@ func tooLate(q *deadline.Queue, cost int64, d deadline.Decision) admission.Respo
 	return resp
 }
 
+// WorkMinSample is the least charge whose time until planned measures the rate of the work: below
+// it, the request's reads from the API server (whether its name exists) weigh more than its decoding
+// and planning (a bundle of 2.5 MB of random letters is charged about 8 MiB and planned in 40 ms of
+// a core). It is also the most that is not refused for delaying others (deadline.Options.MinSample).
+const WorkMinSample = 8 << 20
+
 // DefaultWriteRate is the rate at which the API server is assumed to store the Secrets the webhook
 // writes, all writes together, before any is measured: bytes of Secret data a second.
 const DefaultWriteRate = 10e6

@@ -51,7 +51,7 @@ func (o *admissionOptions) limits(work *deadline.Queue) webhook.AdmissionLimits 
 	case work != nil:
 		l.Work, l.Clock = work, work.Clock()
 	case o.deadlineMargin > 0:
-		l.Work = deadline.New(l.Clock, deadline.Options{Cores: runtime.GOMAXPROCS(0), Margin: o.deadlineMargin})
+		l.Work = deadline.New(l.Clock, deadline.Options{Cores: runtime.GOMAXPROCS(0), Margin: o.deadlineMargin, MinSample: webhook.WorkMinSample})
 		// The Secrets written share the API server: one stream.
 		l.Writes = deadline.New(l.Clock, deadline.Options{Cores: 1, Rate: webhook.DefaultWriteRate, Margin: o.deadlineMargin})
 	}

@@ -39,7 +39,7 @@ const (
 	DefaultMargin = 3 * time.Second
 	// DefaultMinSample is the least cost a request must have for its rate to be measured: below it,
 	// what every request costs whatever its size (a read from the API server, the review's round
-	// trip) dominates.
+	// trip) dominates. A request of at most that much is not refused for delaying the others.
 	DefaultMinSample = 1 << 20
 	// maxRetryAfter bounds the wait a refusal asks for.
 	maxRetryAfter = 15 * time.Second
@@ -64,7 +64,8 @@ type Options struct {
 	Rate float64
 	// Margin is kept free before each deadline. 0: DefaultMargin; negative: none.
 	Margin time.Duration
-	// MinSample is the least cost measured. 0: DefaultMinSample.
+	// MinSample is the least cost measured, and the most that is not refused for delaying the
+	// others. 0: DefaultMinSample.
 	MinSample int64
 }
 
@@ -254,7 +255,7 @@ func shareOf(n, cores int) float64 {
 
 // state is what Decide needs of the Queue at now. q.mu is held, and advance was called.
 func (q *Queue) state(now time.Time) State {
-	in := State{Now: now, Cores: q.opts.Cores, Margin: q.opts.Margin, Rate: 1 / q.perUnit}
+	in := State{Now: now, Cores: q.opts.Cores, Margin: q.opts.Margin, Rate: 1 / q.perUnit, Negligible: float64(q.opts.MinSample)}
 	// A request in flight past its estimated finish lowers the rate to what it has done at most.
 	for _, t := range q.inFlight {
 		if had := q.share - t.share; had > 0 && t.cost > 0 && had*in.Rate > t.cost {
@@ -279,6 +280,9 @@ type State struct {
 	Margin time.Duration
 	// InFlight are the requests admitted and not yet done.
 	InFlight []Request
+	// Negligible is the work at or below which a request is not refused for delaying the others
+	// (only for missing its own deadline): a refs-only ClusterObjectSet, an update of a label.
+	Negligible float64
 }
 
 // Request is one request's work.
@@ -289,8 +293,9 @@ type Request struct {
 }
 
 // Decide admits a new request when, with it, it and every request in flight that would have
-// finished in time without it are estimated to finish before their deadline less the margin; or
-// when nothing is in flight and its deadline less the margin is still to come. Estimates share the cores among the requests in flight as the model
+// finished in time without it are estimated to finish before their deadline less the margin (a
+// request of at most State.Negligible: it alone); or when nothing is in flight and its deadline less
+// the margin is still to come. Estimates share the cores among the requests in flight as the model
 // says (the package's comment), with no request arriving later.
 func Decide(in State, req Request) Decision {
 	req.Left = req.Cost
@@ -316,6 +321,13 @@ func Decide(in State, req Request) Decision {
 		return d
 	}
 	if len(in.InFlight) == 0 {
+		return d
+	}
+	if req.Cost <= in.Negligible {
+		// Too small to delay the others by more than their estimates' error.
+		if over > 0 {
+			d.Admitted, d.RetryAfter = false, min(max(ceilSecond(over), time.Second), maxRetryAfter)
+		}
 		return d
 	}
 	without := finishTimes(in.Now, in.InFlight, cores, rate)

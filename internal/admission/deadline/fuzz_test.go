@@ -10,16 +10,17 @@ import (
 )
 
 // FuzzDecide holds Decide and the model's finish times to their promises on any queue: a request
-// finding nothing in flight is admitted; an admitted one is estimated to finish in time, delaying
-// none that would have; a refused one is told to wait one to 15 seconds; a request added never makes
-// another finish sooner, and no estimate beats the cores' combined rate.
+// finding nothing in flight is admitted while its deadline less the margin is to come, and none after
+// it; an admitted one is estimated to finish in time, delaying none that would have (unless it is
+// negligible); a refused one is told to wait one to 15 seconds; a request added never makes another
+// finish sooner, and no estimate beats the cores' combined rate.
 func FuzzDecide(f *testing.F) {
-	f.Add(uint8(2), uint32(10_000_000), uint16(3000), uint32(50_000_000), uint16(15_000), []byte{})
-	f.Add(uint8(2), uint32(10_000_000), uint16(3000), uint32(60_000_000), uint16(15_000),
+	f.Add(uint8(2), uint32(10_000_000), uint16(3000), uint32(50_000_000), uint16(15_000), uint32(0), []byte{})
+	f.Add(uint8(2), uint32(10_000_000), uint16(3000), uint32(60_000_000), uint16(15_000), uint32(1<<20),
 		[]byte{0, 0, 0, 0x03, 0x93, 0x87, 0, 0x3a, 0x98, 0, 0, 0x03, 0x93, 0x87, 0, 0x3a, 0x98})
-	f.Add(uint8(0), uint32(0), uint16(0), uint32(0), uint16(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	f.Fuzz(func(t *testing.T, cores uint8, rate uint32, marginMS uint16, cost uint32, deadlineMS uint16, queue []byte) {
-		in := State{Now: t0, Cores: int(cores), Rate: float64(rate), Margin: time.Duration(marginMS) * time.Millisecond}
+	f.Add(uint8(0), uint32(0), uint16(0), uint32(0), uint16(0), uint32(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, cores uint8, rate uint32, marginMS uint16, cost uint32, deadlineMS uint16, negligible uint32, queue []byte) {
+		in := State{Now: t0, Cores: int(cores), Rate: float64(rate), Margin: time.Duration(marginMS) * time.Millisecond, Negligible: float64(negligible)}
 		// Each 6 bytes of queue: the cost (4) and the deadline in ms from now (2, from -5 s).
 		for len(queue) >= 6 && len(in.InFlight) < 64 {
 			c := float64(binary.BigEndian.Uint32(queue))
@@ -41,6 +42,8 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("refused with a wait of %v: %+v", d.RetryAfter, d)
 		case d.Admitted && d.RetryAfter != 0:
 			t.Fatalf("admitted with a wait: %+v", d)
+		case d.Delays && req.Cost <= in.Negligible:
+			t.Fatalf("a negligible request refused for delaying others: %+v", d)
 		}
 		// The model's finish times, with and without the request.
 		req.Left = req.Cost
