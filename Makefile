@@ -561,10 +561,11 @@ bench-scale: control-plane testdata ## Scale benchmark: 1,000 ClusterObjectSets 
 	COS_SCALE_OWNERS=600 $(GO) test -run '^$$' -bench 'BenchmarkScaleRestart$$' -benchtime=1x -timeout 60m ./test/bench/scale/
 
 # The largest size of the scale benchmark: 10,000 ClusterObjectSets (2,000 owners, 60,000 managed
-# objects), a restart and a leader failover. Its fixture alone takes 15-30 minutes on 2 cores.
+# objects), a restart without and with a container memory limit of 320Mi, and a leader failover
+# (with it). Its fixture alone takes 15-30 minutes on 2 cores.
 .PHONY: bench-scale-large
 bench-scale-large: control-plane testdata ## Scale benchmark at 10,000 ClusterObjectSets and 60,000 objects: restart and failover writes, settling, memory (~30-45 min).
-	COS_SCALE_OWNERS=2000 $(GO) test -run '^$$' -bench 'BenchmarkScale(Restart|Failover)$$' -benchtime=1x -timeout 120m ./test/bench/scale/
+	COS_SCALE_OWNERS=2000 COS_SCALE_MEMORY_LIMIT=320Mi $(GO) test -run '^$$' -bench 'BenchmarkScale(Restart|Failover)$$' -benchtime=1x -timeout 120m ./test/bench/scale/
 
 # The cache memory benchmark (test/bench/cachememory; results in docs/benchmarks/, "object-data
 # Secrets and the cache"): the manager's memory with 1 GiB of object-data Secrets stored. Not part of
