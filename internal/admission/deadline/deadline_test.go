@@ -72,7 +72,11 @@ func TestDecide(t *testing.T) {
 		"a negligible request delays none": {
 			// 2 MB beside the case above: done in 0.4 s (a half core each), it moves the 100 MB due
 			// at 15 s from 12 s to 12.1 s, past its bound; but 2 MB is negligible here.
-			in: func() State { s := with(req(100*MB, 15), req(40*MB, 30), req(40*MB, 30)); s.Negligible = 2 * MB; return s }(), req: req(2*MB, 30),
+			in: func() State {
+				s := with(req(100*MB, 15), req(40*MB, 30), req(40*MB, 30))
+				s.Negligible = 2 * MB
+				return s
+			}(), req: req(2*MB, 30),
 			want: Decision{Now: t0, Admitted: true, Finish: at(0.4), Latest: at(27), InFlight: 3, Ahead: 180 * MB, Rate: 10 * MB},
 		},
 		"the same request, not negligible, delays one": {
