@@ -541,12 +541,12 @@ test-e2e-local: control-plane testdata certmanager certmanager-crds ## The e2e s
 	$(GO) test -count=1 -timeout 20m -v ./test/e2e/local/
 
 .PHONY: bench
-bench: control-plane testdata certmanager ## Run the benchmarks (how to run them, targets and dated results: docs/benchmarks/); about 10 minutes once built.
+bench: control-plane testdata certmanager ## Run the benchmarks (how to run them, targets and dated results: docs/benchmarks/); about 16 minutes once built.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/plugin/
-	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/admission/
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./test/bench/admission/
 	$(GO) test -run '^$$' -bench . -benchtime=3x -timeout 30m ./test/e2e/local/
 
 # The scale benchmark (test/bench/scale; results in docs/benchmarks/, "scale"): 1,000 ClusterObjectSets

@@ -12,9 +12,10 @@ import (
 // The API server gives each call to a webhook a deadline: the webhook's timeoutSeconds, or what is
 // left of its own request's when that is sooner. It cancels the call then, and tells the webhook in
 // the call's timeout parameter, rounded up to a whole second (k8s.io/apiserver's webhook
-// dispatchers, pkg/admission/plugin/webhook/{mutating,validating}/dispatcher.go, through client-go's request
-// timeout). The webhook answers by then or not at all: the work admitted at once is bounded
-// by it (AdmissionLimits.Work) and the work of a request stops at it (finishing).
+// dispatchers, pkg/admission/plugin/webhook/{mutating,validating}/dispatcher.go, set it as the
+// timeout of client-go's request, which puts it in the URL). The webhook answers by then or not at
+// all: the work admitted at once is bounded by it (AdmissionLimits.Work) and the work of a request
+// stops at it (finishing).
 
 // defaultCallTimeout is the time a call that names no timeout is given (a caller other than the API
 // server): the validating webhook's timeoutSeconds, the shortest of the fail-closed webhooks'.

@@ -72,9 +72,9 @@ func BenchmarkBurst(b *testing.B) {
 				load1 := loadAverage(b)
 				r := burst(b, httpc, base, verb, bodies)
 				after := scrapeManager(b, mgr.metrics)
-				b.Logf("%s cores (load %s), %d %ss of %.1f MB (%d of %d ConfigMaps of random letters, %d of `[{},{},...]`): first attempt %v (first answers, p50/max s: %s); "+
+				b.Logf("%s cores (load %s), %d %ss of %.1f MB (%d of %d ConfigMaps of random letters, %d of `[{},{},...]`): first attempt %v, by body %v (first answers, p50/max s: %s); "+
 					"admitted %d/%d after %d retries (%d answers 429, %d webhook timeouts, %d other timeouts, %d other) in %.1f s: %.2f MB/s admitted; manager: %s",
-					load, load1, len(bodies), verb, float64(burstBytes)/1e6, (len(bodies)+1)/2, burstConfigMaps, len(bodies)/2, r.first, r.firstTimes(),
+					load, load1, len(bodies), verb, float64(burstBytes)/1e6, (len(bodies)+1)/2, burstConfigMaps, len(bodies)/2, r.first, r.firstOf, r.firstTimes(),
 					r.admitted, len(bodies), r.retries, r.answers["429"], r.answers["webhook timeout"], r.answers["timeout"], r.answers["other"], r.took.Seconds(), r.mbps(), after.since(before))
 				for kind, msg := range r.sample {
 					b.Logf("%s: a %s answer: %s", round, kind, msg)
@@ -92,14 +92,25 @@ func BenchmarkBurst(b *testing.B) {
 // burstResult is one burst's figures.
 type burstResult struct {
 	result
-	// first counts the first attempts by answer, answers every attempt's.
+	// first counts the first attempts by answer, answers every attempt's; firstOf the first
+	// attempts by kind of body and answer.
 	first, answers map[string]int
+	firstOf        map[string]int
 	// sample is a message of each kind of answer but admitted; firstIn the times of the first
 	// answers, by kind.
 	sample  map[string]string
 	firstIn map[string][]float64
 	bytes   int
 	took    time.Duration
+}
+
+// bodyKind names the kind of body burstBodies gave the ClusterObjectSet name.
+func bodyKind(name string) string {
+	i, _ := strconv.Atoi(name[strings.LastIndex(name, "-")+1:])
+	if i%2 == 0 {
+		return "configmaps"
+	}
+	return "containers"
 }
 
 // firstTimes are the p50 and max of the first answers' times, by kind.
@@ -127,7 +138,7 @@ func burst(b *testing.B, httpc *http.Client, base, verb string, bodies map[strin
 	b.Helper()
 	var (
 		mu  sync.Mutex
-		res = burstResult{first: map[string]int{}, answers: map[string]int{}, sample: map[string]string{}, firstIn: map[string][]float64{}}
+		res = burstResult{first: map[string]int{}, answers: map[string]int{}, firstOf: map[string]int{}, sample: map[string]string{}, firstIn: map[string][]float64{}}
 		wg  sync.WaitGroup
 	)
 	start := make(chan struct{})
@@ -145,6 +156,7 @@ func burst(b *testing.B, httpc *http.Client, base, verb string, bodies map[strin
 				}
 				if attempt == 0 {
 					res.first[answer]++
+					res.firstOf[bodyKind(name)+" "+answer]++
 					res.firstIn[answer] = append(res.firstIn[answer], time.Since(t0).Seconds())
 				}
 				switch answer {
