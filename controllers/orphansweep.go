@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
@@ -283,8 +284,8 @@ func (s *OrphanSweeper) deleteOne(ctx context.Context, sec *corev1.Secret) (bool
 	if full.UID != sec.UID || full.ResourceVersion != sec.ResourceVersion {
 		return false, nil // not the version judged: judged again at the next sweep
 	}
-	if err := s.quarantine(ctx, full); err != nil {
-		return false, err
+	if err := objectdata.KeepCopy(ctx, s.Client, s.APIReader, full); err != nil {
+		return false, fmt.Errorf("%w: not deleted", err)
 	}
 	if err := s.step(ctx, StepCopied, sec); err != nil {
 		return false, err
@@ -307,27 +308,6 @@ func (s *OrphanSweeper) deleteOne(ctx context.Context, sec *corev1.Secret) (bool
 	s.quarantined[sec.UID] = s.clock().Now()
 	s.mu.Unlock()
 	return true, nil
-}
-
-// quarantine writes the quarantine copy of sec, or finds it written already (by a sweep that died
-// before its delete).
-func (s *OrphanSweeper) quarantine(ctx context.Context, sec *corev1.Secret) error {
-	q := secretdata.Quarantine(sec)
-	err := s.Client.Create(ctx, q)
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("writing its quarantine copy: %w", err)
-		}
-		return nil
-	}
-	got := &corev1.Secret{}
-	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(q), got); err != nil {
-		return fmt.Errorf("reading its quarantine copy: %w", err)
-	}
-	if !secretdata.SameQuarantine(got, sec) {
-		return fmt.Errorf("its quarantine copy %s/%s holds something else: not deleted", got.Namespace, got.Name)
-	}
-	return nil
 }
 
 // Restore creates again, from its quarantine copy, every swept Secret that a live ClusterObjectSet

@@ -59,6 +59,8 @@ type Metrics struct {
 	// CallersRefused is 1 while the readiness check webhook-callers fails: callers made handshakes and
 	// ClusterObjectSets were created for a window, but no call with a verified certificate arrived.
 	CallersRefused prometheus.Gauge
+	// GuardCopies counts the quarantine copies the Secret guard wrote before it admitted a delete.
+	GuardCopies prometheus.Counter
 }
 
 // NewMetrics creates the metrics, unregistered (tests use their own); the manager creates its own once
@@ -93,6 +95,8 @@ func NewMetrics() *Metrics {
 			"Earliest expiry (Unix time) of the certificates of the --webhook-client-ca bundle in use; 0 without one."),
 		CallersRefused: metric.Gauge("cos_externalizer_webhook_callers_refused",
 			"1 while this replica is unready because, for --webhook-callers-readiness-window, callers made TLS handshakes and ClusterObjectSets were created but no call with a verified client certificate arrived (it most likely refuses the API server's certificate)."),
+		GuardCopies: metric.Counter("cos_externalizer_secret_guard_copies_total",
+			"Quarantine copies of object-data Secrets the Secret guard wrote before it admitted their delete (the garbage collector's, or anyone's not exempt), so that the orphan sweep can restore one a ClusterObjectSet stored meanwhile references."),
 	}
 }
 
@@ -100,5 +104,5 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.WorkRate, m.WorkBacklog, m.ExemptionMismatch,
 		m.UnreferencedSecrets, m.UnreferencedBytes, m.ClientAuthRequired, m.ClientCAReloadFailures, m.ClientCAReloadFailing, m.ClientCAExpiry,
-		m.CallersRefused}
+		m.CallersRefused, m.GuardCopies}
 }

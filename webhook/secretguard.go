@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -25,11 +26,12 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
-// The Secret guard. Its object selector limits it to Secrets carrying the revision-name label, so no
+// The Secret guard. sideEffects NoneOnDryRun: before it admits a delete it writes a quarantine copy
+// of the Secret (keepCopy), except on a dry run. Its object selector limits it to Secrets carrying the revision-name label, so no
 // other Secret in the cluster ever waits on this webhook. On UPDATE the API server matches the
 // selector against the old and the new object, so an update that removes the label is guarded too.
 // Its matchCondition ExemptConditionName is in config/webhook/matchconditions.yaml.
-// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]}}`
+// +kubebuilder:webhook:path=/validate-v1-secret-object-data,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups="",resources=secrets,verbs=update;delete,versions=v1,name=secret-guard.cos-externalizer.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"objectSelector":{"matchExpressions":[{"key":"olm.operatorframework.io/revision-name","operator":"Exists"}]}}`
 
 // SecretGuardName is the secret guard's name in the ValidatingWebhookConfiguration.
 const SecretGuardName = "secret-guard.cos-externalizer.io"
@@ -88,6 +90,14 @@ func ExemptCondition(users []string) string {
 // not referenced by a live one, so the collector may delete it; a Secret that a re-created
 // ClusterObjectSet of the same name references again is refused to the collector until the
 // reconciler has made the new ClusterObjectSet its owner.
+//
+// No live read can see a ClusterObjectSet that is admitted but not stored yet (a refs-only create
+// copying the refs of a ClusterObjectSet being deleted, whose check-refs call did not run). So every
+// delete the guard admits of an object-data Secret of the system namespace is made undoable first:
+// the guard writes the Secret's quarantine copy (objectdata.KeepCopy, as the orphan sweep does before
+// its own deletes), and the sweep's restore creates the Secret again if a ClusterObjectSet stored
+// within the restore window references it. No copy, no delete: a copy that cannot be written refuses
+// the delete with 503, which the garbage collector retries.
 type SecretGuard struct {
 	// Cache lists the ClusterObjectSets that reference a Secret, to find candidates: the manager's
 	// cache, which has objectdata.RefIndex.
@@ -95,8 +105,10 @@ type SecretGuard struct {
 	// APIReader reads ClusterObjectSets uncached, to confirm a refusal, and before a DELETE is
 	// admitted, that no live ClusterObjectSet references the Secret.
 	APIReader client.Reader
-	Options   Options
-	Metrics   *Metrics
+	// Client writes the quarantine copy of a Secret before a delete is admitted.
+	Client  client.Writer
+	Options Options
+	Metrics *Metrics
 
 	// confirm coalesces the uncached Lists of ClusterObjectSets of concurrent requests.
 	confirm coalescedList
@@ -152,6 +164,11 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 			old.OwnerReferences, updated.OwnerReferences, users)
 	}
 	if len(users) == 0 || what == "" {
+		if req.Operation == admissionv1.Delete && !ptr.Deref(req.DryRun, false) {
+			if err := g.keepCopy(ctx, req, old); err != nil {
+				return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("secret %s/%s is kept until a copy of it is written: %w", old.Namespace, old.Name, err))
+			}
+		}
 		return admission.Allowed("")
 	}
 	g.Metrics.Refusals.WithLabelValues(RefusalSecretInUse).Inc()
@@ -160,6 +177,27 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 	return admission.Denied(fmt.Sprintf(
 		"secret %s/%s holds objects of ClusterObjectSet %s (%s): it cannot %s while that ClusterObjectSet exists; delete the ClusterObjectSet instead, and its Secrets go with it",
 		old.Namespace, old.Name, users[0].Name, users[0].Path, what))
+}
+
+// keepCopy writes the quarantine copy of the object-data Secret of the system namespace that req
+// deletes (its old object, with its data), so that the sweep's restore can undo the delete.
+func (g *SecretGuard) keepCopy(ctx context.Context, req admission.Request, old *guardedSecret) error {
+	if old.Namespace != g.Options.SystemNamespace || g.Client == nil {
+		return nil // the sweep restores only the system namespace's Secrets: those are ours
+	}
+	full := &corev1.Secret{}
+	if err := json.Unmarshal(req.OldObject.Raw, full); err != nil {
+		return fmt.Errorf("decoding the Secret: %w", err)
+	}
+	full.Name, full.Namespace = old.Name, old.Namespace
+	if full.UID == "" {
+		return fmt.Errorf("the Secret in the request has no uid")
+	}
+	if err := objectdata.KeepCopy(ctx, g.Client, g.APIReader, full); err != nil {
+		return err
+	}
+	g.Metrics.GuardCopies.Inc()
+	return nil
 }
 
 // liveUsers returns the users of the Secret (internal/shared/secretuse): the live ClusterObjectSets that

@@ -110,7 +110,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
 	server.Register(ValidatePath, serve(validate))
 	server.Register(SecretGuardPath, serve(&webhook.Admission{Handler: finishing{&SecretGuard{
-		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts, Metrics: metrics,
+		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Client: mgr.GetClient(), Options: opts, Metrics: metrics,
 	}}}))
 	return nil
 }
