@@ -229,9 +229,13 @@ const cacheReadTimeout = 30 * time.Second
 // copies differ, is read from the API server (fresh); nil if it does not exist. A cached object may
 // be behind.
 func (r *ClusterObjectSetReconciler) cachedLive(ctx context.Context, cos *olmv1.ClusterObjectSet, obj *unstructured.Unstructured, fields map[string]any, digest string) (live *unstructured.Unstructured, verdict drift.Verdict, fresh bool, err error) {
+	// The metadata is read without a copy (metadataObject copies what it reads, and nothing here
+	// changes meta): a restart reads each managed object once, and the copies were garbage the
+	// collector paid for.
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(obj.GroupVersionKind())
-	if r.getCached(ctx, obj, meta) {
+	if r.getCached(ctx, obj, meta, client.UnsafeDisableDeepCopy) {
+		meta.SetGroupVersionKind(obj.GroupVersionKind()) // the cache's object may not carry it
 		live = metadataObject(meta)
 		v, needsContent := drift.UnchangedMetadata(fields, live.Object, FieldOwner, digest)
 		if !needsContent && (!v.Unchanged || !probes.NeedsContent(live, cos.Spec.ProgressionProbes)) {
@@ -252,10 +256,10 @@ func (r *ClusterObjectSetReconciler) cachedLive(ctx context.Context, cos *olmv1.
 
 // getCached reads obj's object from the cache into into; false when the cache does not have it (or
 // cannot answer in time).
-func (r *ClusterObjectSetReconciler) getCached(ctx context.Context, obj *unstructured.Unstructured, into client.Object) bool {
+func (r *ClusterObjectSetReconciler) getCached(ctx context.Context, obj *unstructured.Unstructured, into client.Object, opts ...client.GetOption) bool {
 	cctx, cancel := context.WithTimeout(ctx, cacheReadTimeout)
 	defer cancel()
-	return r.Client.Get(cctx, client.ObjectKeyFromObject(obj), into) == nil
+	return r.Client.Get(cctx, client.ObjectKeyFromObject(obj), into, opts...) == nil
 }
 
 // metadataObject is meta as an unstructured object of its kind holding metadata only, as the
@@ -288,8 +292,8 @@ func metadataObject(meta *metav1.PartialObjectMetadata) *unstructured.Unstructur
 	if len(meta.Labels) > 0 {
 		md["labels"] = stringMap(meta.Labels)
 	}
-	if len(meta.Annotations) > 0 {
-		md["annotations"] = stringMap(meta.Annotations)
+	if annotations := drift.CachedAnnotations(&meta.ObjectMeta); annotations != nil {
+		md["annotations"] = annotations
 	}
 	if len(meta.Finalizers) > 0 {
 		finalizers := make([]any, len(meta.Finalizers))

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +19,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
 )
 
@@ -141,13 +146,24 @@ func trimArchived(phases []olmv1.ClusterObjectSetPhase) {
 // values, owner references, managedFields' managers and versions) through unique, and drops the
 // times of managedFields, which nothing reads from the cache.
 func leanMeta(m *metav1.ObjectMeta) {
-	if len(m.Labels) > 0 {
-		labels := make(map[string]string, len(m.Labels))
-		for k, v := range m.Labels {
-			labels[intern(k)] = intern(v)
-		}
-		m.Labels = labels
+	m.Labels = internLabels(m.Labels)
+	leanMetaButLabels(m)
+}
+
+// internLabels is labels with its keys and values interned.
+func internLabels(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return labels
 	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// leanMetaButLabels is leanMeta but for the labels.
+func leanMetaButLabels(m *metav1.ObjectMeta) {
 	if len(m.Annotations) > 0 {
 		annotations := make(map[string]string, len(m.Annotations))
 		for k, v := range m.Annotations {
@@ -204,18 +220,33 @@ func finalizerEntries(managed []metav1.ManagedFieldsEntry) []metav1.ManagedField
 // managedObjectLean is the transform of the informers of managed objects. The reconciler watches
 // them as metadata (controllers.kindWatches) and decides from it whether an object holds what it
 // would apply; it reads whole objects from the cache only for kinds where that decision or a
-// readiness probe needs their content, and takes managedFields from the metadata then. So:
-//   - metadata keeps everything but kubectl's last-applied annotation (a copy of the object, set by
-//     whoever created it with client-side apply; no decision reads it) and the times of managedFields,
-//     its common strings shared (leanMeta);
-//   - whole objects lose managedFields too.
+// readiness probe needs their content, and takes managedFields from the metadata then. So the
+// metadata keeps what those readers read, and no more (docs/design.md, "What the cache holds"):
+//   - of the annotations, only the digest of what we applied, the no-op decision's input, kept in
+//     selfLink rather than a map of one entry (drift.StashDigest): nothing reads another annotation
+//     of the metadata (a probe that reads content reads the whole object; collisions and take-overs
+//     are decided on a fresh read);
+//   - the labels, which a custom probe may select by (probes.NeedsContent);
+//   - the owner references, which map an event to the controlling ClusterObjectSet;
+//   - managedFields, the no-op decision's input, without their times;
+//   - the rest of the metadata (name, uid, resourceVersion, generation, deletion, finalizers).
 //
-// Other objects (the typed ClusterObjectSets and Secrets have transforms of their own) pass unchanged.
+// Labels, owner references and managedFields are equal across the objects of one kind and revision,
+// typically: equal ones are one copy, shared (shareTable), and common strings are shared (leanMeta).
+// Cached objects are never changed in place (the cache hands out copies, and the readers that skip
+// the copy only read), so sharing is invisible to their readers. Whole objects lose managedFields and
+// kubectl's last-applied annotation. Other objects (the typed ClusterObjectSets and Secrets have
+// transforms of their own) pass unchanged.
 func managedObjectLean(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *metav1.PartialObjectMetadata:
-		delete(o.Annotations, admission.LastAppliedAnnotation)
-		leanMeta(&o.ObjectMeta)
+		drift.StashDigest(&o.ObjectMeta)
+		leanMetaButLabels(&o.ObjectMeta)
+		o.Namespace = intern(o.Namespace)
+		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
+		o.Labels = shareLabels(o.Labels)
+		o.OwnerReferences = shareOwnerReferences(o.OwnerReferences)
+		o.ManagedFields = shareManagedFields(o.ManagedFields)
 	case *unstructured.Unstructured:
 		if md, ok := o.Object["metadata"].(map[string]any); ok {
 			delete(md, "managedFields")
@@ -225,4 +256,112 @@ func managedObjectLean(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// shareLimit bounds the values a shareTable remembers per generation: at 10,000 ClusterObjectSets
+// (2,000 Active, objects of two kinds each) there are about 4,000 distinct managedFields and 2,000
+// distinct label maps and owner references.
+const shareLimit = 8192
+
+// The tables of the managed objects' transform (managedObjectLean); informers of several kinds call
+// it at once.
+var (
+	sharedLabels          = &shareTable[map[string]string]{limit: shareLimit}
+	sharedOwnerReferences = &shareTable[[]metav1.OwnerReference]{limit: shareLimit}
+	sharedManagedFields   = &shareTable[[]metav1.ManagedFieldsEntry]{limit: shareLimit}
+)
+
+// shareTable hands out one value per key: the first value stored under a key is returned for every
+// later one with that key. It remembers at most two generations of limit keys (a key found in the
+// older generation moves to the newer one), so that what no cached object holds any more is
+// forgotten: values the table forgot are still correct, only no longer shared with new ones.
+type shareTable[V any] struct {
+	mu        sync.Mutex
+	cur, prev map[string]V
+	limit     int
+}
+
+// share returns the value stored under key, or stores and returns made() when there is none.
+func (t *shareTable[V]) share(key string, made func() V) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.cur[key]; ok {
+		return s
+	}
+	v, ok := t.prev[key]
+	if !ok {
+		v = made()
+	}
+	if t.cur == nil || len(t.cur) >= t.limit {
+		t.prev, t.cur = t.cur, make(map[string]V)
+	}
+	t.cur[key] = v
+	return v
+}
+
+// shareKey builds the key of a value from its parts, each prefixed by its length so that no two
+// values share a key.
+type shareKey struct{ strings.Builder }
+
+func (k *shareKey) add(parts ...string) {
+	for _, p := range parts {
+		k.WriteString(strconv.Itoa(len(p)))
+		k.WriteByte(':')
+		k.WriteString(p)
+	}
+}
+
+// shareLabels is the shared map equal to labels (nil for none), its keys and values interned.
+func shareLabels(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var key shareKey
+	for _, k := range keys {
+		key.add(k, labels[k])
+	}
+	return sharedLabels.share(key.String(), func() map[string]string { return internLabels(labels) })
+}
+
+// shareOwnerReferences is the shared slice equal to refs (nil for none).
+func shareOwnerReferences(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return nil
+	}
+	var key shareKey
+	flag := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
+	for _, r := range refs {
+		key.add(r.APIVersion, r.Kind, r.Name, string(r.UID), flag(r.Controller), flag(r.BlockOwnerDeletion))
+	}
+	return sharedOwnerReferences.share(key.String(), func() []metav1.OwnerReference { return refs })
+}
+
+// shareManagedFields is the shared slice equal to entries (nil for none); their times are dropped
+// already (leanMeta).
+func shareManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	var key shareKey
+	for _, e := range entries {
+		fields, hasFields := "", "0"
+		if e.FieldsV1 != nil {
+			fields, hasFields = string(e.FieldsV1.Raw), "1"
+		}
+		key.add(e.Manager, string(e.Operation), e.APIVersion, e.FieldsType, e.Subresource, hasFields, fields)
+		if e.Time != nil {
+			key.add(e.Time.UTC().Format(time.RFC3339))
+		}
+	}
+	return sharedManagedFields.share(key.String(), func() []metav1.ManagedFieldsEntry { return entries })
 }

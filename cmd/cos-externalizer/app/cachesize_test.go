@@ -115,13 +115,13 @@ func TestClusterObjectSetLean(t *testing.T) {
 	}
 }
 
-// TestManagedObjectLean: the metadata of a managed object keeps everything but kubectl's
-// last-applied annotation; a whole object loses its managedFields too (they are read from the
-// metadata).
+// TestManagedObjectLean: the metadata of a managed object keeps, of its annotations, the digest
+// alone, in selfLink (drift.StashDigest; TestManagedObjectLeanKeepsDecisions); a whole object loses
+// kubectl's last-applied annotation and its managedFields (they are read from the metadata).
 func TestManagedObjectLean(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "cos-externalizer", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}
-	meta := func(ann map[string]string) *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: ann, Labels: map[string]string{"l": "v"}, ManagedFields: managed}}
+	meta := func(ann map[string]string, selfLink string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: ann, SelfLink: selfLink, Labels: map[string]string{"l": "v"}, ManagedFields: managed}}
 	}
 	whole := func(withManaged bool, ann map[string]any) *unstructured.Unstructured {
 		md := map[string]any{"name": "x", "annotations": ann}
@@ -135,10 +135,11 @@ func TestManagedObjectLean(t *testing.T) {
 		in, want any
 	}{
 		"metadata": {
-			in:   meta(map[string]string{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa"}),
-			want: meta(map[string]string{drift.Annotation: "sha256:aa"}),
+			in:   meta(map[string]string{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa", "other": "x"}, ""),
+			want: meta(nil, "sha256:aa"),
 		},
-		"metadata without annotations": {in: meta(nil), want: meta(nil)},
+		"metadata without the digest":  {in: meta(map[string]string{"other": "x"}, "/api/v1/x"), want: meta(nil, "")},
+		"metadata without annotations": {in: meta(nil, ""), want: meta(nil, "")},
 		"whole object": {
 			in:   whole(true, map[string]any{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa"}),
 			want: whole(false, map[string]any{drift.Annotation: "sha256:aa"}),

@@ -1,0 +1,237 @@
+package app
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/probes"
+)
+
+// leanMetadata is what the cache of managed objects holds of live (a whole object as the API server
+// returns it), as the reconciler reads it: decoded as metadata, through managedObjectLean, and back
+// to a map as controllers.metadataObject builds it (fieldsV1 as maps, the stashed digest among the
+// annotations, no selfLink).
+func leanMetadata(t *testing.T, live map[string]any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	if err := json.Unmarshal(raw, meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := managedObjectLean(meta); err != nil {
+		t.Fatal(err)
+	}
+	annotations := drift.CachedAnnotations(&meta.ObjectMeta)
+	meta.SelfLink = ""
+	if raw, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	if annotations != nil {
+		out["metadata"].(map[string]any)["annotations"] = annotations
+	}
+	return out
+}
+
+// TestManagedObjectLeanKeepsDecisions: what the metadata cache leaves out (annotations but the
+// digest; nothing of the labels) changes no decision: the no-op decision on the lean metadata is the
+// one on the whole object (or asks for the content, never the case here: ConfigMap data is granular),
+// and a custom probe selecting by label selects the same objects. In particular a label of ours that
+// someone else changes or removes is still drift, and labels and annotations others add are not.
+func TestManagedObjectLeanKeepsDecisions(t *testing.T) {
+	const (
+		digest = "sha256:0123"
+		owning = "cos-a-r1"
+	)
+	desired := map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{
+			"name": "cm", "namespace": "ns",
+			"labels":      map[string]any{olmv1.LabelOwningRevision: owning, "app": "web"},
+			"annotations": map[string]any{drift.Annotation: digest},
+		},
+		"data": map[string]any{"k": "v"},
+	}
+	ours := `{"f:data":{"f:k":{}},"f:metadata":{"f:annotations":{"f:` + drift.Annotation + `":{}},"f:labels":{"f:app":{},"f:` + olmv1.LabelOwningRevision + `":{}},"f:ownerReferences":{"k:{\"uid\":\"u1\"}":{}}}}`
+	oursWithoutApp := `{"f:data":{"f:k":{}},"f:metadata":{"f:annotations":{"f:` + drift.Annotation + `":{}},"f:labels":{"f:` + olmv1.LabelOwningRevision + `":{}},"f:ownerReferences":{"k:{\"uid\":\"u1\"}":{}}}}`
+	entry := func(manager, op, fields string) map[string]any {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(fields), &f); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"manager": manager, "operation": op, "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": f}
+	}
+	live := func(labels, annotations map[string]any, managed ...map[string]any) map[string]any {
+		entries := make([]any, len(managed))
+		for i, e := range managed {
+			entries[i] = e
+		}
+		return map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{
+				"name": "cm", "namespace": "ns", "uid": "u2", "resourceVersion": "7",
+				"labels": labels, "annotations": annotations, "managedFields": entries,
+				"ownerReferences": []any{map[string]any{"apiVersion": olmv1.GroupVersion.String(), "kind": olmv1.ClusterObjectSetKind, "name": "cos-a-r1", "uid": "u1", "controller": true}},
+			},
+			"data": map[string]any{"k": "v"},
+		}
+	}
+	ourLabels := map[string]any{olmv1.LabelOwningRevision: owning, "app": "web"}
+	ourAnnotations := map[string]any{drift.Annotation: digest}
+	labelProbe := func(selector map[string]string) []olmv1.ProgressionProbe {
+		return []olmv1.ProgressionProbe{{Selector: olmv1.ObjectSelector{Type: olmv1.SelectorTypeLabel, Label: metav1.LabelSelector{MatchLabels: selector}}}}
+	}
+	for name, tc := range map[string]struct {
+		live       map[string]any
+		probes     []olmv1.ProgressionProbe
+		unchanged  bool
+		reason     string
+		needsProbe bool
+	}{
+		"as applied": {live: live(ourLabels, ourAnnotations, entry("cos-externalizer", "Apply", ours)), unchanged: true},
+		"a label of ours changed by someone else": {
+			live: live(map[string]any{olmv1.LabelOwningRevision: owning, "app": "db"}, ourAnnotations,
+				entry("cos-externalizer", "Apply", oursWithoutApp), entry("kubectl-edit", "Update", `{"f:metadata":{"f:labels":{"f:app":{}}}}`)),
+			reason: drift.ReasonField,
+		},
+		"a label of ours removed": {
+			live:   live(map[string]any{olmv1.LabelOwningRevision: owning}, ourAnnotations, entry("cos-externalizer", "Apply", oursWithoutApp)),
+			reason: drift.ReasonField,
+		},
+		"labels and annotations others add": {
+			live: live(map[string]any{olmv1.LabelOwningRevision: owning, "app": "web", "team": "x"},
+				map[string]any{drift.Annotation: digest, admission.LastAppliedAnnotation: "{}", "note": "n"},
+				entry("cos-externalizer", "Apply", ours), entry("kubectl-label", "Update", `{"f:metadata":{"f:annotations":{"f:note":{}},"f:labels":{"f:team":{}}}}`)),
+			unchanged: true,
+		},
+		"the digest changed": {
+			live:   live(ourLabels, map[string]any{drift.Annotation: "sha256:other"}, entry("cos-externalizer", "Apply", ours)),
+			reason: drift.ReasonDigest,
+		},
+		"selected by a label others added": {
+			live: live(map[string]any{olmv1.LabelOwningRevision: owning, "app": "web", "team": "x"}, ourAnnotations,
+				entry("cos-externalizer", "Apply", ours), entry("kubectl-label", "Update", `{"f:metadata":{"f:labels":{"f:team":{}}}}`)),
+			probes: labelProbe(map[string]string{"team": "x"}), unchanged: true, needsProbe: true,
+		},
+		"not selected by a label others changed": {
+			live: live(map[string]any{olmv1.LabelOwningRevision: owning, "app": "db"}, ourAnnotations,
+				entry("cos-externalizer", "Apply", oursWithoutApp), entry("kubectl-edit", "Update", `{"f:metadata":{"f:labels":{"f:app":{}}}}`)),
+			probes: labelProbe(map[string]string{"app": "web"}), reason: drift.ReasonField,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			whole := drift.Unchanged(desired, tc.live, "cos-externalizer", digest)
+			if whole.Unchanged != tc.unchanged || whole.Reason != tc.reason {
+				t.Fatalf("on the whole object: %+v, want unchanged %v reason %q", whole, tc.unchanged, tc.reason)
+			}
+			lean := leanMetadata(t, tc.live)
+			v, needsContent := drift.UnchangedMetadata(desired, lean, "cos-externalizer", digest)
+			if needsContent {
+				t.Fatalf("on the lean metadata: needs the content")
+			}
+			if diff := cmp.Diff(whole, v); diff != "" {
+				t.Errorf("verdict on the lean metadata (-whole +lean):\n%s", diff)
+			}
+			leanObj, wholeObj := &unstructured.Unstructured{Object: lean}, &unstructured.Unstructured{Object: tc.live}
+			if got, want := probes.NeedsContent(leanObj, tc.probes), probes.NeedsContent(wholeObj, tc.probes); got != want || got != tc.needsProbe {
+				t.Errorf("a probe needs the content: %v on the lean metadata, %v on the whole object, want %v", got, want, tc.needsProbe)
+			}
+		})
+	}
+}
+
+// TestManagedObjectLeanShares: objects with equal labels hold one label map, with equal owner
+// references one slice of them, with equal managedFields one slice of those; each equal to what the
+// object had.
+func TestManagedObjectLeanShares(t *testing.T) {
+	for _, table := range []interface{ reset() }{sharedLabels, sharedOwnerReferences, sharedManagedFields} {
+		table.reset()
+	}
+	object := func(labels map[string]string, owner, fields string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: "x", Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "K", Name: owner, UID: types.UID(owner + "-uid")}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}},
+		}}
+	}
+	lean := func(o *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		want := o.DeepCopy()
+		if _, err := managedObjectLean(o); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, o); diff != "" {
+			t.Errorf("lean object (-want +got):\n%s", diff)
+		}
+		return o
+	}
+	a := lean(object(map[string]string{"k1": "v1", "k2": "v2"}, "o", `{"f:data":{}}`))
+	b := lean(object(map[string]string{"k2": "v2", "k1": "v1"}, "o", `{"f:data":{}}`))
+	c := lean(object(map[string]string{"k1": "v1", "k2": "other"}, "p", `{"f:data":{"f:x":{}}}`))
+	d := lean(object(map[string]string{"k1": "v1k2", "": "v2"}, "o", `{"f:data":{}}`))
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	for name, tc := range map[string]struct {
+		got, want bool
+	}{
+		"equal labels share a map":               {got: same(a.Labels, b.Labels), want: true},
+		"equal owner references share a slice":   {got: same(a.OwnerReferences, b.OwnerReferences), want: true},
+		"equal managedFields share a slice":      {got: same(a.ManagedFields, b.ManagedFields), want: true},
+		"other labels have their own map":        {got: same(a.Labels, c.Labels), want: false},
+		"other owner references have their own":  {got: same(a.OwnerReferences, c.OwnerReferences), want: false},
+		"other managedFields have their own":     {got: same(a.ManagedFields, c.ManagedFields), want: false},
+		"labels are told apart by their lengths": {got: same(a.Labels, d.Labels), want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %v, want %v", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+// TestShareTableForgets: the table hands out the first value of a key; it forgets a key after two
+// generations of limit other keys, and a key used in the older generation is kept.
+func TestShareTableForgets(t *testing.T) {
+	table := shareTable[*int]{limit: 2}
+	value := func(n int) func() *int { return func() *int { return &n } }
+	first := table.share("a", value(1))
+	if got := table.share("a", value(2)); got != first {
+		t.Fatalf("a second value for a key was handed out: %d", *got)
+	}
+	// Generation 1 holds a; b fills it; c starts generation 2 (a, b older); a is used again and moves
+	// to the newer generation; d, e start generation 3: b is forgotten, a is not.
+	for _, k := range []string{"b", "c", "a", "d", "e"} {
+		table.share(k, value(0))
+	}
+	// In this order: looking a key up moves it to the newer generation.
+	for _, tc := range []struct {
+		key  string
+		kept bool
+	}{{"a", true}, {"b", false}} {
+		t.Run(tc.key, func(t *testing.T) {
+			if kept := *table.share(tc.key, value(9)) != 9; kept != tc.kept {
+				t.Errorf("kept %v, want %v", kept, tc.kept)
+			}
+		})
+	}
+}
+
+func (t *shareTable[V]) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cur, t.prev = nil, nil
+}
