@@ -12,6 +12,12 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
 )
 
+// stashed is m as the cache holds it, the digest stashed (drift.StashDigest).
+func stashed(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
+	drift.StashDigest(&m)
+	return &metav1.PartialObjectMetadata{ObjectMeta: m}
+}
+
 // TestMetadataObject: the metadata built field by field reads back as the metadata it came from,
 // as the generic conversion (unstructured's setters) gives it (with the digest the cache stashed
 // back among the annotations), and decides as it does.
@@ -30,10 +36,10 @@ func TestMetadataObject(t *testing.T) {
 		}},
 		"cluster-scoped, bare": {ObjectMeta: metav1.ObjectMeta{Name: "y"}},
 		// As the cache holds it (drift.StashDigest).
-		"the digest stashed": {ObjectMeta: metav1.ObjectMeta{
-			Name: "x", Namespace: "n", SelfLink: "sha256:aa", Labels: map[string]string{"a": "b"},
+		"the digest stashed": stashed(metav1.ObjectMeta{
+			Name: "x", Namespace: "n", Annotations: map[string]string{drift.Annotation: "sha256:aa"}, Labels: map[string]string{"a": "b"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: fields}},
-		}},
+		}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			meta.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("ConfigMap"))

@@ -356,7 +356,7 @@ func shareManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFie
 	for _, e := range entries {
 		fields, hasFields := "", "0"
 		if e.FieldsV1 != nil {
-			fields, hasFields = string(e.FieldsV1.Raw), "1"
+			fields, hasFields = e.FieldsV1.GetRawString(), "1"
 		}
 		key.add(e.Manager, string(e.Operation), e.APIVersion, e.FieldsType, e.Subresource, hasFields, fields)
 		if e.Time != nil {

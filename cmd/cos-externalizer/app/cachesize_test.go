@@ -120,8 +120,14 @@ func TestClusterObjectSetLean(t *testing.T) {
 // kubectl's last-applied annotation and its managedFields (they are read from the metadata).
 func TestManagedObjectLean(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "cos-externalizer", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}
-	meta := func(ann map[string]string, selfLink string) *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: ann, SelfLink: selfLink, Labels: map[string]string{"l": "v"}, ManagedFields: managed}}
+	meta := func(ann map[string]string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: ann, Labels: map[string]string{"l": "v"}, ManagedFields: managed}}
+	}
+	// cached is meta(ann) as the cache holds it: the digest in selfLink (drift.StashDigest).
+	cached := func(ann map[string]string) *metav1.PartialObjectMetadata {
+		m := meta(ann)
+		drift.StashDigest(&m.ObjectMeta)
+		return m
 	}
 	whole := func(withManaged bool, ann map[string]any) *unstructured.Unstructured {
 		md := map[string]any{"name": "x", "annotations": ann}
@@ -135,11 +141,11 @@ func TestManagedObjectLean(t *testing.T) {
 		in, want any
 	}{
 		"metadata": {
-			in:   meta(map[string]string{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa", "other": "x"}, ""),
-			want: meta(nil, "sha256:aa"),
+			in:   meta(map[string]string{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa", "other": "x"}),
+			want: cached(map[string]string{drift.Annotation: "sha256:aa"}),
 		},
-		"metadata without the digest":  {in: meta(map[string]string{"other": "x"}, "/api/v1/x"), want: meta(nil, "")},
-		"metadata without annotations": {in: meta(nil, ""), want: meta(nil, "")},
+		"metadata without the digest":  {in: meta(map[string]string{"other": "x"}), want: meta(nil)},
+		"metadata without annotations": {in: meta(nil), want: meta(nil)},
 		"whole object": {
 			in:   whole(true, map[string]any{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa"}),
 			want: whole(false, map[string]any{drift.Annotation: "sha256:aa"}),

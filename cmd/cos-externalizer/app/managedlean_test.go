@@ -35,8 +35,6 @@ func leanMetadata(t *testing.T, live map[string]any) map[string]any {
 	if _, err := managedObjectLean(meta); err != nil {
 		t.Fatal(err)
 	}
-	annotations := drift.CachedAnnotations(&meta.ObjectMeta)
-	meta.SelfLink = ""
 	if raw, err = json.Marshal(meta); err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +42,10 @@ func leanMetadata(t *testing.T, live map[string]any) map[string]any {
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatal(err)
 	}
-	if annotations != nil {
-		out["metadata"].(map[string]any)["annotations"] = annotations
+	md := out["metadata"].(map[string]any)
+	delete(md, "selfLink")
+	if annotations := drift.CachedAnnotations(&meta.ObjectMeta); annotations != nil {
+		md["annotations"] = annotations
 	}
 	return out
 }

@@ -8,10 +8,15 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // field the API server no longer sets (removed in Kubernetes 1.20) and nothing reads, and the reader
 // puts it back where the decision looks for it (CachedAnnotations).
 
+// stashed is where StashDigest keeps the digest in m.
+func stashed(m *metav1.ObjectMeta) *string {
+	return &m.SelfLink //nolint:staticcheck // deprecated because the API server no longer sets it: free for the cache's copy
+}
+
 // StashDigest moves Annotation's value of m into m.SelfLink (empty without one) and drops the
 // annotations: m is the cache's copy of a managed object's metadata.
 func StashDigest(m *metav1.ObjectMeta) {
-	m.SelfLink = m.Annotations[Annotation]
+	*stashed(m) = m.Annotations[Annotation]
 	m.Annotations = nil
 }
 
@@ -19,15 +24,16 @@ func StashDigest(m *metav1.ObjectMeta) {
 // form: m's own, and Annotation's value if StashDigest kept one in m.SelfLink. m is not changed; nil
 // when there are none.
 func CachedAnnotations(m *metav1.ObjectMeta) map[string]any {
-	if len(m.Annotations) == 0 && m.SelfLink == "" {
+	digest := *stashed(m)
+	if len(m.Annotations) == 0 && digest == "" {
 		return nil
 	}
 	out := make(map[string]any, len(m.Annotations)+1)
 	for k, v := range m.Annotations {
 		out[k] = v
 	}
-	if m.SelfLink != "" {
-		out[Annotation] = m.SelfLink
+	if digest != "" {
+		out[Annotation] = digest
 	}
 	return out
 }
