@@ -2,10 +2,13 @@ package app
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unique"
@@ -258,74 +261,104 @@ func managedObjectLean(obj any) (any, error) {
 	return obj, nil
 }
 
-// shareLimit bounds the values a shareTable remembers per generation: at 10,000 ClusterObjectSets
-// (2,000 Active, objects of two kinds each) there are about 4,000 distinct managedFields and 2,000
-// distinct label maps and owner references.
-const shareLimit = 8192
-
 // The tables of the managed objects' transform (managedObjectLean); informers of several kinds call
-// it at once.
+// it at once. At 10,000 ClusterObjectSets (2,000 Active, objects of two kinds each) there are about
+// 4,000 distinct managedFields and 2,000 distinct label maps and owner references, 2 MB in all.
 var (
-	sharedLabels          = &shareTable[map[string]string]{limit: shareLimit}
-	sharedOwnerReferences = &shareTable[[]metav1.OwnerReference]{limit: shareLimit}
-	sharedManagedFields   = &shareTable[[]metav1.ManagedFieldsEntry]{limit: shareLimit}
+	sharedLabels          = newShareTable(maps.Equal[map[string]string])
+	sharedOwnerReferences = newShareTable(deepEqual[[]metav1.OwnerReference])
+	sharedManagedFields   = newShareTable(deepEqual[[]metav1.ManagedFieldsEntry])
 )
 
-// shareTable hands out one value per key: the first value stored under a key is returned for every
-// later one with that key. It remembers at most two generations of limit keys (a key found in the
-// older generation moves to the newer one), so that what no cached object holds any more is
-// forgotten: values the table forgot are still correct, only no longer shared with new ones.
+// A shareTable's bounds: a generation ends at shareKeys keys or shareBytes bytes of values, and
+// values larger than shareLargest are not shared (they are seldom equal, and would end generations).
+const (
+	shareKeys    = 8192
+	shareBytes   = 4 << 20
+	shareLargest = 16 << 10
+)
+
+// shareTable hands out one value per content: the first value stored under a key (the SHA-256 of the
+// value's content, shareKey) is returned for every later equal one. It remembers two generations, the
+// newer one of at most shareKeys keys and shareBytes bytes (a key found in the older one moves to the
+// newer one), so that what no cached object holds any more is forgotten after two generations: the
+// table holds at most twice shareBytes beyond what cached objects hold. A value the table forgot is
+// still correct, only no longer shared with new ones.
 type shareTable[V any] struct {
 	mu        sync.Mutex
-	cur, prev map[string]V
-	limit     int
+	cur, prev map[[sha256.Size]byte]V
+	curBytes  int
+	// equal tells a stored value from a new one under the same key (never, but for a collision of
+	// SHA-256).
+	equal func(a, b V) bool
 }
 
-// share returns the value stored under key, or stores and returns made() when there is none.
-func (t *shareTable[V]) share(key string, made func() V) V {
+func newShareTable[V any](equal func(a, b V) bool) *shareTable[V] {
+	return &shareTable[V]{equal: equal}
+}
+
+// share returns the value stored under key if it equals v, else made() (v, or a leaner copy of it),
+// stored under key when size (v's, in bytes) allows it and the key is free.
+func (t *shareTable[V]) share(key [sha256.Size]byte, v V, size int, made func() V) V {
+	if size > shareLargest {
+		return made()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s, ok := t.cur[key]; ok {
-		return s
+		if t.equal(s, v) {
+			return s
+		}
+		return made()
 	}
-	v, ok := t.prev[key]
-	if !ok {
-		v = made()
+	s, ok := t.prev[key]
+	switch {
+	case ok && !t.equal(s, v):
+		return made()
+	case !ok:
+		s = made()
 	}
-	if t.cur == nil || len(t.cur) >= t.limit {
-		t.prev, t.cur = t.cur, make(map[string]V)
+	if t.cur == nil || len(t.cur) >= shareKeys || t.curBytes+size > shareBytes {
+		t.prev, t.cur, t.curBytes = t.cur, map[[sha256.Size]byte]V{}, 0
 	}
-	t.cur[key] = v
-	return v
+	t.cur[key] = s
+	t.curBytes += size
+	return s
 }
 
-// shareKey builds the key of a value from its parts, each prefixed by its length so that no two
-// values share a key.
-type shareKey struct{ strings.Builder }
+// shareKey collects a value's parts, each prefixed by its length so that no two values have the same
+// parts; its key is their SHA-256, its size their bytes.
+type shareKey struct{ buf []byte }
 
 func (k *shareKey) add(parts ...string) {
 	for _, p := range parts {
-		k.WriteString(strconv.Itoa(len(p)))
-		k.WriteByte(':')
-		k.WriteString(p)
+		k.buf = binary.AppendUvarint(k.buf, uint64(len(p)))
+		k.buf = append(k.buf, p...)
 	}
 }
+
+func (k *shareKey) addBytes(p []byte) {
+	k.buf = binary.AppendUvarint(k.buf, uint64(len(p)))
+	k.buf = append(k.buf, p...)
+}
+
+func (k *shareKey) sum() [sha256.Size]byte { return sha256.Sum256(k.buf) }
+
+func (k *shareKey) size() int { return len(k.buf) }
+
+func deepEqual[V any](a, b V) bool { return reflect.DeepEqual(a, b) }
 
 // shareLabels is the shared map equal to labels (nil for none), its keys and values interned.
 func shareLabels(labels map[string]string) map[string]string {
 	if len(labels) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(labels))
 	var key shareKey
 	for _, k := range keys {
 		key.add(k, labels[k])
 	}
-	return sharedLabels.share(key.String(), func() map[string]string { return internLabels(labels) })
+	return sharedLabels.share(key.sum(), labels, key.size()+300, func() map[string]string { return internLabels(labels) })
 }
 
 // shareOwnerReferences is the shared slice equal to refs (nil for none).
@@ -333,17 +366,17 @@ func shareOwnerReferences(refs []metav1.OwnerReference) []metav1.OwnerReference 
 	if len(refs) == 0 {
 		return nil
 	}
-	var key shareKey
 	flag := func(b *bool) string {
 		if b == nil {
 			return ""
 		}
 		return strconv.FormatBool(*b)
 	}
+	var key shareKey
 	for _, r := range refs {
 		key.add(r.APIVersion, r.Kind, r.Name, string(r.UID), flag(r.Controller), flag(r.BlockOwnerDeletion))
 	}
-	return sharedOwnerReferences.share(key.String(), func() []metav1.OwnerReference { return refs })
+	return sharedOwnerReferences.share(key.sum(), refs, key.size(), func() []metav1.OwnerReference { return refs })
 }
 
 // shareManagedFields is the shared slice equal to entries (nil for none); their times are dropped
@@ -354,14 +387,14 @@ func shareManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFie
 	}
 	var key shareKey
 	for _, e := range entries {
-		fields, hasFields := "", "0"
+		key.add(e.Manager, string(e.Operation), e.APIVersion, e.FieldsType, e.Subresource)
 		if e.FieldsV1 != nil {
-			fields, hasFields = e.FieldsV1.GetRawString(), "1"
+			key.add("fieldsV1")
+			key.addBytes(e.FieldsV1.GetRawBytes())
 		}
-		key.add(e.Manager, string(e.Operation), e.APIVersion, e.FieldsType, e.Subresource, hasFields, fields)
 		if e.Time != nil {
-			key.add(e.Time.UTC().Format(time.RFC3339))
+			key.add("time", e.Time.UTC().Format(time.RFC3339))
 		}
 	}
-	return sharedManagedFields.share(key.String(), func() []metav1.ManagedFieldsEntry { return entries })
+	return sharedManagedFields.share(key.sum(), entries, key.size(), func() []metav1.ManagedFieldsEntry { return entries })
 }

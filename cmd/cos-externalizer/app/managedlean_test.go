@@ -1,6 +1,7 @@
 package app
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -205,27 +206,48 @@ func TestManagedObjectLeanShares(t *testing.T) {
 	}
 }
 
-// TestShareTableForgets: the table hands out the first value of a key; it forgets a key after two
-// generations of limit other keys, and a key used in the older generation is kept.
-func TestShareTableForgets(t *testing.T) {
-	table := shareTable[*int]{limit: 2}
-	value := func(n int) func() *int { return func() *int { return &n } }
-	first := table.share("a", value(1))
-	if got := table.share("a", value(2)); got != first {
-		t.Fatalf("a second value for a key was handed out: %d", *got)
+// TestShareTable: the table hands out the first value stored under a key for every equal one, and
+// not for an unequal one (a collision of keys) or one too large to share; it forgets a key after
+// two generations of other keys, and a key looked up in the older generation is kept.
+func TestShareTable(t *testing.T) {
+	table := newShareTable(func(a, b *int) bool { return *a == *b })
+	key := func(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }
+	share := func(k string, n, size int) *int { return table.share(key(k), &n, size, func() *int { return &n }) }
+	first := share("a", 1, 1)
+	for name, tc := range map[string]struct {
+		got  *int
+		same bool
+	}{
+		"an equal value":                    {got: share("a", 1, 1), same: true},
+		"an unequal value under the key":    {got: share("a", 2, 1), same: false},
+		"an equal value too large to share": {got: share("a", 1, shareLargest+1), same: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if same := tc.got == first; same != tc.same {
+				t.Errorf("the first value handed out: %v, want %v", same, tc.same)
+			}
+		})
 	}
-	// Generation 1 holds a; b fills it; c starts generation 2 (a, b older); a is used again and moves
-	// to the newer generation; d, e start generation 3: b is forgotten, a is not.
-	for _, k := range []string{"b", "c", "a", "d", "e"} {
-		table.share(k, value(0))
+	b := share("b", 3, 1)
+	others := func(prefix string, n int) {
+		for i := range n {
+			share(fmt.Sprint(prefix, i), i, 1)
+		}
 	}
-	// In this order: looking a key up moves it to the newer generation.
-	for _, tc := range []struct {
-		key  string
-		kept bool
-	}{{"a", true}, {"b", false}} {
-		t.Run(tc.key, func(t *testing.T) {
-			if kept := *table.share(tc.key, value(9)) != 9; kept != tc.kept {
+	// a and b in generation 1, filled by others; a is looked up in generation 2 and moves there;
+	// generation 3 starts: b is forgotten, a is not.
+	others("x", shareKeys-2)
+	others("y", 1)
+	if got := share("a", 1, 1); got != first {
+		t.Fatal("a was forgotten after one generation")
+	}
+	others("z", shareKeys)
+	for name, tc := range map[string]struct {
+		first *int
+		kept  bool
+	}{"a": {first, true}, "b": {b, false}} {
+		t.Run(name+" after two generations", func(t *testing.T) {
+			if kept := share(name, *tc.first, 1) == tc.first; kept != tc.kept {
 				t.Errorf("kept %v, want %v", kept, tc.kept)
 			}
 		})
@@ -235,7 +257,7 @@ func TestShareTableForgets(t *testing.T) {
 func (t *shareTable[V]) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.cur, t.prev = nil, nil
+	t.cur, t.prev, t.curBytes = nil, nil, 0
 }
 
 // BenchmarkManagedObjectMetadataHeld reports the heap a cached managed object's metadata holds
