@@ -160,6 +160,15 @@ func TestManagedObjectLean(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("cached (-want +got):\n%s", diff)
 			}
+			// An informer may transform an object twice (its initial list goes through a
+			// temporary store first): the second time changes nothing.
+			again, err := managedObjectLean(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, again); diff != "" {
+				t.Errorf("transformed twice (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

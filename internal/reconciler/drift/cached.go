@@ -13,10 +13,14 @@ func stashed(m *metav1.ObjectMeta) *string {
 	return &m.SelfLink //nolint:staticcheck // deprecated because the API server no longer sets it: free for the cache's copy
 }
 
-// StashDigest moves Annotation's value of m into m.SelfLink (empty without one) and drops the
-// annotations: m is the cache's copy of a managed object's metadata.
+// StashDigest moves Annotation's value of m into m.SelfLink and drops the annotations: m is the
+// cache's copy of a managed object's metadata. Without the annotation, m.SelfLink stays as it is:
+// empty as the API server returns an object, the digest when m was stashed before (an informer may
+// transform an object twice: its initial list goes through a temporary store first).
 func StashDigest(m *metav1.ObjectMeta) {
-	*stashed(m) = m.Annotations[Annotation]
+	if digest, ok := m.Annotations[Annotation]; ok {
+		*stashed(m) = digest
+	}
 	m.Annotations = nil
 }
 
