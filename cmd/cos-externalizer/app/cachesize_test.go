@@ -52,6 +52,34 @@ func TestSecretMetadataOnlyMeasures(t *testing.T) {
 	}
 }
 
+// TestSecretMetadataOnlyTwice: a Secret transformed twice (an informer's initial list) keeps the size
+// measured the first time; nothing else changes the second time.
+func TestSecretMetadataOnlyTwice(t *testing.T) {
+	recorded := map[types.UID]int{}
+	record := func(sec *corev1.Secret) { // as webhook.Unreferenced.RecordSize: the last size wins
+		recorded[sec.UID] = 0
+		for k, v := range sec.Data {
+			recorded[sec.UID] += len(k) + len(v)
+		}
+	}
+	transform := secretMetadataOnly(record)
+	once, err := transform(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "uid-s"}, Data: map[string][]byte{"key": []byte("content")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := once.(*corev1.Secret).DeepCopy()
+	twice, err := transform(once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.UID]int{"uid-s": 10}, recorded); diff != "" {
+		t.Errorf("recorded sizes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, twice); diff != "" {
+		t.Errorf("transformed twice (-once +twice):\n%s", diff)
+	}
+}
+
 // TestClusterObjectSetLean: the cache keeps a ClusterObjectSet's every field but kubectl's
 // last-applied annotation and the managedFields that own no finalizer, with only the finalizer
 // fields of the others; finalizerowner judges the lean copy as the whole one.
