@@ -10,6 +10,7 @@ package adversarial_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,30 @@ func (r *runner) collectorRace(op Op) error {
 	// The guard's quarantine copies (of this Secret and of every other one the collector deleted)
 	// are restored by the sweep for a live set that references them: every Secret Rev references
 	// must be back, while Rev is live.
-	return r.checkRestored(rc.name, rc.target, rc.keys, 30*time.Second, "deleted by the collector and not restored by the sweep")
+	if err := r.checkRestored(rc.name, rc.target, rc.keys, 30*time.Second, "deleted by the collector and not restored by the sweep"); err != nil {
+		return err
+	}
+	r.logf("collector-race: %s", r.deleteOutcome(judged))
+	return nil
+}
+
+// deleteOutcome says what became of the judged Secrets: deleted and created again (another uid:
+// restored from the guard's copy), or never deleted (the same uid: Rev's ownership patch changed it
+// first, and the API server, running the guard again for the delete, was refused).
+func (r *runner) deleteOutcome(judged []corev1.Secret) string {
+	var out []string
+	for i := range judged {
+		cur := &corev1.Secret{}
+		switch err := r.admin.Get(r.ctx(), client.ObjectKeyFromObject(&judged[i]), cur); {
+		case err != nil:
+			out = append(out, judged[i].Name+": "+err.Error())
+		case cur.UID != judged[i].UID:
+			out = append(out, judged[i].Name+" was deleted and created again")
+		default:
+			out = append(out, judged[i].Name+" was not deleted")
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // waitOwned waits (at most ownedBound) until Secret ownership has made From an owner of each of the
