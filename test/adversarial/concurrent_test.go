@@ -292,13 +292,14 @@ func oncePerRound(kind string) bool {
 	return kind == opBurst || kind == opAmplify || kind == opLedgerFill || kind == opRefsFailRace || kind == opClientCAGarbage
 }
 
-// concurrentMix is the sequential mix plus the new ops. refs-fail-race weighs more than the other
-// races: it is drawn again when it finds no target (a live revision whose Secrets no other uses),
-// as most draws do not; with these weights the fixed seed runs each of issue 35's ops.
+// concurrentMix is the sequential mix plus the new ops. refs-fail-race and collector-race weigh
+// more than the other races: they are drawn again when they find no target (a live revision whose
+// Secrets no other uses), as most draws do not; with these weights the fixed seed runs
+// collector-race (once, raced: the Secret deleted by the collector and restored).
 var concurrentMix = append(slices.Clone(weighted), []weight{
 	{opOrphanRecreate, 4}, {opCopyGone, 3}, {opWave, 5}, {opForged, 3}, {opSlowClient, 1}, {opBurst, 2},
 	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3}, {opOLMSweepRace, 3}, {opSweepKill, 2},
-	{opRefsFailRace, 8}, {opLedgerFill, 2}, {opAmplify, 2}, {opClientCAGarbage, 3}, {opCollectorRace, 4},
+	{opRefsFailRace, 8}, {opLedgerFill, 2}, {opAmplify, 2}, {opClientCAGarbage, 3}, {opCollectorRace, 6},
 }...)
 
 // nemesisMix is what the nemesis does beside a round.
