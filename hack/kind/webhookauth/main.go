@@ -6,7 +6,7 @@
 //
 //	ca.crt                         the client CA: the manager's --webhook-client-ca bundle
 //	client.crt, client.key         kube-apiserver's client certificate and key
-//	webhook-kubeconfig             its user is the webhook Service's host; paths under -node-dir
+//	webhook-kubeconfig             one user per webhook Service host of -user; paths under -node-dir
 //	admission-configuration.yaml   kube-apiserver's --admission-control-config-file
 //
 // The CA's key is not kept: nothing issues a second certificate. An existing CA and certificate are
@@ -27,6 +27,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -44,14 +46,19 @@ const (
 	AdmissionFile  = "admission-configuration.yaml"
 )
 
-// Defaults: the node folder docs/security.md uses, the webhook Service's host as the API server
-// names it (service.namespace.svc; port 443 is left out), and the client certificate's common name
-// (the local control plane's, test/controlplane.WebhookClientName).
+// Defaults: the node folder docs/security.md uses, the webhook Service's hosts as the API server
+// names them (service.namespace.svc; port 443 is left out) for the two namespaces the project
+// installs into (config/default's olmv1-system, the README's Helm release in cos-system), and the
+// client certificate's common name (the local control plane's, test/controlplane.WebhookClientName).
 const (
 	DefaultNodeDir    = "/etc/kubernetes/admission"
 	DefaultUser       = "cos-externalizer-webhook.olmv1-system.svc"
+	HelmUser          = "cos-externalizer-webhook.cos-system.svc"
 	DefaultClientName = "kube-apiserver-webhook-client"
 )
+
+// DefaultUsers are the kubeconfig users written when -user is not given.
+var DefaultUsers = []string{DefaultUser, HelmUser}
 
 const (
 	caValidFor     = 10 * 365 * 24 * time.Hour
@@ -62,10 +69,10 @@ const (
 
 // Options says what to write.
 type Options struct {
-	Dir        string // the folder on this machine
-	NodeDir    string // where the folder is mounted in the control-plane node
-	User       string // the kubeconfig user: the webhook's host, or "*" for every webhook
-	ClientName string // common name of the client certificate
+	Dir        string   // the folder on this machine
+	NodeDir    string   // where the folder is mounted in the control-plane node
+	Users      []string // the kubeconfig users: webhook hosts, or "*" for every webhook
+	ClientName string   // common name of the client certificate
 	Now        time.Time
 }
 
@@ -73,9 +80,14 @@ func main() {
 	o := Options{Now: time.Now()}
 	flag.StringVar(&o.Dir, "dir", ".local/kind-webhook-auth", "folder to write (made if missing)")
 	flag.StringVar(&o.NodeDir, "node-dir", DefaultNodeDir, "absolute path at which the kind cluster config mounts -dir into the control-plane node")
-	flag.StringVar(&o.User, "user", DefaultUser, `kubeconfig user the API server picks for the webhooks: "<service>.<namespace>.svc", or "*" for every webhook it calls`)
+	users := flag.String("user", strings.Join(DefaultUsers, ","), `kubeconfig users the API server picks for the webhooks, comma-separated: "<service>.<namespace>.svc" (one per namespace the manager is installed in), or "*" for every webhook it calls`)
 	flag.StringVar(&o.ClientName, "client-name", DefaultClientName, "common name of kube-apiserver's client certificate")
 	flag.Parse()
+	for u := range strings.SplitSeq(*users, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			o.Users = append(o.Users, u)
+		}
+	}
 	made, err := Write(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "webhookauth:", err)
@@ -92,7 +104,7 @@ func Write(o Options) (made bool, err error) {
 	if !path.IsAbs(o.NodeDir) {
 		return false, fmt.Errorf("-node-dir %q: must be absolute (the API server reads it inside the node)", o.NodeDir)
 	}
-	if o.User == "" || o.ClientName == "" {
+	if len(o.Users) == 0 || slices.Contains(o.Users, "") || o.ClientName == "" {
 		return false, errors.New("-user and -client-name must not be empty")
 	}
 	// The node's container runtime mounts the folder; its kube-apiserver runs as root and reads it.
@@ -168,12 +180,15 @@ func issue(o Options) error {
 	return nil
 }
 
-// writeConfigs writes the kubeconfig and the AdmissionConfiguration, with the node's paths.
+// writeConfigs writes the kubeconfig and the AdmissionConfiguration, with the node's paths: every
+// user presents the same certificate.
 func writeConfigs(o Options) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.AuthInfos[o.User] = &clientcmdapi.AuthInfo{
-		ClientCertificate: path.Join(o.NodeDir, ClientCertFile),
-		ClientKey:         path.Join(o.NodeDir, ClientKeyFile),
+	for _, u := range o.Users {
+		cfg.AuthInfos[u] = &clientcmdapi.AuthInfo{
+			ClientCertificate: path.Join(o.NodeDir, ClientCertFile),
+			ClientKey:         path.Join(o.NodeDir, ClientKeyFile),
+		}
 	}
 	kubeconfig, err := clientcmd.Write(*cfg)
 	if err != nil {

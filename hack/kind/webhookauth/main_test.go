@@ -36,7 +36,7 @@ var webhookPlugins = []string{"ValidatingAdmissionWebhook", "MutatingAdmissionWe
 func TestTheAPIServerAuthenticatesToTheManager(t *testing.T) {
 	dir := t.TempDir()
 	// The node path is the folder itself, so the API server's code can follow every path here.
-	o := Options{Dir: dir, NodeDir: dir, User: DefaultUser, ClientName: DefaultClientName, Now: time.Now()}
+	o := Options{Dir: dir, NodeDir: dir, Users: DefaultUsers, ClientName: DefaultClientName, Now: time.Now()}
 	made, err := Write(o)
 	if err != nil {
 		t.Fatal(err)
@@ -69,13 +69,16 @@ func TestTheAPIServerAuthenticatesToTheManager(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The webhooks' clientConfig: Service cos-externalizer-webhook.olmv1-system, port 443.
-		cfg, err = resolver.ClientConfigForService("cos-externalizer-webhook", "olmv1-system", 443)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cfg.CertFile != filepath.Join(dir, ClientCertFile) || cfg.KeyFile != filepath.Join(dir, ClientKeyFile) {
-			t.Fatalf("%s: the API server would present %q/%q, want the folder's client certificate", plugin, cfg.CertFile, cfg.KeyFile)
+		// The webhooks' clientConfig: Service cos-externalizer-webhook of config/default's namespace
+		// and of the README's Helm release, port 443.
+		for _, ns := range []string{"olmv1-system", "cos-system"} {
+			cfg, err = resolver.ClientConfigForService("cos-externalizer-webhook", ns, 443)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.CertFile != filepath.Join(dir, ClientCertFile) || cfg.KeyFile != filepath.Join(dir, ClientKeyFile) {
+				t.Fatalf("%s, namespace %s: the API server would present %q/%q, want the folder's client certificate", plugin, ns, cfg.CertFile, cfg.KeyFile)
+			}
 		}
 		// Another webhook (cert-manager's, say) gets no certificate of ours.
 		other, err := resolver.ClientConfigForService("cert-manager-webhook", "cert-manager", 443)
@@ -109,7 +112,7 @@ func TestTheAPIServerAuthenticatesToTheManager(t *testing.T) {
 func TestWriteKeepsWhatIsValid(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
-	o := Options{Dir: dir, NodeDir: DefaultNodeDir, User: DefaultUser, ClientName: DefaultClientName, Now: now}
+	o := Options{Dir: dir, NodeDir: DefaultNodeDir, Users: DefaultUsers, ClientName: DefaultClientName, Now: now}
 	if _, err := Write(o); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +124,7 @@ func TestWriteKeepsWhatIsValid(t *testing.T) {
 	if after := read(t, dir); !equal(before, after) {
 		t.Error("a second run changed the folder")
 	}
-	if got := string(before[KubeconfigFile]); !strings.Contains(got, "/etc/kubernetes/admission/client.crt") || !strings.Contains(got, "name: "+DefaultUser) {
+	if got := string(before[KubeconfigFile]); !strings.Contains(got, "/etc/kubernetes/admission/client.crt") || !strings.Contains(got, "name: "+DefaultUser) || !strings.Contains(got, "name: "+HelmUser) {
 		t.Errorf("the kubeconfig does not name the node's paths and the webhook's host:\n%s", got)
 	}
 
@@ -144,7 +147,7 @@ func TestWriteKeepsWhatIsValid(t *testing.T) {
 		t.Fatalf("a broken key: made %v, %v; want a new pair", made, err)
 	}
 
-	if _, err := Write(Options{Dir: dir, NodeDir: "admission", User: DefaultUser, ClientName: DefaultClientName, Now: now}); err == nil {
+	if _, err := Write(Options{Dir: dir, NodeDir: "admission", Users: DefaultUsers, ClientName: DefaultClientName, Now: now}); err == nil {
 		t.Error("a relative node path was taken")
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -188,9 +188,13 @@ func (c *cluster) writeClientCA(ctx context.Context) error {
 }
 
 // refusesStrangers checks, when the API server authenticates, that a replica refuses a caller without
-// the client certificate (no answer: the handshake fails) and answers one with it (any status: the
-// path is none of the webhooks'), straight to its Pod (port-forward), past the Service and any
-// NetworkPolicy.
+// the client certificate and answers one with it (any status: the path is none of the webhooks'),
+// straight to its Pod (port-forward), past the Service and any NetworkPolicy. e2e.ProbeCaller makes
+// the verdict: once the replica has presented its certificate or sent an alert, only an HTTP answer
+// counts as answered, however long anything takes. A probe that did not reach the replica (the
+// port-forward failed, the connection closed before the handshake) says nothing about the caller: it
+// is tried again through a new port-forward, and after three such tries the check fails as unable to
+// tell, never as a refusal.
 func (c *cluster) refusesStrangers(ctx context.Context) error {
 	if c.auth == nil {
 		return nil
@@ -199,45 +203,55 @@ func (c *cluster) refusesStrangers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Each request through a port-forward of its own: a refused handshake ends the port-forward it
-	// went through (kubectl port-forward prints "lost connection to pod"), so a second request
-	// through the same one would fail whatever the replica does.
-	post := func(certs []tls.Certificate) (int, error) {
-		port, stop, err := c.forward(p)
-		if err != nil {
-			return 0, fmt.Errorf("port-forward: %w", err)
-		}
-		defer stop()
-		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}, //nolint:gosec // the caller is under test, not the server
-		}}
-		defer hc.CloseIdleConnections()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("https://127.0.0.1:%d/", port), strings.NewReader("{}"))
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode, nil
+	stranger, err := c.probeCaller(ctx, p, nil)
+	if err != nil {
+		return fmt.Errorf("replica %s: could not tell whether it refuses a caller without a client certificate: %w", p.Name, err)
 	}
-	code, err := post(nil)
-	if err == nil {
-		return fmt.Errorf("replica %s answered %d to a caller without a client certificate: the webhooks serve anyone", p.Name, code)
+	if stranger.Answered {
+		return fmt.Errorf("replica %s answered %d to a caller without a client certificate: the webhooks serve anyone", p.Name, stranger.Status)
 	}
-	c.Logf("replica %s refused a caller without a client certificate: %v", p.Name, err)
-	if _, err := post([]tls.Certificate{c.auth.client}); err != nil {
-		if strings.Contains(err.Error(), "remote error: tls:") {
-			// The replica sent a TLS alert: it refused the certificate.
-			return fmt.Errorf("replica %s refused the API server's client certificate: %w", p.Name, err)
+	c.Logf("replica %s refused a caller without a client certificate: %v", p.Name, stranger.Refusal)
+	holder, err := c.probeCaller(ctx, p, []tls.Certificate{c.auth.client})
+	if err != nil {
+		return fmt.Errorf("replica %s: could not tell whether it answers the API server's client certificate: %w", p.Name, err)
+	}
+	if !holder.Answered {
+		if holder.IsTLSAlert() {
+			return fmt.Errorf("replica %s refused the API server's client certificate (a TLS alert): %w", p.Name, holder.Refusal)
 		}
-		return fmt.Errorf("replica %s could not be reached with the API server's client certificate (no TLS alert, so not a refusal of the certificate): %w", p.Name, err)
+		return fmt.Errorf("replica %s completed the handshake with the API server's client certificate but did not answer (no TLS alert): %w", p.Name, holder.Refusal)
 	}
 	return nil
+}
+
+// probeCaller runs e2e.ProbeCaller against the Pod's webhook port, each try through a port-forward of
+// its own: a refused handshake ends the port-forward it went through (kubectl port-forward prints
+// "lost connection to pod"), so a second request through it would fail whatever the replica does.
+func (c *cluster) probeCaller(ctx context.Context, p corev1.Pod, certs []tls.Certificate) (e2e.CallerProbe, error) {
+	try := func() (e2e.CallerProbe, error) {
+		port, stop, err := c.forward(p)
+		if err != nil {
+			return e2e.CallerProbe{}, fmt.Errorf("port-forward: %w", err)
+		}
+		defer stop()
+		ctx, cancel := context.WithTimeout(ctx, e2e.ProbeTimeout)
+		defer cancel()
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return e2e.CallerProbe{}, err
+		}
+		return e2e.ProbeCaller(ctx, conn, certs)
+	}
+	var errs []error
+	for range 3 {
+		probe, err := try()
+		if err == nil {
+			return probe, nil
+		}
+		errs = append(errs, err)
+	}
+	return e2e.CallerProbe{}, errors.Join(errs...)
 }
 
 // Switch applies mode's overlay over the running Deployment (same replicas): the Deployment controller
