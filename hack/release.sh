@@ -42,9 +42,9 @@ manifests() {
 
 chart() {
 	: "${HELM:?}"
-	local tmp tgz=$RELEASE_DIR/cos-externalizer-$v.tgz
+	local tgz=$RELEASE_DIR/cos-externalizer-$v.tgz
 	mkdir -p .local
-	tmp=$(mktemp -d .local/chart.XXXXXX)
+	tmp=$(mktemp -d .local/chart.XXXXXX) # not local: the EXIT trap reads it
 	trap 'rm -rf "$tmp"' EXIT
 	HOME=$tmp "$HELM" package charts/cos-externalizer --version "$v" --app-version "$VERSION" --destination "$tmp" >/dev/null
 	tar -xmzf "$tmp/cos-externalizer-$v.tgz" -C "$tmp"
