@@ -101,7 +101,7 @@ fmt: ## Format the Go code.
 	$(GO) fmt ./...
 
 .PHONY: lint
-lint: golangci-lint actionlint ## gofmt check, go vet, golangci-lint and actionlint (make test runs it).
+lint: golangci-lint actionlint ## gofmt check, go vet, golangci-lint and actionlint (make check runs it).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
