@@ -70,14 +70,14 @@ func TestAdmissionCharged(t *testing.T) {
 		"create: charged until answered": {op: admissionv1.Create, obj: inline, capacity: createCost,
 			want: charged{Allowed: true, HeldAtWrite: []int64{createCost}}},
 		"create: no room, refused at once": {op: admissionv1.Create, obj: inline, capacity: createCost, othersHold: 1,
-			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{RefusalBusy: 1}, HeldAfter: 1}},
+			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{string(cosadmission.ReasonBusy): 1}, HeldAfter: 1}},
 		"create: larger than the pool": {op: admissionv1.Create, obj: inline, capacity: createCost - 1,
-			want: charged{Code: 413, Refusals: map[string]float64{RefusalTooLarge: 1}}},
+			want: charged{Code: 413, Refusals: map[string]float64{string(cosadmission.ReasonTooLarge): 1}}},
 		"update: resolving the stored refs past its room": {op: admissionv1.Update, old: stored, obj: other, capacity: updateCost,
-			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{RefusalBusy: 1}}},
+			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{string(cosadmission.ReasonBusy): 1}}},
 		// Room for the Secret it reads (charged ReadCost before the read) and the value it resolves.
 		"update: resolving the stored refs with room": {op: admissionv1.Update, old: stored, obj: other, capacity: 2*updateCost + secretdata.ReadCost,
-			want: charged{Code: 422, Reason: metav1.StatusReasonInvalid, Refusals: map[string]float64{RefusalInvalid: 1}}},
+			want: charged{Code: 422, Reason: metav1.StatusReasonInvalid, Refusals: map[string]float64{string(cosadmission.ReasonInvalid): 1}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestAdmissionCharged(t *testing.T) {
 			store.AddSecret(secret.DeepCopy())
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100,
-				Admission: AdmissionLimits{Pool: pool}}}
+				InFlight: InFlight{Pool: pool}}}
 			// No wait for room: the test never waits.
 			req := request(t, tc.op, tc.obj, "", tc.old)
 			req.Name = tc.obj.Name
@@ -106,7 +106,7 @@ func TestAdmissionCharged(t *testing.T) {
 				}
 			}
 			refusals := map[string]float64{}
-			for _, reason := range []string{RefusalBusy, RefusalTooLarge, RefusalInvalid, RefusalBadRequest} {
+			for _, reason := range []string{string(cosadmission.ReasonBusy), string(cosadmission.ReasonTooLarge), string(cosadmission.ReasonInvalid), string(cosadmission.ReasonBadRequest)} {
 				refusals[reason] = counter(m.Refusals.WithLabelValues(reason))
 			}
 			got.Refusals = nonZero(refusals)
@@ -171,7 +171,7 @@ func TestValidatorCharged(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			resp := AdmissionLimits{Pool: pool, Wait: time.Hour}.charging(0, NewMetrics(), h).Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			resp := InFlight{Pool: pool, Wait: time.Hour}.charging(0, NewMetrics(), h).Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: tc.op, Object: runtime.RawExtension{Raw: tc.raw}}})
 			var code int32
 			if !resp.Allowed && resp.Result != nil {

@@ -14,7 +14,7 @@ import (
 // the call's timeout parameter, rounded up to a whole second (k8s.io/apiserver's webhook
 // dispatchers, pkg/admission/plugin/webhook/{mutating,validating}/dispatcher.go, set it as the
 // timeout of client-go's request, which puts it in the URL). The webhook answers by then or not at
-// all: the work admitted at once is bounded by it (AdmissionLimits.Work) and the work of a request
+// all: the work admitted at once is bounded by it (InFlight.Work) and the work of a request
 // stops at it (finishing).
 
 // defaultCallTimeout is the time a call that names no timeout is given (a caller other than the API
@@ -29,7 +29,7 @@ type callDeadlineKey struct{}
 
 // callDeadline is when the API server gives up on a call.
 type callDeadline struct {
-	// at is on the clock the work admitted is counted on (AdmissionLimits.Clock, which tests fake);
+	// at is on the clock the work admitted is counted on (InFlight.Clock, which tests fake);
 	// stop is the same moment on the real clock, at which the work stops (finishing).
 	at, stop time.Time
 	// told: the call named its timeout; else it is given defaultCallTimeout.

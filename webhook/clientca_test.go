@@ -21,6 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
@@ -271,8 +272,8 @@ func TestClientCASwapReachesKeptAliveConnections(t *testing.T) {
 				t.Fatalf("a handler ran: %+v", s)
 			default:
 			}
-			if n := counter(m.Refusals.WithLabelValues(RefusalClientCertificate)); n != 1 {
-				t.Errorf("%v refusals with reason %s, want 1", n, RefusalClientCertificate)
+			if n := counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonClientCertificate))); n != 1 {
+				t.Errorf("%v refusals with reason %s, want 1", n, string(cosadmission.ReasonClientCertificate))
 			}
 			// The next request makes a new handshake: client A is no longer trusted, client B is
 			// when its CA is the bundle's.

@@ -114,8 +114,8 @@ func TestHandleTranslates(t *testing.T) {
 			}
 			got.Metrics = nonZero(map[string]float64{
 				"objects": counter(m.ObjectsExternalized), "secrets": counter(m.SecretsWritten), "dryRuns": counter(m.DryRuns),
-				"refused invalid": counter(m.Refusals.WithLabelValues(RefusalInvalid)), "refused secret_conflict": counter(m.Refusals.WithLabelValues(RefusalSecretConflict)),
-				"refused bad_request": counter(m.Refusals.WithLabelValues(RefusalBadRequest)),
+				"refused invalid": counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonInvalid))), "refused secret_conflict": counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonSecretConflict))),
+				"refused bad_request": counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonBadRequest))),
 			})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -124,24 +124,21 @@ func TestHandleTranslates(t *testing.T) {
 	}
 }
 
-// TestRefusalReasonsAreTheMetricLabels: the pipeline's reasons are the refusal metric's labels, the
-// strings alerts and the dashboard know.
-func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
-	for reason, label := range map[cosadmission.Reason]string{
-		cosadmission.ReasonInvalid:        RefusalInvalid,
-		cosadmission.ReasonTooLarge:       RefusalTooLarge,
-		cosadmission.ReasonNameRequired:   RefusalNameRequired,
-		cosadmission.ReasonSecretConflict: RefusalSecretConflict,
-		cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
-		cosadmission.ReasonInternal:       RefusalBadRequest,
-		cosadmission.ReasonUnreferenced:   RefusalUnreferenced,
-		cosadmission.ReasonBusy:           RefusalBusy,
-		cosadmission.ReasonCanceled:       RefusalCanceled,
-		cosadmission.ReasonDeadline:       RefusalDeadline,
+// TestRefusalReasonsAreDistinct: each refusal reason is a label of its own in the refusal metric,
+// so that an alert or the dashboard tells apart what the request did wrong (a request that could not
+// be decoded) from what the webhook did (an internal error).
+func TestRefusalReasonsAreDistinct(t *testing.T) {
+	seen := map[cosadmission.Reason]bool{}
+	for _, r := range []cosadmission.Reason{
+		cosadmission.ReasonInvalid, cosadmission.ReasonTooLarge, cosadmission.ReasonNameRequired, cosadmission.ReasonSecretConflict,
+		cosadmission.ReasonWriteFailed, cosadmission.ReasonInternal, cosadmission.ReasonUnreferenced, cosadmission.ReasonBusy,
+		cosadmission.ReasonDeadline, cosadmission.ReasonCanceled, cosadmission.ReasonBadRequest, cosadmission.ReasonSecretInUse,
+		cosadmission.ReasonClientCertificate,
 	} {
-		if string(reason) != label {
-			t.Errorf("reason %q, want the label %q", reason, label)
+		if seen[r] {
+			t.Errorf("reason %q is used twice", r)
 		}
+		seen[r] = true
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
@@ -30,15 +31,15 @@ const CRDName = "clusterobjectsets.olm.operatorframework.io"
 // defaultLimitsTTL is how long the served CRD's bounds are used before the CRD is read again.
 const defaultLimitsTTL = 10 * time.Second
 
-// ServedLimits gives the numeric bounds of the ClusterObjectSet CRD as the cluster serves it
-// (validation.Limits), so that the webhooks refuse exactly what the API server would: a cluster may
+// ServedBounds gives the numeric bounds of the ClusterObjectSet CRD as the cluster serves it
+// (validation.Bounds), so that the webhooks refuse exactly what the API server would: a cluster may
 // lower, for example, spec.progressDeadlineMinutes' minimum in its CRD. The CRD is read uncached: the
 // first request waits for the reading; later ones use the last reading and, once it is older than the
 // TTL, start a new one in the background, so no admitted request waits for it again. A refusal that
 // involves a bound (validation.BoundDependent) is confirmed against the CRD read at once, so a bound
 // changed less than a TTL ago refuses nothing the API server admits. When the CRD cannot be read, the
 // last reading's bounds apply, or the generated CRD's.
-type ServedLimits struct {
+type ServedBounds struct {
 	Reader client.Reader
 	// TTL is how long a reading is used before the next is started; 0 means 10 seconds.
 	TTL time.Duration
@@ -48,15 +49,15 @@ type ServedLimits struct {
 	loaded   bool
 	inFlight bool
 	rv       string
-	limits   validation.Limits
+	limits   validation.Bounds
 }
 
 // Validate returns the errors of validate with the bounds to validate with. When they involve a
 // bound, the CRD is read now (and the reading kept) and, if it changed, the errors are those of its
 // bounds; when it cannot be read, the errors stand.
-func (s *ServedLimits) Validate(ctx context.Context, validate func(validation.Limits) field.ErrorList) field.ErrorList {
+func (s *ServedBounds) Validate(ctx context.Context, validate func(validation.Bounds) field.ErrorList) field.ErrorList {
 	if s == nil || s.Reader == nil {
-		return validate(validation.Limits{})
+		return validate(validation.Bounds{})
 	}
 	limits, rv := s.get(ctx)
 	errs := validate(limits)
@@ -71,7 +72,7 @@ func (s *ServedLimits) Validate(ctx context.Context, validate func(validation.Li
 }
 
 // get returns the bounds in use and the resourceVersion of the CRD they were read from.
-func (s *ServedLimits) get(ctx context.Context) (validation.Limits, string) {
+func (s *ServedBounds) get(ctx context.Context) (validation.Bounds, string) {
 	ttl := s.TTL
 	if ttl == 0 {
 		ttl = defaultLimitsTTL
@@ -99,7 +100,7 @@ func (s *ServedLimits) get(ctx context.Context) (validation.Limits, string) {
 
 // read reads the CRD and returns its bounds and resourceVersion, keeping them unless a reading
 // started later is kept already. It logs the errors.
-func (s *ServedLimits) read(ctx context.Context) (validation.Limits, string, error) {
+func (s *ServedBounds) read(ctx context.Context) (validation.Bounds, string, error) {
 	start := time.Now()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	err := s.Reader.Get(ctx, client.ObjectKey{Name: CRDName}, crd)
@@ -112,7 +113,7 @@ func (s *ServedLimits) read(ctx context.Context) (validation.Limits, string, err
 			ctrl.LoggerFrom(ctx).Info("cannot read the served ClusterObjectSet CRD; validating with the last bounds read, or the generated ones", "error", err.Error())
 			s.loaded, s.started = true, start
 		}
-		return validation.Limits{}, "", err
+		return validation.Bounds{}, "", err
 	}
 	if crd.ResourceVersion == s.rv {
 		if newer {
@@ -120,7 +121,7 @@ func (s *ServedLimits) read(ctx context.Context) (validation.Limits, string, err
 		}
 		return s.limits, s.rv, nil
 	}
-	limits := validation.LimitsFromCRD(crd)
+	limits := validation.BoundsFromCRD(crd)
 	if !newer {
 		return limits, crd.ResourceVersion, nil
 	}
@@ -152,7 +153,7 @@ const DefaultAdmissionWait = 2 * time.Second
 // server.
 const MaxAdmissionWait = 10 * time.Second
 
-// AdmissionLimits bound the admission requests served at once: their memory, and their work.
+// InFlight bounds the admission requests served at once, in flight: their memory, and their work.
 //
 // Memory: each request is charged what decoding it keeps, estimated from its bytes before they are
 // decoded (content.EstimateHeap), taken whole from Pool in one wait of at most Wait while it holds
@@ -163,7 +164,7 @@ const MaxAdmissionWait = 10 * time.Second
 // follows it), admitted only when Work estimates that it, and the requests admitted before it, finish
 // before the API server's deadline for their call (withCallDeadline) less a margin. Else: a quick,
 // retryable refusal (429) too, rather than a timeout after the cores the others needed were spent.
-type AdmissionLimits struct {
+type InFlight struct {
 	// Pool is shared by the mutating and the validating webhook; nil: unbounded.
 	Pool *content.Pool
 	// Wait is how long a request waits for room; 0: it takes room free at once or is refused.
@@ -180,7 +181,7 @@ type AdmissionLimits struct {
 }
 
 // clock is l.Clock, or the real clock.
-func (l AdmissionLimits) clock() clock.PassiveClock {
+func (l InFlight) clock() clock.PassiveClock {
 	if l.Clock == nil {
 		return clock.RealClock{}
 	}
@@ -213,44 +214,44 @@ func admissionCost(object, oldObject []byte) (int64, error) {
 // refusedAdmission is why a request was not admitted to the pool: the response and its metric reason.
 type refusedAdmission struct {
 	resp   admission.Response
-	reason string
+	reason cosadmission.Reason
 }
 
 // admit charges a request before it is decoded. It returns the request's charge, whose Budget the
-// returned context carries (content.WithBudget) so that the stored refs it resolves draw from it; the
-// caller releases it when the request ends. A refusal needs no release.
-func (l AdmissionLimits) admit(ctx context.Context, maxResolvedBytes int64, metrics *Metrics, object, oldObject []byte) (context.Context, *charge, *refusedAdmission) {
+// request's pipeline draws from (cosadmission.Pipeline.Budget); the caller releases it when the
+// request ends. A refusal needs no release.
+func (l InFlight) admit(ctx context.Context, maxResolvedBytes int64, metrics *Metrics, object, oldObject []byte) (*charge, *refusedAdmission) {
 	cost, err := admissionCost(object, oldObject)
 	if err != nil {
-		return ctx, nil, &refusedAdmission{admission.Errored(http.StatusBadRequest, err), RefusalBadRequest}
+		return nil, &refusedAdmission{admission.Errored(http.StatusBadRequest, err), cosadmission.ReasonBadRequest}
 	}
 	b := l.Pool.NewBudget(maxResolvedBytes)
 	if l.Pool != nil {
 		if cost > l.Pool.Capacity() {
-			return ctx, nil, &refusedAdmission{admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf(
+			return nil, &refusedAdmission{admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf(
 				"decoding this ClusterObjectSet takes an estimated %d MiB, more than the %d MiB the webhook admits at once (--max-concurrent-admission-bytes)",
-				mib(cost), mib(l.Pool.Capacity()))), RefusalTooLarge}
+				mib(cost), mib(l.Pool.Capacity()))), cosadmission.ReasonTooLarge}
 		}
 		wctx, cancel := context.WithTimeout(ctx, l.Wait)
 		defer cancel()
 		if err := b.Reserve(wctx, cost); err != nil {
-			return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
+			return nil, &refusedAdmission{busy(l.Pool, needs(cost)), cosadmission.ReasonBusy}
 		}
 		if err := b.Hold(cost); err != nil {
 			// Cannot happen: Hold draws from what Reserve took.
 			b.Release()
-			return ctx, nil, &refusedAdmission{busy(l.Pool, needs(cost)), RefusalBusy}
+			return nil, &refusedAdmission{busy(l.Pool, needs(cost)), cosadmission.ReasonBusy}
 		}
 	}
 	// After the wait for room: the time it took is the call's no more.
-	ticket, d := l.Work.Admit(cost, l.callDeadlineOr(ctx))
+	callDeadline := l.callDeadlineOr(ctx)
+	ticket, d := l.Work.Admit(cost, callDeadline)
 	l.observe(metrics)
 	if !d.Admitted {
 		b.Release()
-		return ctx, nil, &refusedAdmission{tooLate(l.Work, cost, d), RefusalDeadline}
+		return nil, &refusedAdmission{tooLate(l.Work, cost, d), cosadmission.ReasonDeadline}
 	}
-	c := &charge{Budget: b, work: ticket, limits: l, metrics: metrics}
-	return context.WithValue(content.WithBudget(ctx, b), chargeKey{}, c), c, nil
+	return &charge{Budget: b, work: ticket, deadline: callDeadline, limits: l, metrics: metrics}, nil
 }
 
 // busyRetryAfter is the Retry-After every refusal to retry later asks for: the API server sets the header

@@ -6,27 +6,6 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
 )
 
-// Refusal reasons, the values of the reason label of cos_externalizer_admission_refusals_total.
-const (
-	RefusalInvalid        = "invalid"         // the object breaks an invariant of the API
-	RefusalTooLarge       = "too_large"       // an object, or the stored form, is over a size limit
-	RefusalSecretConflict = "secret_conflict" // a Secret under our name holds other content
-	RefusalWriteFailed    = "write_failed"    // writing a Secret failed
-	RefusalSecretInUse    = "secret_in_use"   // deleting a Secret a live ClusterObjectSet references
-	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded
-	RefusalNameRequired   = "name_required"   // generateName without a name cannot be externalized
-	RefusalBusy           = "busy"            // the requests admitted at once left no room (429, retryable)
-	// RefusalDeadline: the request, with the work admitted ahead of it, could not be finished before
-	// the API server's deadline for the call (429, retryable).
-	RefusalDeadline = "deadline"
-	// RefusalCanceled: the request's caller had gone, or its call's deadline had passed, before its
-	// work was done: the answer went to no one, and the work stopped.
-	RefusalCanceled = "canceled"
-	// RefusalClientCertificate: the request's kept-alive connection presented a client certificate
-	// the current --webhook-client-ca bundle no longer verifies (403; the connection is closed).
-	RefusalClientCertificate = "client_certificate"
-)
-
 // Metrics are the webhook's Prometheus metrics.
 type Metrics struct {
 	ObjectsExternalized prometheus.Counter
@@ -36,7 +15,7 @@ type Metrics struct {
 	DryRuns             prometheus.Counter
 	Refusals            *prometheus.CounterVec
 	Latency             *prometheus.HistogramVec
-	// WorkRate and WorkBacklog are what bounds the work admitted at once (AdmissionLimits.Work): the
+	// WorkRate and WorkBacklog are what bounds the work admitted at once (InFlight.Work): the
 	// estimated rate on all cores and the work left of the requests in flight, in bytes of charge.
 	WorkRate    prometheus.Gauge
 	WorkBacklog prometheus.Gauge

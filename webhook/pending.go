@@ -28,9 +28,6 @@ const (
 	DefaultMaxUnreferencedSecrets = 1000
 )
 
-// RefusalUnreferenced is the refusal metric's reason of a request refused by Unreferenced.
-const RefusalUnreferenced = "unreferenced_limit"
-
 // maxAbsentChecks bounds the uncached reads one refused request spends on Secrets this replica
 // created that its cache has not shown (deleted before the cache saw them).
 const maxAbsentChecks = 8

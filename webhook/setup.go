@@ -54,9 +54,9 @@ type Options struct {
 	// matchCondition ExemptConditionName is checked at start against ExemptUsers; empty: no check.
 	WebhookConfiguration string
 	// MaxResolvedBytes bounds the resolved content of the refs of one ClusterObjectSet that an update
-	// is compared with (--max-resolved-bytes); every request draws it from Admission's pool.
+	// is compared with (--max-resolved-bytes); every request draws it from InFlight's pool.
 	MaxResolvedBytes int64
-	Admission        AdmissionLimits // the memory of the requests served at once (limits.go)
+	InFlight         InFlight // the memory and work of the requests served at once (limits.go)
 	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
 	// never.
 	Drain *Drain
@@ -100,21 +100,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 		}
 	}
 	server := mgr.GetWebhookServer()
-	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
+	bounds := &ServedBounds{Reader: mgr.GetAPIReader()}
 	// ctx ends when the manager stops: a request's context that ends before it is a caller gone.
 	// Each call's deadline, from its timeout parameter, counted on the clock the work admitted is.
 	serve := func(h http.Handler) http.Handler {
-		return opts.Drain.Wrap(withCallDeadline(opts.Admission.clock(), callerGone(ctx, h)))
+		return opts.Drain.Wrap(withCallDeadline(opts.InFlight.clock(), callerGone(ctx, h)))
 	}
 	server.Register(MutatePath, serve(&webhook.Admission{Handler: finishing{&Externalizer{
 		// Secrets read uncached, written at most WriteConcurrency at once.
 		Store: &objectdata.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.SystemNamespace, Concurrency: max(opts.WriteConcurrency, 1),
 		},
-		Options: opts, Metrics: metrics, Limits: limits,
+		Options: opts, Metrics: metrics, Bounds: bounds,
 	}}}))
-	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
-	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
+	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Bounds: bounds})
+	validate.Handler = finishing{opts.InFlight.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
 	server.Register(ValidatePath, serve(validate))
 	server.Register(SecretGuardPath, serve(&webhook.Admission{Handler: finishing{&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Client: mgr.GetClient(), Options: opts, Metrics: metrics,

@@ -14,17 +14,18 @@ import (
 )
 
 // The work of the admission requests served at once, bounded by the API server's deadlines for
-// their calls (AdmissionLimits.Work and Writes, issue 37): what a request holds of it (charge), the
+// their calls (InFlight.Work and Writes, issue 37): what a request holds of it (charge), the
 // mutating webhook's writes (timedWrites) and the refusals for want of time.
 
 // charge is what an admitted request holds until it ends: its room in the pool (Budget, nil when
 // unbounded) and its place among the work admitted (nil when unbounded), which it leaves once its
-// work is planned (timedWrites) or it ends.
+// work is planned (timedWrites) or it ends; and its call's deadline, on the limits' clock.
 type charge struct {
-	Budget  *content.Budget
-	work    *deadline.Ticket
-	limits  AdmissionLimits
-	metrics *Metrics
+	Budget   *content.Budget
+	work     *deadline.Ticket
+	deadline time.Time
+	limits   InFlight
+	metrics  *Metrics
 }
 
 // planned ends the request's work once it has planned its Secrets, all the work it was charged for:
@@ -45,17 +46,8 @@ func (c *charge) release() {
 	c.limits.observe(c.metrics)
 }
 
-// chargeKey is the context key of a request's charge.
-type chargeKey struct{}
-
-// chargeFrom is the charge of the request ctx serves, or nil.
-func chargeFrom(ctx context.Context) *charge {
-	c, _ := ctx.Value(chargeKey{}).(*charge)
-	return c
-}
-
 // callDeadlineOr is the deadline of ctx's call on l's clock, or defaultCallTimeout from now.
-func (l AdmissionLimits) callDeadlineOr(ctx context.Context) time.Time {
+func (l InFlight) callDeadlineOr(ctx context.Context) time.Time {
 	if call, ok := callDeadlineFrom(ctx); ok {
 		return call.at
 	}
@@ -63,7 +55,7 @@ func (l AdmissionLimits) callDeadlineOr(ctx context.Context) time.Time {
 }
 
 // observe sets the gauges of the work admitted.
-func (l AdmissionLimits) observe(m *Metrics) {
+func (l InFlight) observe(m *Metrics) {
 	if m == nil || l.Work == nil {
 		return
 	}
@@ -98,22 +90,23 @@ const DefaultWriteRate = 10e6
 
 // timedWrites is the mutating webhook's Store: a request's work ends where its Secrets are to be
 // written (charge.planned: its time measures the rate of the work), and its writes are admitted by
-// AdmissionLimits.Writes: a plan whose Secrets would not be written before the call's deadline less
+// InFlight.Writes: a plan whose Secrets would not be written before the call's deadline less
 // the margin is not written at all, and the request is refused with 429 (ErrTooLate). A dry run
 // writes nothing and is not bounded.
 type timedWrites struct {
 	cosadmission.Store
-	limits AdmissionLimits
+	charge *charge
 }
 
 // Write writes plan's Secrets if there is time.
 func (w timedWrites) Write(ctx context.Context, cosName string, plan *content.Plan, dryRun bool) (int, error) {
-	chargeFrom(ctx).planned()
-	if dryRun || w.limits.Writes == nil {
+	w.charge.planned()
+	writes := w.charge.limits.Writes
+	if dryRun || writes == nil {
 		return w.Store.Write(ctx, cosName, plan, dryRun)
 	}
 	bytes := plan.Stats.StoredBytes
-	t, d := w.limits.Writes.Admit(bytes, w.limits.callDeadlineOr(ctx))
+	t, d := writes.Admit(bytes, w.charge.deadline)
 	if !d.Admitted {
 		return 0, &tooLateError{decision: d, bytes: bytes}
 	}

@@ -76,7 +76,7 @@ func TestWorkBound(t *testing.T) {
 	}
 	cost, stored := float64(charge), float64(plan.Stats.StoredBytes)
 	deadline429 := func(retryAfter int32, rates ...float64) worked {
-		return worked{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: retryAfter, Refusals: map[string]float64{RefusalDeadline: 1},
+		return worked{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: retryAfter, Refusals: map[string]float64{string(cosadmission.ReasonDeadline): 1},
 			WorkRate: rates[0], WriteRate: rates[1]}
 	}
 	tests := map[string]struct {
@@ -143,7 +143,7 @@ func TestWorkBound(t *testing.T) {
 			store := &slowStore{Store: admissiontest.NewStore(ns), clk: clk, reads: tc.plans, writes: tc.writes}
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100,
-				Admission: AdmissionLimits{Pool: pool, Work: work, Writes: writes, Clock: clk}}}
+				InFlight: InFlight{Pool: pool, Work: work, Writes: writes, Clock: clk}}}
 			ctx := context.Background()
 			if tc.timeout > 0 {
 				ctx = context.WithValue(ctx, callDeadlineKey{}, callDeadline{at: start.Add(tc.timeout), told: true})
@@ -163,7 +163,7 @@ func TestWorkBound(t *testing.T) {
 				}
 			}
 			refusals := map[string]float64{}
-			for _, reason := range []string{RefusalDeadline, RefusalBusy, RefusalCanceled} {
+			for _, reason := range []string{string(cosadmission.ReasonDeadline), string(cosadmission.ReasonBusy), string(cosadmission.ReasonCanceled)} {
 				refusals[reason] = counter(m.Refusals.WithLabelValues(reason))
 			}
 			got.Refusals = nonZero(refusals)
@@ -215,7 +215,7 @@ func TestValidatorWorkBound(t *testing.T) {
 				return admission.Allowed("")
 			})
 			ctx := context.WithValue(context.Background(), callDeadlineKey{}, callDeadline{at: start.Add(tc.timeout), told: true})
-			l := AdmissionLimits{Work: q, Clock: clk}
+			l := InFlight{Work: q, Clock: clk}
 			resp := l.charging(0, NewMetrics(), h).Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
 			var code int32

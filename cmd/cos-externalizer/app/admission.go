@@ -14,7 +14,7 @@ import (
 )
 
 // admissionOptions are the flags that bound the admission requests served at once
-// (webhook.AdmissionLimits): their memory, and their work by the deadlines of the API server's calls.
+// (webhook.InFlight): their memory, and their work by the deadlines of the API server's calls.
 // Admission draws from a pool of its own, never the reconciler's (--max-concurrent-resolved-bytes),
 // so a loaded webhook never holds up a rollout or a teardown.
 type admissionOptions struct {
@@ -42,11 +42,11 @@ func (o *admissionOptions) validate(maxResolvedBytes int64) error {
 	return nil
 }
 
-// limits are the webhooks' limits from the flags: a new pool, a new queue of work (or work's, a
-// test's, and then no bound on the writes) on as many cores as Go runs goroutines on at once and one
-// of the Secrets written, for this manager's webhooks alone.
-func (o *admissionOptions) limits(work *deadline.Queue) webhook.AdmissionLimits {
-	l := webhook.AdmissionLimits{Pool: content.NewPool(o.maxBytes), Wait: o.wait, Clock: clock.RealClock{}}
+// inFlight are the webhooks' bounds on the requests in flight from the flags: a new pool, a new
+// queue of work (or work's, a test's, and then no bound on the writes) on as many cores as Go runs
+// goroutines on at once and one of the Secrets written, for this manager's webhooks alone.
+func (o *admissionOptions) inFlight(work *deadline.Queue) webhook.InFlight {
+	l := webhook.InFlight{Pool: content.NewPool(o.maxBytes), Wait: o.wait, Clock: clock.RealClock{}}
 	switch {
 	case work != nil:
 		l.Work, l.Clock = work, work.Clock()

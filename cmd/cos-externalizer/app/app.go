@@ -421,7 +421,7 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		WebhookConfiguration: o.webhookConfig,
 
 		MaxResolvedBytes: o.maxResolvedBytes,
-		Admission:        o.admission.limits(o.AdmissionWork), // its own pool: admission never holds up the reconciler
+		InFlight:         o.admission.inFlight(o.AdmissionWork), // its own pool: admission never holds up the reconciler
 		Drain:            drain,
 		Unreferenced:     unreferenced, // pending.go
 
@@ -457,7 +457,7 @@ func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *cont
 
 			// --max-resolved-bytes, the webhooks' bound too, drawn from the reconciler's own pool; the
 			// webhooks draw from theirs (o.admission).
-			Resolve: secretdata.Limits{MaxResolvedBytes: o.maxResolvedBytes}.WithPool(content.NewPool(o.maxConcurrentResolvedBytes)),
+			Resolve: secretdata.ResolveMemory{MaxResolvedBytes: o.maxResolvedBytes}.WithPool(content.NewPool(o.maxConcurrentResolvedBytes)),
 			Metrics: metrics,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the rollout: %w", err)
