@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
@@ -76,23 +77,23 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		ctrl.LoggerFrom(ctx).V(1).Info("admitted a stale update as it is: the API server answers it 409 Conflict")
 		return admission.Allowed(""), ""
 	}
-	charged, refused := e.Options.InFlight.admit(ctx, e.Options.MaxResolvedBytes, e.Metrics, req.Object.Raw, oldRaw)
+	charged, refused := e.Options.admit(ctx, e.Metrics, req.Object.Raw, oldRaw)
 	if refused != nil {
-		return refused.resp, refused.reason
+		return refusal(req.Name, refused), refused.Reason
 	}
-	defer charged.release()
+	defer charged.Release()
 	resp, reason := e.decide(ctx, req, dryRun, charged)
 	if charged.Budget.Busy() && reason != cosadmission.ReasonBusy {
 		// An update compared with its stored refs without room to resolve them all: its answer
 		// would rest on a comparison not made. Nothing was written for it (Secrets are written
 		// after the comparison, and only for content the comparison found the same).
-		return busy(e.Options.InFlight.Pool, "no room to resolve the stored refs this update is compared with"), cosadmission.ReasonBusy
+		return refusal(req.Name, e.Options.InFlight.Busy("no room to resolve the stored refs this update is compared with")), cosadmission.ReasonBusy
 	}
 	return resp, reason
 }
 
 // decide answers a request once it is charged.
-func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool, charged *charge) (admission.Response, cosadmission.Reason) {
+func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool, charged *inflight.Charge) (admission.Response, cosadmission.Reason) {
 	obj, specSize, err := cosadmission.DecodeCOS(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), cosadmission.ReasonBadRequest
@@ -110,7 +111,7 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 	r := e.pipeline(charged).Admit(ctx, in)
 	if r.Refusal != nil && r.Refusal.Reason == cosadmission.ReasonBusy {
 		// No room to read a Secret it names: nothing was read past the room, nothing written.
-		return busy(e.Options.InFlight.Pool, "no room to read the Secrets this ClusterObjectSet names").WithWarnings(r.Warnings...), cosadmission.ReasonBusy
+		return refusal(obj.Name, e.Options.InFlight.Busy("no room to read the Secrets this ClusterObjectSet names")).WithWarnings(r.Warnings...), cosadmission.ReasonBusy
 	}
 	if r.Refusal != nil {
 		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), r.Refusal.Reason
@@ -140,9 +141,9 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 
 // pipeline is the admission pipeline of one request charged c, over Store: it draws from the
 // request's Budget, and its writes are timed by the request's call.
-func (e *Externalizer) pipeline(c *charge) *cosadmission.Pipeline {
-	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace) // pending.go
-	store = timedWrites{Store: store, charge: c}
+func (e *Externalizer) pipeline(c *inflight.Charge) *cosadmission.Pipeline {
+	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace)
+	store = c.Writes(store)
 	return &cosadmission.Pipeline{
 		Store:           store,
 		SystemNamespace: e.Options.SystemNamespace,

@@ -157,6 +157,14 @@ func nonZero(counts map[string]float64) map[string]float64 {
 	return out
 }
 
+func gauge(g prometheus.Gauge) float64 {
+	m := &dto.Metric{}
+	if err := g.Write(m); err != nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
+}
+
 func counter(c prometheus.Counter) float64 {
 	m := &dto.Metric{}
 	if err := c.Write(m); err != nil {

@@ -95,8 +95,8 @@ func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
 
 // charging charges each request that h decodes (the validating webhook's decoder decodes the object
 // and the old object whole) before h sees it, as the mutating webhook does, and releases it after:
-// no room, or no time before the call's deadline, is the same quick 429 (InFlight).
-func (l InFlight) charging(maxResolvedBytes int64, metrics *Metrics, h admission.Handler) admission.Handler {
+// no room, or no time before the call's deadline, is the same quick 429 (inflight.Control).
+func (o Options) charging(metrics *Metrics, h admission.Handler) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 			return h.Handle(ctx, req)
@@ -105,15 +105,16 @@ func (l InFlight) charging(maxResolvedBytes int64, metrics *Metrics, h admission
 		if req.Operation == admissionv1.Update {
 			oldRaw = req.OldObject.Raw
 		}
-		charged, refused := l.admit(ctx, maxResolvedBytes, metrics, req.Object.Raw, oldRaw)
+		charged, refused := o.admit(ctx, metrics, req.Object.Raw, oldRaw)
 		if refused != nil {
-			metrics.Refusals.WithLabelValues(string(refused.reason)).Inc()
+			resp := refusal(req.Name, refused)
+			metrics.Refusals.WithLabelValues(string(refused.Reason)).Inc()
 			ctrl.LoggerFrom(ctx).Info("refused", "clusterObjectSet", klog.KRef("", req.Name), "operation", req.Operation,
-				"reason", refused.reason, "message", responseMessage(refused.resp))
-			return refused.resp
+				"reason", refused.Reason, "message", responseMessage(resp))
+			return resp
 		}
 		// It decodes and checks, and plans nothing: not the work its charge counts, so not measured.
-		defer charged.release()
+		defer charged.Release()
 		return h.Handle(ctx, req)
 	})
 }

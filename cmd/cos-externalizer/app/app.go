@@ -38,6 +38,8 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
+	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )
 
 // Version is set at build time with -ldflags "-X github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app.Version=...".
@@ -278,7 +280,7 @@ func cacheOptions(systemNamespace string, measure func(*corev1.Secret)) cache.Op
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	log := ctrl.Log.WithName("setup")
-	drain := &webhook.Drain{}
+	drain := &server.Drain{}
 	// The manager runs until the drain after the signal is over.
 	ctx = drainFirst(ctx, log, clock.RealClock{}, drain, o.drainPeriod)
 	rollOut, why, err := DecideRollout(ctx, cfg, o.rollout)
@@ -295,11 +297,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	serving := servingcert.New(o.servingCert(), m.servingCert)
 	// The bound on unreferenced Secrets counts them from the cache, their sizes measured as it reads
 	// them (pending.go).
-	var unreferenced *webhook.Unreferenced
+	var unref *unreferenced.Bound
 	if o.enableWebhooks {
-		unreferenced = o.unrefd.ledger()
+		unref = o.unrefd.ledger()
 	}
-	mgr, err := o.newManager(cfg, serving, m.webhook, unreferenced)
+	mgr, err := o.newManager(cfg, serving, m.webhook, unref)
 	if err != nil {
 		return err
 	}
@@ -309,7 +311,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return err
 	}
 	if o.enableWebhooks {
-		if err := o.setupWebhooks(ctx, mgr, serving, drain, m.webhook, unreferenced); err != nil {
+		if err := o.setupWebhooks(ctx, mgr, serving, drain, m.webhook, unref); err != nil {
 			return err
 		}
 	}
@@ -323,7 +325,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := m.statusCollector(status); err != nil {
 		return err
 	}
-	o.server.announce(log, o.enableWebhooks && o.webhookPort >= 0, m.webhook) // clientauth.go
+	o.server.announce(log, o.enableWebhooks && o.webhookPort >= 0, m.webhook.Server) // clientauth.go
 	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
 		"webhooks", o.enableWebhooks, "webhookCertSource", o.certSource, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
 	return mgr.Start(ctx)
@@ -331,8 +333,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 
 // newManager creates the manager, its metrics and webhook servers serving over TLS as the flags say
 // (the webhook server with serving's certificate, its client CA counted in webhookMetrics), with its
-// health and readiness checks; the cache measures Secrets for unreferenced (nil: no webhooks).
-func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webhookMetrics *webhook.Metrics, unreferenced *webhook.Unreferenced) (ctrl.Manager, error) {
+// health and readiness checks; the cache measures Secrets for unref (nil: no webhooks).
+func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webhookMetrics *webhook.Metrics, unref *unreferenced.Bound) (ctrl.Manager, error) {
 	tlsSettings, err := o.tls.settings()
 	if err != nil {
 		return nil, err
@@ -342,7 +344,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webh
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	webhookTLSOpts := append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOption())
-	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts, webhookMetrics) // clientauth.go
+	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts, webhookMetrics.Server) // clientauth.go
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +363,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webh
 		// A stopping leader gives the Lease up, so the next replica takes over at once instead of
 		// after the lease duration (safe: the process exits when the manager returns).
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOptions(o.systemNamespace, unreferenced.RecordSize),
+		Cache:                         cacheOptions(o.systemNamespace, unref.RecordSize),
 		// Managed objects are read through the cache too (the reconciler's settled reconciles make no
 		// API request); the cache holds only those carrying the owning-revision label.
 		Client:        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -403,7 +405,7 @@ func (o *Options) metricsServer(tlsOpts, webhookTLSOpts []func(*tls.Config)) met
 }
 
 // setupWebhooks registers the webhooks, counted in metrics, and the serving certificate.
-func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *webhook.Drain, metrics *webhook.Metrics, unreferenced *webhook.Unreferenced) error {
+func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *server.Drain, metrics *webhook.Metrics, unref *unreferenced.Bound) error {
 	mode, _ := admission.ParseMode(o.externalize)
 	var exempt []string
 	for _, u := range strings.Split(o.exemptUsers, ",") {
@@ -423,7 +425,7 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		MaxResolvedBytes: o.maxResolvedBytes,
 		InFlight:         o.admission.inFlight(o.AdmissionWork), // its own pool: admission never holds up the reconciler
 		Drain:            drain,
-		Unreferenced:     unreferenced, // pending.go
+		Unreferenced:     unref, // pending.go
 
 		BeforeAdmitDelete: o.GuardBeforeAdmitDelete, // tests only
 	}, metrics); err != nil {
@@ -432,7 +434,7 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	if err := o.server.watchCallers(ctx, mgr, metrics); err != nil { // clientauth.go
+	if err := o.server.watchCallers(ctx, mgr, metrics.Server); err != nil { // clientauth.go
 		return err
 	}
 	if err := serving.Setup(mgr); err != nil {

@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"bufio"
@@ -88,7 +88,7 @@ type served struct {
 }
 
 // startServer runs a Server with a handler at /echo that reads the body and reports what it saw.
-func startServer(t *testing.T, p *testPKI, o ServerOptions, register ...func(*Server)) (string, chan served) {
+func startServer(t *testing.T, p *testPKI, o Options, register ...func(*Server)) (string, chan served) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,7 +100,7 @@ func startServer(t *testing.T, p *testPKI, o ServerOptions, register ...func(*Se
 	o.TLSOpts = append(o.TLSOpts, func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &p.serving, nil }
 	})
-	s := NewServer(o)
+	s := New(o)
 	seen := make(chan served, 16)
 	s.Register("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
@@ -160,7 +160,7 @@ func TestServerClientAuthentication(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var o ServerOptions
+			var o Options
 			if tc.clientCA {
 				ca, err := NewClientCA(p.caAFile, ClientCAOptions{Names: tc.names})
 				if err != nil {
@@ -208,7 +208,7 @@ func TestServerReloadsClientCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := startServer(t, p, ServerOptions{ClientCA: ca})
+	addr, _ := startServer(t, p, Options{ClientCA: ca})
 	call := func(cert *tls.Certificate) error {
 		c := p.client(cert)
 		defer c.CloseIdleConnections()
@@ -265,7 +265,7 @@ func TestServerCutsOffSlowClients(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			addr, seen := startServer(t, p, ServerOptions{ReadTimeout: 300 * time.Millisecond})
+			addr, seen := startServer(t, p, Options{ReadTimeout: 300 * time.Millisecond})
 			conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.servingCA, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 			if err != nil {
 				t.Fatal(err)
@@ -338,7 +338,7 @@ func TestServerBoundsTheBody(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			addr, seen := startServer(t, p, ServerOptions{MaxRequestBytes: limit})
+			addr, seen := startServer(t, p, Options{MaxRequestBytes: limit})
 			c := p.client(nil)
 			defer c.CloseIdleConnections()
 			var body io.Reader = strings.NewReader(strings.Repeat("x", tc.size))
@@ -436,7 +436,7 @@ func TestCallerAuthenticatedReachesAdmissionHandlers(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var o ServerOptions
+			var o Options
 			if tc.clientCA {
 				ca, err := NewClientCA(p.caAFile, ClientCAOptions{})
 				if err != nil {

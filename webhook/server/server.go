@@ -1,4 +1,9 @@
-package webhook
+// Package server is the HTTP server the admission webhooks are served on, apart from the handlers:
+// controller-runtime's webhook server (its registration, metrics and TLS options) with TLS from any
+// source of the serving certificate, client authentication against a reloaded CA bundle (ClientCA),
+// bounds on slow and large requests, the drain of a stopping replica (Drain), and what each request
+// knows of its call: its deadline and whether its caller has gone (Hook, Finishing).
+package server
 
 import (
 	"context"
@@ -40,8 +45,8 @@ const (
 	shutdownTimeout   = time.Minute
 )
 
-// ServerOptions configure NewServer.
-type ServerOptions struct {
+// Options configure New.
+type Options struct {
 	// Host and Port are the address listened on (Port 0: ctrlwebhook.DefaultPort; negative: off).
 	Host string
 	Port int
@@ -73,7 +78,7 @@ type ServerOptions struct {
 //     connection whose certificate it no longer trusts is refused and closed); each request's
 //     context tells whether its caller was authenticated (CallerAuthenticated).
 type Server struct {
-	opts ServerOptions
+	opts Options
 	// inner registers the hooks: its mux and controller-runtime's instrumentation; never started.
 	inner ctrlwebhook.Server
 	mux   *http.ServeMux
@@ -87,8 +92,8 @@ type Server struct {
 
 var _ ctrlwebhook.Server = &Server{}
 
-// NewServer returns the server; it listens when started.
-func NewServer(o ServerOptions) *Server {
+// New returns the server; it listens when started.
+func New(o Options) *Server {
 	if o.Port == 0 {
 		o.Port = ctrlwebhook.DefaultPort
 	}
