@@ -75,8 +75,7 @@ type Options struct {
 //   - a body over MaxRequestBytes is refused (413) without being read;
 //   - with a ClientCA, a connection without a verified client certificate fails its handshake and
 //     reaches no handler; each request is verified again against the current bundle (a kept-alive
-//     connection whose certificate it no longer trusts is refused and closed); each request's
-//     context tells whether its caller was authenticated (CallerAuthenticated).
+//     connection whose certificate it no longer trusts is refused and closed).
 type Server struct {
 	opts Options
 	// inner registers the hooks: its mux and controller-runtime's instrumentation; never started.
@@ -135,7 +134,7 @@ func (s *Server) Addr() net.Addr {
 // Handler is what the server serves: the mux, behind the read and body bounds and the caller's
 // authentication (verified again against the current bundle).
 func (s *Server) Handler() http.Handler {
-	h := WithCallerAuthentication(s.mux)
+	var h http.Handler = s.mux
 	if s.opts.ClientCA != nil {
 		h = s.opts.ClientCA.Reverify(h)
 	}

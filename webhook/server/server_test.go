@@ -19,8 +19,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -104,7 +102,7 @@ func startServer(t *testing.T, p *testPKI, o Options, register ...func(*Server))
 	seen := make(chan served, 16)
 	s.Register("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
-		seen <- served{authenticated: CallerAuthenticated(r.Context()), bodyLen: len(b), readErr: err}
+		seen <- served{authenticated: r.TLS != nil && len(r.TLS.VerifiedChains) > 0, bodyLen: len(b), readErr: err}
 		if err != nil {
 			http.Error(w, "reading the body", http.StatusBadRequest)
 			return
@@ -421,48 +419,4 @@ func FuzzParseClientCABundle(f *testing.F) {
 			t.Fatalf("pool %v, error %v: want exactly one", pool, err)
 		}
 	})
-}
-
-// TestCallerAuthenticatedReachesAdmissionHandlers: an admission handler, behind finishing (which
-// detaches the request's context from the manager's), sees whether its caller was authenticated.
-func TestCallerAuthenticatedReachesAdmissionHandlers(t *testing.T) {
-	p := newTestPKI(t)
-	tests := map[string]struct {
-		clientCA bool
-		want     bool
-	}{
-		"client CA, the CA's certificate": {clientCA: true, want: true},
-		"no client CA":                    {},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var o Options
-			if tc.clientCA {
-				ca, err := NewClientCA(p.caAFile, ClientCAOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				o.ClientCA = ca
-			}
-			seen := make(chan bool, 1)
-			register := func(s *Server) {
-				s.Register("/admit", &ctrlwebhook.Admission{Handler: finishing{admission.HandlerFunc(func(ctx context.Context, _ admission.Request) admission.Response {
-					seen <- CallerAuthenticated(ctx)
-					return admission.Allowed("")
-				})}})
-			}
-			addr, _ := startServer(t, p, o, register)
-			c := p.client(&p.clientA)
-			defer c.CloseIdleConnections()
-			review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE","object":{}}}`
-			resp, err := c.Post("https://"+addr+"/admit", "application/json", strings.NewReader(review))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			if got := <-seen; got != tc.want {
-				t.Errorf("CallerAuthenticated = %v, want %v", got, tc.want)
-			}
-		})
-	}
 }

@@ -29,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
@@ -132,8 +133,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server listens on (default: all).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with the webhook serving certificate (tls.crt, tls.key) of --webhook-cert-source=dir; default: controller-runtime's.")
-	fs.StringVar(&o.certSource, "webhook-cert-source", servingcert.SourceDir, "Where the webhook serving certificate comes from: dir (files in --webhook-cert-dir, reloaded on change), secret (the Secret --webhook-cert-secret, e.g. cert-manager's, read through the API server: a renewal is served within a second) or self-signed (the leader keeps a CA in the Secret --webhook-cert-secret and injects it into --webhook-configuration; every replica issues its own certificate).")
-	fs.StringVar(&o.certSecret, "webhook-cert-secret", "", "Secret in --system-namespace of --webhook-cert-source=secret (tls.crt, tls.key; default "+servingcert.DefaultCertSecret+") or self-signed (the CA; default "+servingcert.DefaultCASecret+").")
+	fs.StringVar(&o.certSource, "webhook-cert-source", certs.SourceDir, "Where the webhook serving certificate comes from: dir (files in --webhook-cert-dir, reloaded on change), secret (the Secret --webhook-cert-secret, e.g. cert-manager's, read through the API server: a renewal is served within a second) or self-signed (the leader keeps a CA in the Secret --webhook-cert-secret and injects it into --webhook-configuration; every replica issues its own certificate).")
+	fs.StringVar(&o.certSecret, "webhook-cert-secret", "", "Secret in --system-namespace of --webhook-cert-source=secret (tls.crt, tls.key; default "+certs.DefaultCertSecret+") or self-signed (the CA; default "+certs.DefaultCASecret+").")
 	fs.StringVar(&o.webhookConfig, "webhook-configuration", servingcert.DefaultWebhookConfiguration, "Name of the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration whose caBundle must trust the served certificate (readiness; a renewed certificate is served once they trust it); the self-signed mode injects its CA there. Empty: no check.")
 	fs.StringVar(&o.webhookService, "webhook-service", "cos-externalizer-webhook", "The webhook Service in --system-namespace: the default host names of the self-signed certificate.")
 	fs.StringVar(&o.certHosts, "webhook-cert-hosts", "", "Comma-separated host names and IP addresses of the self-signed serving certificate (default: <webhook-service>.<system-namespace>.svc and .svc.cluster.local).")
@@ -234,9 +235,9 @@ func (o *Options) servingCert() servingcert.Options {
 		WebhookConfiguration: o.webhookConfig, CALifetime: o.caLifetime, CertLifetime: o.certLifetime,
 	}
 	if sc.SecretName == "" {
-		sc.SecretName = servingcert.DefaultCertSecret
-		if sc.Source == servingcert.SourceSelfSigned {
-			sc.SecretName = servingcert.DefaultCASecret
+		sc.SecretName = certs.DefaultCertSecret
+		if sc.Source == certs.SourceSelfSigned {
+			sc.SecretName = certs.DefaultCASecret
 		}
 	}
 	for _, h := range strings.Split(o.certHosts, ",") {
@@ -391,7 +392,7 @@ func (o *Options) metricsServer(tlsOpts, webhookTLSOpts []func(*tls.Config)) met
 		// The metrics endpoint serves the webhooks' certificate, which a scraper verifies with the CA of
 		// its Secret (config/prometheus); without webhooks, controller-runtime's self-signed one.
 		opts.TLSOpts = webhookTLSOpts
-		if o.certSource == servingcert.SourceDir {
+		if o.certSource == certs.SourceDir {
 			opts.CertDir = o.webhookCertDir
 			if opts.CertDir == "" {
 				opts.CertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // controller-runtime's default
