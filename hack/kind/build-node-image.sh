@@ -193,7 +193,7 @@ if ! stamp_ok proxy-full "$NODE_BIN/kube-proxy" "$proxy_wrapper" "$OUT/proxy-roo
 fi
 component "registry.k8s.io/kube-proxy:$KUBE_VERSION" "$proxy_wrapper" /usr/local/bin/kube-proxy "$proxy_full"
 
-# cert-manager's controller and cainjector, from its library (hack/tools/certmanager; its commands'
+# cert-manager's controller and cainjector, from its library (hack/tools/controlplane; its commands'
 # modules are not served), as non-root as its chart wants them: preloaded, so no pull is tried.
 if [[ -n ${CERTMANAGER_BIN:-} ]]; then
 	: "${CERTMANAGER_VERSION:?}" "${CERTMANAGER_IMAGE_PREFIX:?}"
