@@ -3,14 +3,18 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -20,6 +24,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )
 
 // handled is what a test compares of the webhook's response and metrics.
@@ -123,6 +128,35 @@ func TestHandleTranslates(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalToRetryLater: a refusal of the pipeline or the in-flight bounds to retry later (the
+// unreferenced bound, no room, no time) is the API server's 429 TooManyRequests with a Retry-After:
+// the one its error names, else one second.
+func TestRefusalToRetryLater(t *testing.T) {
+	tests := map[string]struct {
+		err  error
+		want int32
+	}{
+		"the unreferenced bound":   {err: &unreferenced.LimitError{Secrets: 1, Bytes: 10, MaxSecrets: 1, MaxBytes: 100, OverSecrets: true}, want: busyRetryAfter},
+		"an error naming its time": {err: fmt.Errorf("writing: %w", laterError{}), want: 3},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			resp := refusal("x", &cosadmission.Refusal{Reason: cosadmission.ReasonUnreferenced, Code: http.StatusTooManyRequests, Err: tc.err})
+			r := resp.Result
+			if resp.Allowed || r.Code != http.StatusTooManyRequests || r.Reason != metav1.StatusReasonTooManyRequests || r.Details == nil ||
+				r.Details.RetryAfterSeconds != tc.want || r.Message != tc.err.Error() {
+				t.Errorf("got %+v, want 429 TooManyRequests, Retry-After %d, the error's message", r, tc.want)
+			}
+		})
+	}
+}
+
+// laterError is a refusal's error that says when to retry, as inflight's do.
+type laterError struct{}
+
+func (laterError) Error() string             { return "later" }
+func (laterError) RetryAfter() time.Duration { return 3 * time.Second }
 
 // TestRefusalReasonsAreDistinct: each refusal reason is a label of its own in the refusal metric,
 // so that an alert or the dashboard tells apart what the request did wrong (a request that could not

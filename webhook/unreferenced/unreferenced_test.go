@@ -210,9 +210,6 @@ func TestUnreferencedRefuses(t *testing.T) {
 		!strings.Contains(r.Refusal.Err.Error(), "--max-unreferenced-secrets=2") {
 		t.Fatalf("past the bound: want 429 naming the flag, got %+v", r.Refusal)
 	}
-	if resp := refusal("two", r.Refusal); resp.Result.Code != http.StatusTooManyRequests || resp.Result.Details.RetryAfterSeconds == 0 {
-		t.Errorf("the webhook's response: %+v", resp.Result)
-	}
 	if got := len(store.Secrets()); got != 2 {
 		t.Errorf("%d Secrets stored, want 2: the refused request wrote", got)
 	}
@@ -261,7 +258,7 @@ func TestUnreferencedWaitsForTheCache(t *testing.T) {
 	const ns = "olmv1-system"
 	store := admissiontest.NewStore(ns)
 	u := &Bound{MaxBytes: 1 << 30, MaxSecrets: 100, SyncWait: time.Millisecond}
-	u.follow(ns, nil)
+	u.follow(ns, Gauges{})
 	u.synced = func() bool { return false }
 	p := &cosadmission.Pipeline{Store: u.Wrap(store, ns), SystemNamespace: ns, Mode: cosadmission.ModeAlways}
 	cos := b.COS("early", b.WithPhase("p", b.InlineConfigMaps("default", "early", 1)...))
