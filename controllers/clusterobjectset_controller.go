@@ -92,7 +92,7 @@ type ClusterObjectSetReconciler struct {
 	// Resolve caps the total resolved content of the refs of one ClusterObjectSet
 	// (--max-resolved-bytes), and its Pool what reconciles hold at once (--max-concurrent-resolved-bytes;
 	// admission requests draw from a pool of their own; nil: none).
-	Resolve secretdata.Limits
+	Resolve secretdata.ResolveMemory
 	Metrics *Metrics
 
 	watches *kindWatches

@@ -72,7 +72,7 @@ func TestResolveBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer others.Release()
-			r := &ClusterObjectSetReconciler{Metrics: NewMetrics(), Client: c, APIReader: c, SystemNamespace: ns, Resolve: secretdata.Limits{Pool: pool}, contents: newSecretContents(1 << 20)}
+			r := &ClusterObjectSetReconciler{Metrics: NewMetrics(), Client: c, APIReader: c, SystemNamespace: ns, Resolve: secretdata.ResolveMemory{Pool: pool}, contents: newSecretContents(1 << 20)}
 			out, unres, release := r.resolve(context.Background(), cos)
 			release()
 			got := outcome{Busy: unres.busy, Retryable: unres.retryable != "", HeldAfter: pool.Used()}

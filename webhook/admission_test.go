@@ -15,6 +15,7 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
@@ -52,11 +53,11 @@ func TestAdmissionCharged(t *testing.T) {
 	const ns = "olmv1-system"
 	inline, stored, secret := externalized(t, "app", 20)
 	other, _, _ := externalized(t, "other", 20)
-	createCost, err := admissionCost(rawOf(t, inline, ""), nil)
+	createCost, err := inflight.Cost(rawOf(t, inline, ""), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	updateCost, err := admissionCost(rawOf(t, other, ""), rawOf(t, stored, ""))
+	updateCost, err := inflight.Cost(rawOf(t, other, ""), rawOf(t, stored, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +71,14 @@ func TestAdmissionCharged(t *testing.T) {
 		"create: charged until answered": {op: admissionv1.Create, obj: inline, capacity: createCost,
 			want: charged{Allowed: true, HeldAtWrite: []int64{createCost}}},
 		"create: no room, refused at once": {op: admissionv1.Create, obj: inline, capacity: createCost, othersHold: 1,
-			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{RefusalBusy: 1}, HeldAfter: 1}},
+			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{string(cosadmission.ReasonBusy): 1}, HeldAfter: 1}},
 		"create: larger than the pool": {op: admissionv1.Create, obj: inline, capacity: createCost - 1,
-			want: charged{Code: 413, Refusals: map[string]float64{RefusalTooLarge: 1}}},
+			want: charged{Code: 413, Refusals: map[string]float64{string(cosadmission.ReasonTooLarge): 1}}},
 		"update: resolving the stored refs past its room": {op: admissionv1.Update, old: stored, obj: other, capacity: updateCost,
-			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{RefusalBusy: 1}}},
+			want: charged{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: 1, Refusals: map[string]float64{string(cosadmission.ReasonBusy): 1}}},
 		// Room for the Secret it reads (charged ReadCost before the read) and the value it resolves.
 		"update: resolving the stored refs with room": {op: admissionv1.Update, old: stored, obj: other, capacity: 2*updateCost + secretdata.ReadCost,
-			want: charged{Code: 422, Reason: metav1.StatusReasonInvalid, Refusals: map[string]float64{RefusalInvalid: 1}}},
+			want: charged{Code: 422, Reason: metav1.StatusReasonInvalid, Refusals: map[string]float64{string(cosadmission.ReasonInvalid): 1}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestAdmissionCharged(t *testing.T) {
 			store.AddSecret(secret.DeepCopy())
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100,
-				Admission: AdmissionLimits{Pool: pool}}}
+				InFlight: inflight.Control{Pool: pool}}}
 			// No wait for room: the test never waits.
 			req := request(t, tc.op, tc.obj, "", tc.old)
 			req.Name = tc.obj.Name
@@ -106,7 +107,7 @@ func TestAdmissionCharged(t *testing.T) {
 				}
 			}
 			refusals := map[string]float64{}
-			for _, reason := range []string{RefusalBusy, RefusalTooLarge, RefusalInvalid, RefusalBadRequest} {
+			for _, reason := range []string{string(cosadmission.ReasonBusy), string(cosadmission.ReasonTooLarge), string(cosadmission.ReasonInvalid), string(cosadmission.ReasonBadRequest)} {
 				refusals[reason] = counter(m.Refusals.WithLabelValues(reason))
 			}
 			got.Refusals = nonZero(refusals)
@@ -118,28 +119,12 @@ func TestAdmissionCharged(t *testing.T) {
 	}
 }
 
-// TestAdmissionBusyMessage: the refusal says how much is admitted at once, the limit and what to do,
-// in MiB, and nothing of any Secret.
-func TestAdmissionBusyMessage(t *testing.T) {
-	pool := content.NewPool(256 << 20)
-	held := pool.NewBudget(0)
-	if err := held.Hold(200<<20 + 1); err != nil {
-		t.Fatal(err)
-	}
-	defer held.Release()
-	got := busy(pool, needs(16<<20)).Result.Message
-	want := "the webhook is admitting 201 MiB of ClusterObjectSets at once (limit 256 MiB, --max-concurrent-admission-bytes): no room for the 16 MiB this one needs; retry, nothing was written"
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
 // TestValidatorCharged: the validating webhook's handler is charged before its decoder runs, holds
 // the charge while it runs, and is not called at all without room.
 func TestValidatorCharged(t *testing.T) {
 	obj := b.COS("app", b.WithPhase("configuration", b.InlineConfigMaps("default", "app", 5)...))
 	raw := rawOf(t, obj, "")
-	cost, err := admissionCost(raw, nil)
+	cost, err := inflight.Cost(raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +156,7 @@ func TestValidatorCharged(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			resp := AdmissionLimits{Pool: pool, Wait: time.Hour}.charging(0, NewMetrics(), h).Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			resp := Options{InFlight: inflight.Control{Pool: pool, Wait: time.Hour}}.charging(NewMetrics(), h).Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: tc.op, Object: runtime.RawExtension{Raw: tc.raw}}})
 			var code int32
 			if !resp.Allowed && resp.Result != nil {

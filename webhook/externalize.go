@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
@@ -37,8 +37,8 @@ type Externalizer struct {
 	Store   cosadmission.Store
 	Options Options
 	Metrics *Metrics
-	// Limits are the served CRD's bounds; nil: the generated CRD's.
-	Limits *ServedLimits
+	// Bounds are the served CRD's bounds; nil: the generated CRD's.
+	Bounds *ServedBounds
 }
 
 // Handle answers one admission request for a ClusterObjectSet.
@@ -49,7 +49,7 @@ func (e *Externalizer) Handle(ctx context.Context, req admission.Request) admiss
 	ctx = ctrl.LoggerInto(ctx, log)
 	resp, reason := e.handle(ctx, req, dryRun)
 	if reason != "" {
-		e.Metrics.Refusals.WithLabelValues(reason).Inc()
+		e.Metrics.Refusals.WithLabelValues(string(reason)).Inc()
 		log.Info("refused", "reason", reason, "message", responseMessage(resp))
 	}
 	if dryRun {
@@ -60,7 +60,7 @@ func (e *Externalizer) Handle(ctx context.Context, req admission.Request) admiss
 }
 
 // handle returns the response, and the refusal reason when it refuses.
-func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
+func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, cosadmission.Reason) {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(""), ""
 	}
@@ -77,44 +77,44 @@ func (e *Externalizer) handle(ctx context.Context, req admission.Request, dryRun
 		ctrl.LoggerFrom(ctx).V(1).Info("admitted a stale update as it is: the API server answers it 409 Conflict")
 		return admission.Allowed(""), ""
 	}
-	ctx, charged, refused := e.Options.Admission.admit(ctx, e.Options.MaxResolvedBytes, e.Metrics, req.Object.Raw, oldRaw)
+	charged, refused := e.Options.admit(ctx, e.Metrics, req.Object.Raw, oldRaw)
 	if refused != nil {
-		return refused.resp, refused.reason
+		return refusal(req.Name, refused), refused.Reason
 	}
-	defer charged.release()
-	resp, reason := e.decide(ctx, req, dryRun)
-	if charged.Budget.Busy() && reason != RefusalBusy {
+	defer charged.Release()
+	resp, reason := e.decide(ctx, req, dryRun, charged)
+	if charged.Budget.Busy() && reason != cosadmission.ReasonBusy {
 		// An update compared with its stored refs without room to resolve them all: its answer
 		// would rest on a comparison not made. Nothing was written for it (Secrets are written
 		// after the comparison, and only for content the comparison found the same).
-		return busy(e.Options.Admission.Pool, "no room to resolve the stored refs this update is compared with"), RefusalBusy
+		return refusal(req.Name, e.Options.InFlight.Busy("no room to resolve the stored refs this update is compared with")), cosadmission.ReasonBusy
 	}
 	return resp, reason
 }
 
 // decide answers a request once it is charged.
-func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool) (admission.Response, string) {
+func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun bool, charged *inflight.Charge) (admission.Response, cosadmission.Reason) {
 	obj, specSize, err := cosadmission.DecodeCOS(req.Object.Raw)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), RefusalBadRequest
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the ClusterObjectSet: %w", err)), cosadmission.ReasonBadRequest
 	}
 	if ctx.Err() != nil {
 		// Its caller has gone, or the call's deadline passed, while it was decoded.
-		return canceled(ctx), RefusalCanceled
+		return canceled(ctx), cosadmission.ReasonCanceled
 	}
-	in := cosadmission.Request{Operation: cosadmission.Operation(req.Operation), New: obj, SpecSize: specSize, DryRun: dryRun, Limits: e.Limits}
+	in := cosadmission.Request{Operation: cosadmission.Operation(req.Operation), New: obj, SpecSize: specSize, DryRun: dryRun, Bounds: e.Bounds}
 	if req.Operation == admissionv1.Update {
 		if in.Old, _, err = cosadmission.DecodeCOS(req.OldObject.Raw); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), RefusalBadRequest
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored ClusterObjectSet: %w", err)), cosadmission.ReasonBadRequest
 		}
 	}
-	r := e.pipeline().Admit(ctx, in)
+	r := e.pipeline(charged).Admit(ctx, in)
 	if r.Refusal != nil && r.Refusal.Reason == cosadmission.ReasonBusy {
 		// No room to read a Secret it names: nothing was read past the room, nothing written.
-		return busy(e.Options.Admission.Pool, "no room to read the Secrets this ClusterObjectSet names").WithWarnings(r.Warnings...), RefusalBusy
+		return refusal(obj.Name, e.Options.InFlight.Busy("no room to read the Secrets this ClusterObjectSet names")).WithWarnings(r.Warnings...), cosadmission.ReasonBusy
 	}
 	if r.Refusal != nil {
-		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), string(r.Refusal.Reason)
+		return refusal(obj.Name, r.Refusal).WithWarnings(r.Warnings...), r.Refusal.Reason
 	}
 	warnings := r.Warnings
 	s := r.Stats
@@ -139,15 +139,16 @@ func (e *Externalizer) decide(ctx context.Context, req admission.Request, dryRun
 	return e.respond(obj, r.PhasesChanged, warnings), ""
 }
 
-// pipeline is the admission pipeline of one request, over Store.
-func (e *Externalizer) pipeline() *cosadmission.Pipeline {
-	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace) // pending.go
-	store = timedWrites{Store: store, limits: e.Options.Admission}
+// pipeline is the admission pipeline of one request charged c, over Store: it draws from the
+// request's Budget, and its writes are timed by the request's call.
+func (e *Externalizer) pipeline(c *inflight.Charge) *cosadmission.Pipeline {
+	store := e.Options.Unreferenced.Wrap(e.Store, e.Options.SystemNamespace)
+	store = c.Writes(store)
 	return &cosadmission.Pipeline{
 		Store:           store,
 		SystemNamespace: e.Options.SystemNamespace,
 		Mode:            e.Options.Mode,
 		Threshold:       e.Options.Threshold,
-		Resolve:         secretdata.Limits{MaxResolvedBytes: e.Options.MaxResolvedBytes},
+		Budget:          c.Budget,
 	}
 }

@@ -3,14 +3,18 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -20,6 +24,7 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )
 
 // handled is what a test compares of the webhook's response and metrics.
@@ -114,8 +119,8 @@ func TestHandleTranslates(t *testing.T) {
 			}
 			got.Metrics = nonZero(map[string]float64{
 				"objects": counter(m.ObjectsExternalized), "secrets": counter(m.SecretsWritten), "dryRuns": counter(m.DryRuns),
-				"refused invalid": counter(m.Refusals.WithLabelValues(RefusalInvalid)), "refused secret_conflict": counter(m.Refusals.WithLabelValues(RefusalSecretConflict)),
-				"refused bad_request": counter(m.Refusals.WithLabelValues(RefusalBadRequest)),
+				"refused invalid": counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonInvalid))), "refused secret_conflict": counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonSecretConflict))),
+				"refused bad_request": counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonBadRequest))),
 			})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -124,24 +129,50 @@ func TestHandleTranslates(t *testing.T) {
 	}
 }
 
-// TestRefusalReasonsAreTheMetricLabels: the pipeline's reasons are the refusal metric's labels, the
-// strings alerts and the dashboard know.
-func TestRefusalReasonsAreTheMetricLabels(t *testing.T) {
-	for reason, label := range map[cosadmission.Reason]string{
-		cosadmission.ReasonInvalid:        RefusalInvalid,
-		cosadmission.ReasonTooLarge:       RefusalTooLarge,
-		cosadmission.ReasonNameRequired:   RefusalNameRequired,
-		cosadmission.ReasonSecretConflict: RefusalSecretConflict,
-		cosadmission.ReasonWriteFailed:    RefusalWriteFailed,
-		cosadmission.ReasonInternal:       RefusalBadRequest,
-		cosadmission.ReasonUnreferenced:   RefusalUnreferenced,
-		cosadmission.ReasonBusy:           RefusalBusy,
-		cosadmission.ReasonCanceled:       RefusalCanceled,
-		cosadmission.ReasonDeadline:       RefusalDeadline,
+// TestRefusalToRetryLater: a refusal of the pipeline or the in-flight bounds to retry later (the
+// unreferenced bound, no room, no time) is the API server's 429 TooManyRequests with a Retry-After:
+// the one its error names, else one second.
+func TestRefusalToRetryLater(t *testing.T) {
+	tests := map[string]struct {
+		err  error
+		want int32
+	}{
+		"the unreferenced bound":   {err: &unreferenced.LimitError{Secrets: 1, Bytes: 10, MaxSecrets: 1, MaxBytes: 100, OverSecrets: true}, want: busyRetryAfter},
+		"an error naming its time": {err: fmt.Errorf("writing: %w", laterError{}), want: 3},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			resp := refusal("x", &cosadmission.Refusal{Reason: cosadmission.ReasonUnreferenced, Code: http.StatusTooManyRequests, Err: tc.err})
+			r := resp.Result
+			if resp.Allowed || r.Code != http.StatusTooManyRequests || r.Reason != metav1.StatusReasonTooManyRequests || r.Details == nil ||
+				r.Details.RetryAfterSeconds != tc.want || r.Message != tc.err.Error() {
+				t.Errorf("got %+v, want 429 TooManyRequests, Retry-After %d, the error's message", r, tc.want)
+			}
+		})
+	}
+}
+
+// laterError is a refusal's error that says when to retry, as inflight's do.
+type laterError struct{}
+
+func (laterError) Error() string             { return "later" }
+func (laterError) RetryAfter() time.Duration { return 3 * time.Second }
+
+// TestRefusalReasonsAreDistinct: each refusal reason is a label of its own in the refusal metric,
+// so that an alert or the dashboard tells apart what the request did wrong (a request that could not
+// be decoded) from what the webhook did (an internal error).
+func TestRefusalReasonsAreDistinct(t *testing.T) {
+	seen := map[cosadmission.Reason]bool{}
+	for _, r := range []cosadmission.Reason{
+		cosadmission.ReasonInvalid, cosadmission.ReasonTooLarge, cosadmission.ReasonNameRequired, cosadmission.ReasonSecretConflict,
+		cosadmission.ReasonWriteFailed, cosadmission.ReasonInternal, cosadmission.ReasonUnreferenced, cosadmission.ReasonBusy,
+		cosadmission.ReasonDeadline, cosadmission.ReasonCanceled, cosadmission.ReasonBadRequest, cosadmission.ReasonSecretInUse,
+		cosadmission.ReasonClientCertificate,
 	} {
-		if string(reason) != label {
-			t.Errorf("reason %q, want the label %q", reason, label)
+		if seen[r] {
+			t.Errorf("reason %q is used twice", r)
 		}
+		seen[r] = true
 	}
 }
 
@@ -158,6 +189,14 @@ func nonZero(counts map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+func gauge(g prometheus.Gauge) float64 {
+	m := &dto.Metric{}
+	if err := g.Write(m); err != nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
 }
 
 func counter(c prometheus.Counter) float64 {

@@ -4,27 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
-)
-
-// Refusal reasons, the values of the reason label of cos_externalizer_admission_refusals_total.
-const (
-	RefusalInvalid        = "invalid"         // the object breaks an invariant of the API
-	RefusalTooLarge       = "too_large"       // an object, or the stored form, is over a size limit
-	RefusalSecretConflict = "secret_conflict" // a Secret under our name holds other content
-	RefusalWriteFailed    = "write_failed"    // writing a Secret failed
-	RefusalSecretInUse    = "secret_in_use"   // deleting a Secret a live ClusterObjectSet references
-	RefusalBadRequest     = "bad_request"     // the admission request could not be decoded
-	RefusalNameRequired   = "name_required"   // generateName without a name cannot be externalized
-	RefusalBusy           = "busy"            // the requests admitted at once left no room (429, retryable)
-	// RefusalDeadline: the request, with the work admitted ahead of it, could not be finished before
-	// the API server's deadline for the call (429, retryable).
-	RefusalDeadline = "deadline"
-	// RefusalCanceled: the request's caller had gone, or its call's deadline had passed, before its
-	// work was done: the answer went to no one, and the work stopped.
-	RefusalCanceled = "canceled"
-	// RefusalClientCertificate: the request's kept-alive connection presented a client certificate
-	// the current --webhook-client-ca bundle no longer verifies (403; the connection is closed).
-	RefusalClientCertificate = "client_certificate"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 
 // Metrics are the webhook's Prometheus metrics.
@@ -36,7 +16,7 @@ type Metrics struct {
 	DryRuns             prometheus.Counter
 	Refusals            *prometheus.CounterVec
 	Latency             *prometheus.HistogramVec
-	// WorkRate and WorkBacklog are what bounds the work admitted at once (AdmissionLimits.Work): the
+	// WorkRate and WorkBacklog are what bounds the work admitted at once (inflight.Control.Work): the
 	// estimated rate on all cores and the work left of the requests in flight, in bytes of charge.
 	WorkRate    prometheus.Gauge
 	WorkBacklog prometheus.Gauge
@@ -44,35 +24,26 @@ type Metrics struct {
 	// --secret-guard-exempt-users (exemptionCheck).
 	ExemptionMismatch prometheus.Gauge
 	// UnreferencedSecrets and UnreferencedBytes are what the bound on unreferenced Secrets counts
-	// (Unreferenced.Pending).
+	// (unreferenced.Bound.Pending).
 	UnreferencedSecrets prometheus.Gauge
 	UnreferencedBytes   prometheus.Gauge
-	// ClientAuthRequired is 1 when the webhook server serves only callers with a client certificate
-	// of --webhook-client-ca (or serves no webhooks), 0 when it serves any caller.
-	ClientAuthRequired prometheus.Gauge
-	// ClientCAReloadFailures counts the versions of the --webhook-client-ca file that could not be
-	// loaded; ClientCAReloadFailing is 1 while the file cannot be (the last good bundle is in use);
-	// ClientCAExpiry is the earliest expiry of the bundle's certificates (ClientCA).
-	ClientCAReloadFailures prometheus.Counter
-	ClientCAReloadFailing  prometheus.Gauge
-	ClientCAExpiry         prometheus.Gauge
-	// CallersRefused is 1 while the readiness check webhook-callers fails: callers made handshakes and
-	// ClusterObjectSets were created for a window, but no call with a verified certificate arrived.
-	CallersRefused prometheus.Gauge
 	// GuardCopies counts the quarantine copies the Secret guard wrote before it admitted a delete.
 	GuardCopies prometheus.Counter
+	// Server are the webhook server's metrics; its refusals are counted in Refusals.
+	Server *server.Metrics
 }
 
 // NewMetrics creates the metrics, unregistered (tests use their own); the manager creates its own once
 // and registers them (Collectors).
 func NewMetrics() *Metrics {
+	refusals := metric.CounterVec("cos_externalizer_admission_refusals_total", "Admission requests refused, by reason.", "reason")
 	return &Metrics{
 		ObjectsExternalized: metric.Counter("cos_externalizer_objects_externalized_total", "Inline objects moved into Secrets by the mutating webhook (dry runs included)."),
 		BytesInline:         metric.Counter("cos_externalizer_externalized_inline_bytes_total", "Canonical JSON bytes of the objects externalized."),
 		BytesStored:         metric.Counter("cos_externalizer_externalized_stored_bytes_total", "Bytes stored in Secrets for the objects externalized (after compression and deduplication)."),
 		SecretsWritten:      metric.Counter("cos_externalizer_secrets_written_total", "object-data Secrets created (a Secret that already held the same content is not counted)."),
 		DryRuns:             metric.Counter("cos_externalizer_dry_runs_total", "Dry-run admission requests answered without writing."),
-		Refusals:            metric.CounterVec("cos_externalizer_admission_refusals_total", "Admission requests refused, by reason.", "reason"),
+		Refusals:            refusals,
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cos_externalizer_admission_duration_seconds",
 			Help:    "Time to answer an admission request, by webhook and operation.",
@@ -85,24 +56,14 @@ func NewMetrics() *Metrics {
 		UnreferencedSecrets: metric.Gauge("cos_externalizer_unreferenced_secrets", "object-data Secrets the bound of --max-unreferenced-secrets counts: those of the system namespace that no ClusterObjectSet references or owns, as this replica's cache shows them, and those its webhook writes in flight may create."),
 		UnreferencedBytes:   metric.Gauge("cos_externalizer_unreferenced_bytes", "Bytes of data of the object-data Secrets the bound of --max-unreferenced-bytes counts (cos_externalizer_unreferenced_secrets)."),
 		ExemptionMismatch:   metric.Gauge("cos_externalizer_secret_guard_exemption_mismatch", "1 when the secret guard's matchCondition not-exempt does not exempt exactly --secret-guard-exempt-users (checked at start)."),
-		ClientAuthRequired: metric.Gauge("cos_externalizer_webhook_client_authentication_required",
-			"1 when the webhook server serves only callers with a client certificate of --webhook-client-ca (or serves no webhooks); 0 when any client that reaches its port may call the webhooks."),
-		ClientCAReloadFailures: metric.Counter("cos_externalizer_webhook_client_ca_reload_failures_total",
-			"Versions of the --webhook-client-ca file (missing, unreadable, empty or not PEM) that could not be loaded; the last good bundle stays in use."),
-		ClientCAReloadFailing: metric.Gauge("cos_externalizer_webhook_client_ca_reload_failing",
-			"1 while the --webhook-client-ca file cannot be loaded (the last good bundle is in use, and a restart would fail)."),
-		ClientCAExpiry: metric.Gauge("cos_externalizer_webhook_client_ca_expiry_timestamp_seconds",
-			"Earliest expiry (Unix time) of the certificates of the --webhook-client-ca bundle in use; 0 without one."),
-		CallersRefused: metric.Gauge("cos_externalizer_webhook_callers_refused",
-			"1 while this replica is unready because, for --webhook-callers-readiness-window, callers made TLS handshakes and ClusterObjectSets were created but no call with a verified client certificate arrived (it most likely refuses the API server's certificate)."),
 		GuardCopies: metric.Counter("cos_externalizer_secret_guard_copies_total",
 			"Quarantine copies of object-data Secrets the Secret guard wrote before it admitted their delete (the garbage collector's, or anyone's not exempt), so that the orphan sweep can restore one a ClusterObjectSet stored meanwhile references."),
+		Server: server.NewMetrics(refusals),
 	}
 }
 
 // Collectors are m's metrics, for the manager to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.WorkRate, m.WorkBacklog, m.ExemptionMismatch,
-		m.UnreferencedSecrets, m.UnreferencedBytes, m.ClientAuthRequired, m.ClientCAReloadFailures, m.ClientCAReloadFailing, m.ClientCAExpiry,
-		m.CallersRefused, m.GuardCopies}
+	return append([]prometheus.Collector{m.ObjectsExternalized, m.BytesInline, m.BytesStored, m.SecretsWritten, m.DryRuns, m.Refusals, m.Latency, m.WorkRate, m.WorkBacklog, m.ExemptionMismatch,
+		m.UnreferencedSecrets, m.UnreferencedBytes, m.GuardCopies}, m.Server.Collectors()...)
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/olmlayout"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
@@ -174,7 +175,7 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 		}
 		return admission.Allowed("")
 	}
-	g.Metrics.Refusals.WithLabelValues(RefusalSecretInUse).Inc()
+	g.Metrics.Refusals.WithLabelValues(string(cosadmission.ReasonSecretInUse)).Inc()
 	ctrl.LoggerFrom(ctx).Info("refused a change of a referenced Secret", "secret", old.Namespace+"/"+old.Name,
 		"operation", req.Operation, "clusterObjectSet", users[0].Name, "user", req.UserInfo.Username)
 	return admission.Denied(fmt.Sprintf(

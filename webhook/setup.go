@@ -2,20 +2,22 @@
 // the inline objects of ClusterObjectSets into immutable, content-addressed Secrets, the validating
 // webhook that checks the final object, and the guard that keeps referenced Secrets from being
 // deleted. The decisions are pure functions of internal/admission (the pipeline and its steps: the
-// policy, decoding, planning, comparing), internal/admission/validation, internal/shared/secretdata
-// and internal/shared/content; this package reads, calls them and writes.
+// policy, decoding, planning, comparing), internal/admission/validation, internal/admission/inflight
+// (the requests served at once), internal/shared/secretdata and internal/shared/content; this
+// package reads, calls them and writes. The HTTP server the handlers are served on is package
+// webhook/server, the bound on unreferenced Secrets package webhook/unreferenced.
 package webhook
 
 import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -23,7 +25,10 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
+	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )
 
 // Paths the webhooks are served on.
@@ -54,15 +59,16 @@ type Options struct {
 	// matchCondition ExemptConditionName is checked at start against ExemptUsers; empty: no check.
 	WebhookConfiguration string
 	// MaxResolvedBytes bounds the resolved content of the refs of one ClusterObjectSet that an update
-	// is compared with (--max-resolved-bytes); every request draws it from Admission's pool.
+	// is compared with (--max-resolved-bytes); every request draws it from InFlight's pool.
 	MaxResolvedBytes int64
-	Admission        AdmissionLimits // the memory of the requests served at once (limits.go)
+	// InFlight bounds the memory and work of the requests served at once.
+	InFlight inflight.Control
 	// Drain, once started, makes every response close its connection (the replica is stopping); nil:
 	// never.
-	Drain *Drain
+	Drain *server.Drain
 	// Unreferenced bounds the Secrets the mutating webhook wrote that nothing references yet
-	// (pending.go); nil: none.
-	Unreferenced *Unreferenced
+	// (package unreferenced); nil: none.
+	Unreferenced *unreferenced.Bound
 	// BeforeAdmitDelete, when set (tests), is called by the Secret guard once it has decided to admit
 	// a DELETE of an object-data Secret (no live ClusterObjectSet uses it) and has written its
 	// quarantine copy, before it answers: the delete has not happened yet, and nothing created now
@@ -95,63 +101,48 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options, metrics *Metrics
 	ctrl.LoggerFrom(ctx).Info("secret guard exempts", "users", opts.ExemptUsers)
 
 	if opts.Unreferenced != nil {
-		if err := opts.Unreferenced.Watch(ctx, mgr.GetCache(), opts.SystemNamespace, metrics); err != nil {
+		if err := opts.Unreferenced.Watch(ctx, mgr.GetCache(), opts.SystemNamespace,
+			unreferenced.Gauges{Secrets: metrics.UnreferencedSecrets, Bytes: metrics.UnreferencedBytes}); err != nil {
 			return err
 		}
 	}
-	server := mgr.GetWebhookServer()
-	limits := &ServedLimits{Reader: mgr.GetAPIReader()}
+	hooks := mgr.GetWebhookServer()
+	bounds := &ServedBounds{Reader: mgr.GetAPIReader()}
 	// ctx ends when the manager stops: a request's context that ends before it is a caller gone.
 	// Each call's deadline, from its timeout parameter, counted on the clock the work admitted is.
-	serve := func(h http.Handler) http.Handler {
-		return opts.Drain.Wrap(withCallDeadline(opts.Admission.clock(), callerGone(ctx, h)))
+	clk := opts.InFlight.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	server.Register(MutatePath, serve(&webhook.Admission{Handler: finishing{&Externalizer{
+	serve := func(h http.Handler) http.Handler { return server.Hook(ctx, clk, opts.Drain, h) }
+	hooks.Register(MutatePath, serve(&webhook.Admission{Handler: server.Finishing(&Externalizer{
 		// Secrets read uncached, written at most WriteConcurrency at once.
 		Store: &objectdata.Writer{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: opts.SystemNamespace, Concurrency: max(opts.WriteConcurrency, 1),
 		},
-		Options: opts, Metrics: metrics, Limits: limits,
-	}}}))
-	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Limits: limits})
-	validate.Handler = finishing{opts.Admission.charging(opts.MaxResolvedBytes, metrics, validate.Handler)}
-	server.Register(ValidatePath, serve(validate))
-	server.Register(SecretGuardPath, serve(&webhook.Admission{Handler: finishing{&SecretGuard{
+		Options: opts, Metrics: metrics, Bounds: bounds,
+	})}))
+	validate := admission.WithValidator[*olmv1.ClusterObjectSet](mgr.GetScheme(), &Validator{Options: opts, Metrics: metrics, Bounds: bounds})
+	validate.Handler = server.Finishing(opts.charging(metrics, validate.Handler))
+	hooks.Register(ValidatePath, serve(validate))
+	hooks.Register(SecretGuardPath, serve(&webhook.Admission{Handler: server.Finishing(&SecretGuard{
 		Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Client: mgr.GetClient(), Options: opts, Metrics: metrics,
-	}}}))
+	})}))
 	return nil
 }
 
-// inFlightTimeout bounds a request's work once it no longer ends with the manager: the API server's
-// longest webhook timeout.
-const inFlightTimeout = 30 * time.Second
-
-// finishing runs a handler on a context that the manager's stop does not cancel. controller-runtime
-// gives every request the manager's context, so a replica stopping (a rolling update, a drain) used to
-// fail the requests it was serving ("writing object-data Secret ...: context canceled") although its
-// server waits for them; now they finish, within inFlightTimeout. A request whose HTTP caller has gone
-// (callerGone), or whose call's deadline has passed (withCallDeadline: the API server gives up then),
-// is canceled, so that it stops its work before it writes and gives back what it holds.
-type finishing struct{ admission.Handler }
-
-func (f finishing) Handle(ctx context.Context, req admission.Request) admission.Response {
-	gone := callerGoneContext(ctx)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inFlightTimeout)
-	defer cancel()
-	if d, ok := callDeadlineFrom(ctx); ok && d.told {
-		// The API server gives up on the call then: nothing done later would be used.
-		var cancelAt context.CancelFunc
-		ctx, cancelAt = context.WithDeadlineCause(ctx, d.stop, errCallDeadline)
-		defer cancelAt()
+// admit charges a request to the in-flight bounds, by its call's deadline (server.CallDeadline; a
+// request that did not come through the server, a test's, gets server.DefaultCallTimeout from now).
+func (o Options) admit(ctx context.Context, metrics *Metrics, object, oldObject []byte) (*inflight.Charge, *cosadmission.Refusal) {
+	callDeadline, ok := server.CallDeadline(ctx)
+	if !ok {
+		callDeadline = o.InFlight.Now().Add(server.DefaultCallTimeout)
 	}
-	if gone != nil {
-		// A caller that has gone cancels the work (and its writes), the manager's stop does not.
-		var cancelCause context.CancelCauseFunc
-		ctx, cancelCause = context.WithCancelCause(ctx)
-		defer cancelCause(nil)
-		defer context.AfterFunc(gone, func() { cancelCause(context.Cause(gone)) })()
+	var g inflight.Gauges
+	if metrics != nil {
+		g = inflight.Gauges{Rate: metrics.WorkRate, Backlog: metrics.WorkBacklog}
 	}
-	return f.Handler.Handle(ctx, req)
+	return o.InFlight.Admit(ctx, callDeadline, o.MaxResolvedBytes, g, object, oldObject)
 }
 
 // whoAmI asks the API server for the manager's user name.

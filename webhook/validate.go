@@ -31,8 +31,8 @@ const DefaultMaxStoredBytes = 1536*1024 - 64*1024
 type Validator struct {
 	Options Options
 	Metrics *Metrics
-	// Limits are the served CRD's bounds; nil: the generated CRD's.
-	Limits *ServedLimits
+	// Bounds are the served CRD's bounds; nil: the generated CRD's.
+	Bounds *ServedBounds
 }
 
 var _ admission.Validator[*olmv1.ClusterObjectSet] = &Validator{}
@@ -40,13 +40,13 @@ var _ admission.Validator[*olmv1.ClusterObjectSet] = &Validator{}
 // ValidateCreate checks a ClusterObjectSet being created.
 func (v *Validator) ValidateCreate(ctx context.Context, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("CREATE", time.Now())
-	return nil, v.refuse(obj, v.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return l.ValidateCreate(obj) }))
+	return nil, v.refuse(obj, v.Bounds.Validate(ctx, func(b validation.Bounds) field.ErrorList { return b.ValidateCreate(obj) }))
 }
 
 // ValidateUpdate checks an update.
 func (v *Validator) ValidateUpdate(ctx context.Context, old, obj *olmv1.ClusterObjectSet) (admission.Warnings, error) {
 	defer v.observe("UPDATE", time.Now())
-	return nil, v.refuse(obj, v.Limits.Validate(ctx, func(l validation.Limits) field.ErrorList { return cosadmission.UpdateErrors(l, old, obj) }))
+	return nil, v.refuse(obj, v.Bounds.Validate(ctx, func(b validation.Bounds) field.ErrorList { return cosadmission.UpdateErrors(b, old, obj) }))
 }
 
 // ValidateDelete allows every delete; the webhook is not registered for them.
@@ -60,17 +60,17 @@ func (v *Validator) observe(op string, start time.Time) {
 
 // refuse returns the Invalid error for errs, adding a size error when the stored form is too large.
 func (v *Validator) refuse(obj *olmv1.ClusterObjectSet, errs field.ErrorList) error {
-	reason := RefusalInvalid
+	reason := cosadmission.ReasonInvalid
 	if len(errs) == 0 {
 		if ferr := v.checkSize(obj); ferr != nil {
 			errs = append(errs, ferr)
-			reason = RefusalTooLarge
+			reason = cosadmission.ReasonTooLarge
 		}
 	}
 	if len(errs) == 0 {
 		return nil
 	}
-	v.Metrics.Refusals.WithLabelValues(reason).Inc()
+	v.Metrics.Refusals.WithLabelValues(string(reason)).Inc()
 	return invalidError(obj.Name, errs)
 }
 
@@ -95,8 +95,8 @@ func (v *Validator) checkSize(obj *olmv1.ClusterObjectSet) *field.Error {
 
 // charging charges each request that h decodes (the validating webhook's decoder decodes the object
 // and the old object whole) before h sees it, as the mutating webhook does, and releases it after:
-// no room, or no time before the call's deadline, is the same quick 429 (AdmissionLimits).
-func (l AdmissionLimits) charging(maxResolvedBytes int64, metrics *Metrics, h admission.Handler) admission.Handler {
+// no room, or no time before the call's deadline, is the same quick 429 (inflight.Control).
+func (o Options) charging(metrics *Metrics, h admission.Handler) admission.Handler {
 	return admission.HandlerFunc(func(ctx context.Context, req admission.Request) admission.Response {
 		if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 			return h.Handle(ctx, req)
@@ -105,15 +105,16 @@ func (l AdmissionLimits) charging(maxResolvedBytes int64, metrics *Metrics, h ad
 		if req.Operation == admissionv1.Update {
 			oldRaw = req.OldObject.Raw
 		}
-		ctx, charged, refused := l.admit(ctx, maxResolvedBytes, metrics, req.Object.Raw, oldRaw)
+		charged, refused := o.admit(ctx, metrics, req.Object.Raw, oldRaw)
 		if refused != nil {
-			metrics.Refusals.WithLabelValues(refused.reason).Inc()
+			resp := refusal(req.Name, refused)
+			metrics.Refusals.WithLabelValues(string(refused.Reason)).Inc()
 			ctrl.LoggerFrom(ctx).Info("refused", "clusterObjectSet", klog.KRef("", req.Name), "operation", req.Operation,
-				"reason", refused.reason, "message", responseMessage(refused.resp))
-			return refused.resp
+				"reason", refused.Reason, "message", responseMessage(resp))
+			return resp
 		}
 		// It decodes and checks, and plans nothing: not the work its charge counts, so not measured.
-		defer charged.release()
+		defer charged.Release()
 		return h.Handle(ctx, req)
 	})
 }

@@ -2,7 +2,8 @@ package webhook
 
 import (
 	"context"
-	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -19,7 +21,9 @@ import (
 	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
+	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 
 // slowStore is a Store whose reads of ClusterObjectSets (before a request plans) and writes take a
@@ -66,7 +70,7 @@ func TestWorkBound(t *testing.T) {
 	const ns = "olmv1-system"
 	inline, _, _ := externalized(t, "app", 20)
 	raw := rawOf(t, inline, "")
-	charge, err := admissionCost(raw, nil)
+	charge, err := inflight.Cost(raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +80,7 @@ func TestWorkBound(t *testing.T) {
 	}
 	cost, stored := float64(charge), float64(plan.Stats.StoredBytes)
 	deadline429 := func(retryAfter int32, rates ...float64) worked {
-		return worked{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: retryAfter, Refusals: map[string]float64{RefusalDeadline: 1},
+		return worked{Code: 429, Reason: metav1.StatusReasonTooManyRequests, RetryAfter: retryAfter, Refusals: map[string]float64{string(cosadmission.ReasonDeadline): 1},
 			WorkRate: rates[0], WriteRate: rates[1]}
 	}
 	tests := map[string]struct {
@@ -143,10 +147,10 @@ func TestWorkBound(t *testing.T) {
 			store := &slowStore{Store: admissiontest.NewStore(ns), clk: clk, reads: tc.plans, writes: tc.writes}
 			m := NewMetrics()
 			e := &Externalizer{Store: store, Metrics: m, Options: Options{SystemNamespace: ns, Mode: cosadmission.ModeOversized, Threshold: 100,
-				Admission: AdmissionLimits{Pool: pool, Work: work, Writes: writes, Clock: clk}}}
+				InFlight: inflight.Control{Pool: pool, Work: work, Writes: writes, Clock: clk}}}
 			ctx := context.Background()
 			if tc.timeout > 0 {
-				ctx = context.WithValue(ctx, callDeadlineKey{}, callDeadline{at: start.Add(tc.timeout), told: true})
+				ctx = callContext(clk, tc.timeout)
 			}
 			req := request(t, admissionv1.Create, inline, "", nil)
 			req.Name = inline.Name
@@ -163,7 +167,7 @@ func TestWorkBound(t *testing.T) {
 				}
 			}
 			refusals := map[string]float64{}
-			for _, reason := range []string{RefusalDeadline, RefusalBusy, RefusalCanceled} {
+			for _, reason := range []string{string(cosadmission.ReasonDeadline), string(cosadmission.ReasonBusy), string(cosadmission.ReasonCanceled)} {
 				refusals[reason] = counter(m.Refusals.WithLabelValues(reason))
 			}
 			got.Refusals = nonZero(refusals)
@@ -182,7 +186,7 @@ func TestWorkBound(t *testing.T) {
 func TestValidatorWorkBound(t *testing.T) {
 	inline, _, _ := externalized(t, "app", 5)
 	raw := rawOf(t, inline, "")
-	cost, err := admissionCost(raw, nil)
+	cost, err := inflight.Cost(raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,9 +218,9 @@ func TestValidatorWorkBound(t *testing.T) {
 				clk.SetTime(clk.Now().Add(tc.takes))
 				return admission.Allowed("")
 			})
-			ctx := context.WithValue(context.Background(), callDeadlineKey{}, callDeadline{at: start.Add(tc.timeout), told: true})
-			l := AdmissionLimits{Work: q, Clock: clk}
-			resp := l.charging(0, NewMetrics(), h).Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			ctx := callContext(clk, tc.timeout)
+			o := Options{InFlight: inflight.Control{Work: q, Clock: clk}}
+			resp := o.charging(NewMetrics(), h).Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
 			var code int32
 			if !resp.Allowed && resp.Result != nil {
@@ -232,50 +236,11 @@ func TestValidatorWorkBound(t *testing.T) {
 	}
 }
 
-// TestTooLateMessage: the refusal says why, in seconds, what is in flight and what to do.
-func TestTooLateMessage(t *testing.T) {
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	q := deadline.New(testingclock.NewFakePassiveClock(now), deadline.Options{Cores: 2})
-	tests := map[string]struct {
-		d    deadline.Decision
-		want string
-	}{
-		"itself too late": {
-			d: deadline.Decision{Now: now, Finish: now.Add(14500 * time.Millisecond), Latest: now.Add(12 * time.Second), InFlight: 4, Ahead: 180 << 20, Rate: 35e6, RetryAfter: 3 * time.Second},
-			want: "the webhook cannot finish this ClusterObjectSet in time: it would finish in 14.5 s, where the API server's deadline for this call, less a margin, leaves 12.0 s, " +
-				"with 4 requests in flight (180 MiB of work left, as --max-concurrent-admission-bytes charges it) and its 72 MiB, at an estimated 35 MB/s a core on 2 cores; retry, nothing was written",
-		},
-		"others would be late": {
-			d: deadline.Decision{Now: now, Finish: now.Add(2 * time.Second), Latest: now.Add(12 * time.Second), Delays: true, InFlight: 1, Ahead: 1 << 20, Rate: 35e6, RetryAfter: time.Second},
-			want: "the webhook cannot finish this ClusterObjectSet in time: requests admitted before it would then miss the API server's deadline for their call, " +
-				"with 1 requests in flight (1 MiB of work left, as --max-concurrent-admission-bytes charges it) and its 72 MiB, at an estimated 35 MB/s a core on 2 cores; retry, nothing was written",
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			resp := tooLate(q, 72<<20, tc.d)
-			if diff := cmp.Diff(tc.want, resp.Result.Message); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-			if got, want := resp.Result.Details.RetryAfterSeconds, int32(tc.d.RetryAfter/time.Second); got != want {
-				t.Errorf("Retry-After %d, want %d", got, want)
-			}
-		})
-	}
-}
-
-// TestTooLateWriteMessage: a write not made says why, what is in flight and what to do, and asks
-// for the decision's Retry-After.
-func TestTooLateWriteMessage(t *testing.T) {
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	err := error(&tooLateError{bytes: 1536 << 10, decision: deadline.Decision{Now: now, Finish: now.Add(9 * time.Second), Latest: now.Add(4 * time.Second),
-		InFlight: 3, Ahead: 4 << 20, Rate: 2.5e6, RetryAfter: 5 * time.Second}})
-	want := "the webhook cannot write the 1536 KiB of Secrets of this ClusterObjectSet in time: they would be written in 9.0 s, where the API server's deadline for this call, " +
-		"less a margin, leaves 4.0 s, with 3 writes in flight (4096 KiB left) at an estimated 2.5 MB/s; retry, nothing was written"
-	if diff := cmp.Diff(want, err.Error()); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if !errors.Is(err, cosadmission.ErrTooLate) || retryAfterOf(err) != 5 || retryAfterOf(cosadmission.ErrRetryLater) != busyRetryAfter {
-		t.Errorf("ErrTooLate %t, Retry-After %d", errors.Is(err, cosadmission.ErrTooLate), retryAfterOf(err))
-	}
+// callContext is the context the webhook server gives a request whose call names timeout, arrived
+// at clk's time (server.Hook).
+func callContext(clk clock.PassiveClock, timeout time.Duration) context.Context {
+	var ctx context.Context
+	h := server.Hook(context.Background(), clk, nil, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { ctx = r.Context() }))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, MutatePath+"?timeout="+timeout.String(), http.NoBody))
+	return ctx
 }

@@ -24,7 +24,7 @@ var _ CertificateSource = &SecretSource{}
 // newSecretSource returns the source of the Secret secret, switched to once webhookConfiguration
 // trusts it (empty: at once).
 func newSecretSource(e *env, m *Metrics, clk clock.Clock, secret types.NamespacedName, webhookConfiguration string) *SecretSource {
-	return &SecretSource{served: newServed(SourceSecret, e, m, clk, webhookConfiguration), secret: secret}
+	return &SecretSource{served: newServed(certs.SourceSecret, e, m, clk, webhookConfiguration), secret: secret}
 }
 
 // Start keeps the served certificate the Secret's until ctx ends.

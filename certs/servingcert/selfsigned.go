@@ -38,7 +38,7 @@ var _ CertificateSource = &SelfSignedSource{}
 // by policy and injected into webhookConfiguration.
 func newSelfSignedSource(e *env, m *Metrics, clk clock.Clock, ca types.NamespacedName, webhookConfiguration string, policy certs.CAPolicy, leaf certs.LeafPolicy) *SelfSignedSource {
 	return &SelfSignedSource{
-		served: newServed(SourceSelfSigned, e, m, clk, webhookConfiguration),
+		served: newServed(certs.SourceSelfSigned, e, m, clk, webhookConfiguration),
 		ca:     ca, leaf: leaf,
 		auth: &authority{env: e, clock: clk, secret: ca, policy: policy, webhookConfiguration: webhookConfiguration, poke: make(chan struct{}, 1)},
 	}

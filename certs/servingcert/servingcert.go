@@ -8,7 +8,7 @@
 //     bundle into the webhook configurations (caBundle; SelfSignedSource.Authority); every replica
 //     issues its own serving certificate from that CA, in memory. The rotation policy is
 //     certs.CAPolicy and certs.LeafPolicy.
-//   - none for SourceDir: controller-runtime's default, files in --webhook-cert-dir reloaded on change.
+//   - none for certs.SourceDir: controller-runtime's default, files in --webhook-cert-dir reloaded on change.
 //
 // Both sources offer their candidates to the same switch (served): a replica switches to a new
 // certificate only once the webhook configurations trust it and have trusted its CA for a moment
@@ -40,17 +40,9 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
 )
 
-// Where the serving certificate comes from (--webhook-cert-source).
+// Default names, as config/ installs them (the Secrets' names are in package certs, with the
+// sources).
 const (
-	SourceDir        = "dir"
-	SourceSecret     = "secret"
-	SourceSelfSigned = "self-signed"
-)
-
-// Default names, as config/ installs them.
-const (
-	DefaultCertSecret           = "cos-externalizer-webhook-cert"
-	DefaultCASecret             = "cos-externalizer-webhook-ca"
 	DefaultWebhookConfiguration = "cos-externalizer"
 	DefaultCALifetime           = 365 * 24 * time.Hour
 	DefaultCertLifetime         = 7 * 24 * time.Hour
@@ -69,14 +61,14 @@ const (
 // Options configure the serving certificate.
 type Options struct {
 	Source string
-	// Namespace and SecretName: the certificate Secret (SourceSecret) or the CA Secret
-	// (SourceSelfSigned).
+	// Namespace and SecretName: the certificate Secret (certs.SourceSecret) or the CA Secret
+	// (certs.SourceSelfSigned).
 	Namespace, SecretName string
 	// WebhookConfiguration names the MutatingWebhookConfiguration and the
 	// ValidatingWebhookConfiguration whose caBundle must trust the served certificate; empty skips
 	// the check (and the self-signed mode cannot inject).
 	WebhookConfiguration string
-	// Hosts are the serving certificate's names (SourceSelfSigned).
+	// Hosts are the serving certificate's names (certs.SourceSelfSigned).
 	Hosts                    []string
 	CALifetime, CertLifetime time.Duration
 	// Clock is the loops' clock; nil is the real clock. Not a flag.
@@ -86,14 +78,14 @@ type Options struct {
 // Validate checks o.
 func (o Options) Validate() error {
 	switch o.Source {
-	case SourceDir:
+	case certs.SourceDir:
 		return nil
-	case SourceSecret:
+	case certs.SourceSecret:
 		return o.validateSecret()
-	case SourceSelfSigned:
+	case certs.SourceSelfSigned:
 		return errors.Join(o.validateSecret(), o.validateSelfSigned())
 	}
-	return fmt.Errorf("--webhook-cert-source: %q is none of %s, %s and %s", o.Source, SourceDir, SourceSecret, SourceSelfSigned)
+	return fmt.Errorf("--webhook-cert-source: %q is none of %s, %s and %s", o.Source, certs.SourceDir, certs.SourceSecret, certs.SourceSelfSigned)
 }
 
 func (o Options) validateSecret() error {
@@ -124,7 +116,7 @@ func (o Options) validateSelfSigned() error {
 // Server wires the serving certificate's source into a manager.
 type Server struct {
 	opts Options
-	// src is nil for SourceDir.
+	// src is nil for certs.SourceDir.
 	src CertificateSource
 	// env is what src reads and writes through; Setup fills it.
 	env *env
@@ -140,16 +132,16 @@ func New(o Options, m *Metrics) *Server {
 	s := &Server{opts: o, env: &env{log: logr.Discard()}}
 	secret := types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}
 	switch o.Source {
-	case SourceSecret:
+	case certs.SourceSecret:
 		s.src = newSecretSource(s.env, m, clk, secret, o.WebhookConfiguration)
-	case SourceSelfSigned:
+	case certs.SourceSelfSigned:
 		s.src = newSelfSignedSource(s.env, m, clk, secret, o.WebhookConfiguration,
 			certs.CAPolicy{CommonName: caCommonName, Lifetime: o.CALifetime}, certs.LeafPolicy{Hosts: o.Hosts, Lifetime: o.CertLifetime})
 	}
 	return s
 }
 
-// TLSOption sets the webhook server's GetCertificate to the source's, or nothing for SourceDir.
+// TLSOption sets the webhook server's GetCertificate to the source's, or nothing for certs.SourceDir.
 func (s *Server) TLSOption() func(*tls.Config) {
 	return func(c *tls.Config) {
 		if s.src != nil {

@@ -16,11 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/cos-externalizer/cos-externalizer/certs"
 )
 
 func TestOptionsValidate(t *testing.T) {
 	selfSigned := func(ca, cert time.Duration) Options {
-		return Options{Source: SourceSelfSigned, SecretName: DefaultCASecret, WebhookConfiguration: DefaultWebhookConfiguration,
+		return Options{Source: certs.SourceSelfSigned, SecretName: certs.DefaultCASecret, WebhookConfiguration: DefaultWebhookConfiguration,
 			Hosts: []string{"svc.ns.svc"}, CALifetime: ca, CertLifetime: cert}
 	}
 	tests := map[string]struct {
@@ -36,7 +38,7 @@ func TestOptionsValidate(t *testing.T) {
 		"certificates of 4s":                         {o: selfSigned(time.Hour, 4*time.Second), wantErr: "--self-signed-cert-lifetime (4s) must be at least 5s"},
 		"certificates of 0s":                         {o: selfSigned(time.Hour, 0), wantErr: "--self-signed-cert-lifetime (0s)"},
 		"a CA of 0s":                                 {o: selfSigned(0, DefaultCertLifetime), wantErr: "--self-signed-ca-lifetime (0s)"},
-		"lifetimes do not matter to a Secret source": {o: Options{Source: SourceSecret, SecretName: DefaultCertSecret, CALifetime: time.Second}},
+		"lifetimes do not matter to a Secret source": {o: Options{Source: certs.SourceSecret, SecretName: certs.DefaultCertSecret, CALifetime: time.Second}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -124,7 +126,7 @@ func TestSelfSignedWithoutLeader(t *testing.T) {
 		}
 	}
 	sec := &corev1.Secret{}
-	if err := m.api.Get(context.Background(), client.ObjectKey{Namespace: "olmv1-system", Name: DefaultCASecret}, sec); err != nil {
+	if err := m.api.Get(context.Background(), client.ObjectKey{Namespace: "olmv1-system", Name: certs.DefaultCASecret}, sec); err != nil {
 		t.Fatal(err)
 	}
 	if m.leaf(0) == "" || m.leaf(1) == "" {
@@ -155,7 +157,7 @@ func newSimulation(t *testing.T, caLife, certLife time.Duration) *simulation {
 // does: the leader is a replica of another mode.
 func newSimulationLed(t *testing.T, caLife, certLife time.Duration, led bool) *simulation {
 	m := &simulation{t: t, clock: testingclock.NewFakeClock(t0), api: newAPIServer()}
-	o := Options{Source: SourceSelfSigned, Namespace: "olmv1-system", SecretName: DefaultCASecret, WebhookConfiguration: DefaultWebhookConfiguration,
+	o := Options{Source: certs.SourceSelfSigned, Namespace: "olmv1-system", SecretName: certs.DefaultCASecret, WebhookConfiguration: DefaultWebhookConfiguration,
 		Hosts: []string{"cos-externalizer-webhook.olmv1-system.svc"}, CALifetime: caLife, CertLifetime: certLife, Clock: m.clock}
 	add := func(sync func(context.Context) (time.Time, error)) {
 		m.loops = append(m.loops, &simLoop{sync: sync, due: t0, early: t0, perHour: map[int]int{}})

@@ -30,7 +30,7 @@ var errNoCertificate = errors.New("no serving certificate yet")
 // candidate, and served switches to it once the webhook configurations trust it (offer). Both
 // sources serve through it.
 type served struct {
-	// source names the source in the metrics (SourceSecret, SourceSelfSigned).
+	// source names the source in the metrics (certs.SourceSecret, certs.SourceSelfSigned).
 	source string
 	// webhookConfiguration names the configurations that must trust the certificate; empty: none.
 	webhookConfiguration string

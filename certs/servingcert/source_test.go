@@ -14,6 +14,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/cos-externalizer/cos-externalizer/certs"
 )
 
 // TestNewSource checks that each --webhook-cert-source gets its own CertificateSource, and that
@@ -23,13 +25,13 @@ func TestNewSource(t *testing.T) {
 		source string
 		want   string // the source's type; empty: none
 	}{
-		SourceDir:        {source: SourceDir},
-		SourceSecret:     {source: SourceSecret, want: "*servingcert.SecretSource"},
-		SourceSelfSigned: {source: SourceSelfSigned, want: "*servingcert.SelfSignedSource"},
+		certs.SourceDir:        {source: certs.SourceDir},
+		certs.SourceSecret:     {source: certs.SourceSecret, want: "*servingcert.SecretSource"},
+		certs.SourceSelfSigned: {source: certs.SourceSelfSigned, want: "*servingcert.SelfSignedSource"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := New(Options{Source: tc.source, Namespace: "olmv1-system", SecretName: DefaultCertSecret}, NewMetrics())
+			s := New(Options{Source: tc.source, Namespace: "olmv1-system", SecretName: certs.DefaultCertSecret}, NewMetrics())
 			got := ""
 			if s.src != nil {
 				got = fmt.Sprintf("%T", s.src)
@@ -43,7 +45,7 @@ func TestNewSource(t *testing.T) {
 				t.Errorf("GetCertificate set: %t, want %t", cfg.GetCertificate != nil, tc.want != "")
 			}
 			_, authority := s.src.(interface{ Authority() manager.Runnable })
-			if authority != (tc.source == SourceSelfSigned) {
+			if authority != (tc.source == certs.SourceSelfSigned) {
 				t.Errorf("has a leader's authority: %t", authority)
 			}
 			err := s.ReadyCheck(nil)
@@ -89,7 +91,7 @@ func TestSecretSourceSync(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			api := newAPIServer()
-			s := New(Options{Source: SourceSecret, Namespace: "olmv1-system", SecretName: "cert", Clock: testingclock.NewFakeClock(t0)}, NewMetrics())
+			s := New(Options{Source: certs.SourceSecret, Namespace: "olmv1-system", SecretName: "cert", Clock: testingclock.NewFakeClock(t0)}, NewMetrics())
 			*s.env = env{log: logr.Discard(), cached: api, api: api, cl: api, rec: &events.FakeRecorder{}}
 			src := s.src.(*SecretSource)
 			for i, st := range steps {

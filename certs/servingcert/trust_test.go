@@ -208,7 +208,7 @@ func TestNewCANeverServedUntrusted(t *testing.T) {
 			clk := testingclock.NewFakeClock(t0)
 			api := newAPIServer()
 			ca1, ca2 := newTestCA(t, "ca1"), newTestCA(t, "ca2")
-			secretKey := types.NamespacedName{Namespace: "olmv1-system", Name: DefaultCertSecret}
+			secretKey := types.NamespacedName{Namespace: "olmv1-system", Name: certs.DefaultCertSecret}
 			type written struct {
 				at     time.Time
 				bundle []byte
@@ -262,7 +262,7 @@ func TestNewCANeverServedUntrusted(t *testing.T) {
 				}
 				return b
 			}
-			o := Options{Source: SourceSecret, Namespace: secretKey.Namespace, SecretName: secretKey.Name, WebhookConfiguration: DefaultWebhookConfiguration, Clock: clk}
+			o := Options{Source: certs.SourceSecret, Namespace: secretKey.Namespace, SecretName: secretKey.Name, WebhookConfiguration: DefaultWebhookConfiguration, Clock: clk}
 			var replicas []*SecretSource
 			var loops []*simLoop
 			for range 2 {

@@ -56,17 +56,18 @@ type Store interface {
 	Touch(ctx context.Context, keys []types.NamespacedName) ([]types.NamespacedName, error)
 }
 
-// Limits validates with the bounds of the CRD the cluster serves (the webhook's ServedLimits).
-type Limits interface {
-	Validate(ctx context.Context, validate func(validation.Limits) field.ErrorList) field.ErrorList
+// Bounds validates with the numeric bounds of the CRD the cluster serves (the webhook's
+// ServedBounds).
+type Bounds interface {
+	Validate(ctx context.Context, validate func(validation.Bounds) field.ErrorList) field.ErrorList
 }
 
-// FixedLimits are bounds read once (kubectl cos apply).
-type FixedLimits validation.Limits
+// FixedBounds are the CRD's bounds read once (kubectl cos apply).
+type FixedBounds validation.Bounds
 
-// Validate validates with l.
-func (l FixedLimits) Validate(_ context.Context, validate func(validation.Limits) field.ErrorList) field.ErrorList {
-	return validate(validation.Limits(l))
+// Validate validates with b.
+func (b FixedBounds) Validate(_ context.Context, validate func(validation.Bounds) field.ErrorList) field.ErrorList {
+	return validate(validation.Bounds(b))
 }
 
 // Operation is what the request does to the ClusterObjectSet.
@@ -88,30 +89,42 @@ type Request struct {
 	// SpecSize is the size of New's spec as sent, which the policy decides by.
 	SpecSize int
 	DryRun   bool
-	// Limits validate New; nil: the generated CRD's bounds.
-	Limits Limits
+	// Bounds validate New; nil: the generated CRD's bounds.
+	Bounds Bounds
 }
 
-// Reason says why a request was refused; the values are the webhook's refusal metric labels.
+// Reason says why a request was refused: the one vocabulary of refusals, of the pipeline and of the
+// webhook around it, and the values of the reason label of the webhook's refusal metric
+// (cos_externalizer_admission_refusals_total).
 type Reason string
 
-// Refusal reasons.
+// Refusal reasons of the pipeline.
 const (
 	ReasonInvalid        Reason = "invalid"            // the object breaks an invariant of the API
-	ReasonTooLarge       Reason = "too_large"          // an object is over the size of a Secret
+	ReasonTooLarge       Reason = "too_large"          // an object, or the stored form, is over a size limit
 	ReasonNameRequired   Reason = "name_required"      // generateName without a name cannot be externalized
 	ReasonSecretConflict Reason = "secret_conflict"    // a Secret under our name holds other content
 	ReasonWriteFailed    Reason = "write_failed"       // reading or writing a Secret or the stored COS failed
-	ReasonInternal       Reason = "bad_request"        // planning failed for another reason
+	ReasonInternal       Reason = "internal_error"     // planning failed for another reason: the webhook's fault, not the request's
 	ReasonUnreferenced   Reason = "unreferenced_limit" // the Store refused to write now (ErrRetryLater: the unreferenced bound): nothing was written
-	ReasonBusy           Reason = "busy"               // no room in the request's Budget to read a Secret it names (content.ErrBusy): nothing was written
-	// ReasonDeadline: the Store refused to write, for want of time before its caller's deadline
-	// (ErrTooLate): nothing was written.
+	ReasonBusy           Reason = "busy"               // no room in the request's Budget, or in the admission pool, for it (429, retryable): nothing was written
+	// ReasonDeadline: the request, with the work admitted ahead of it, could not be finished, or its
+	// Secrets written (ErrTooLate), before the API server's deadline for its call (429, retryable):
+	// nothing was written.
 	ReasonDeadline Reason = "deadline"
 	// ReasonCanceled: the request's context ended (its caller gone, its call's deadline passed)
 	// before its work was done; nothing more was done, and nothing written unless a write was under
 	// way (its Secrets go to the orphan sweep).
 	ReasonCanceled Reason = "canceled"
+)
+
+// Refusal reasons of the webhook around the pipeline.
+const (
+	ReasonBadRequest  Reason = "bad_request"   // the admission request could not be decoded
+	ReasonSecretInUse Reason = "secret_in_use" // deleting or taking a Secret a live ClusterObjectSet references (the Secret guard)
+	// ReasonClientCertificate: the request's kept-alive connection presented a client certificate
+	// the current --webhook-client-ca bundle no longer verifies (403; the connection is closed).
+	ReasonClientCertificate Reason = "client_certificate"
 )
 
 // ErrRetryLater, wrapped by an error of Store.Write, says that the Store wrote nothing and refuses
@@ -180,9 +193,14 @@ type Pipeline struct {
 	// Mode and Threshold are the externalization policy (Decide).
 	Mode      Mode
 	Threshold int
-	// Resolve bounds the resolved content of the stored refs an update is compared with, unless the
-	// request's context carries its own Budget (content.WithBudget, the webhook's).
-	Resolve secretdata.Limits
+	// Budget, when set, is the request's own memory (the webhook's, drawn from its admission pool):
+	// every Secret the pipeline reads is charged to it while it is read (secretdata.ReadCost), and
+	// the stored refs an update is compared with are resolved within it (secretdata.RequestResolver).
+	// Its owner releases it. Nil: reads are not charged, and the stored refs get a budget of Resolve.
+	Budget *content.Budget
+	// Resolve bounds the resolved content of the stored refs an update is compared with when Budget
+	// is nil (kubectl cos apply).
+	Resolve secretdata.ResolveMemory
 }
 
 // Admit decides one request, writing the Secrets it needs unless it is a dry run. A refusal comes
@@ -203,7 +221,7 @@ func (p *Pipeline) Admit(ctx context.Context, req Request) Response {
 // dry run is, the same refs and nothing written.
 func (p *Pipeline) create(ctx context.Context, req Request) Response {
 	obj := req.New
-	if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return l.ValidateCreate(obj) }); len(errs) > 0 {
+	if errs := validate(ctx, req.Bounds, func(l validation.Bounds) field.ErrorList { return l.ValidateCreate(obj) }); len(errs) > 0 {
 		return refused(nil, invalid(ReasonInvalid, errs))
 	}
 	dryRun, warnings := req.DryRun, []string(nil)
@@ -227,7 +245,7 @@ func (p *Pipeline) create(ctx context.Context, req Request) Response {
 func (p *Pipeline) update(ctx context.Context, req Request) Response {
 	old, obj := req.Old, req.New
 	if len(old.Spec.Phases) == 0 {
-		if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return UpdateErrors(l, old, obj) }); len(errs) > 0 {
+		if errs := validate(ctx, req.Bounds, func(l validation.Bounds) field.ErrorList { return UpdateErrors(l, old, obj) }); len(errs) > 0 {
 			return refused(nil, invalid(ReasonInvalid, errs))
 		}
 		return p.externalize(ctx, obj, req.SpecSize, req.DryRun, nil)
@@ -250,7 +268,7 @@ func (p *Pipeline) update(ctx context.Context, req Request) Response {
 	}
 	checked := *obj
 	checked.Spec.Phases = resp.Phases
-	if errs := validate(ctx, req.Limits, func(l validation.Limits) field.ErrorList { return UpdateErrors(l, old, &checked) }); len(errs) > 0 {
+	if errs := validate(ctx, req.Bounds, func(l validation.Bounds) field.ErrorList { return UpdateErrors(l, old, &checked) }); len(errs) > 0 {
 		return refused(resp.Warnings, invalid(ReasonInvalid, errs))
 	}
 	resp.Stats.Kept = kept
@@ -297,7 +315,7 @@ func (p *Pipeline) sameAsStored(ctx context.Context, old, obj *olmv1.ClusterObje
 			return true, h, "", r
 		}
 	}
-	resolve := secretdata.SecretResolver(ctx, p.Resolve, p.getObjectData, p.SystemNamespace)
+	resolve := p.resolver(ctx)
 	same, err := SameContent(old.Spec.Phases, obj.Spec.Phases, p.SystemNamespace, resolve)
 	if err != nil {
 		return false, heal{}, WarningPrefix + "could not compare the submitted phases with the stored ones: " + err.Error(), nil
@@ -314,7 +332,7 @@ func (p *Pipeline) toHeal(ctx context.Context, cosName string, plan *content.Pla
 		want := secretdata.ObjectDataSecret(cosName, p.SystemNamespace, s)
 		key := types.NamespacedName{Namespace: want.Namespace, Name: want.Name}
 		var readErr error
-		if err := charged(ctx, func() {
+		if err := p.charged(func() {
 			got, err := p.Store.GetSecret(ctx, key)
 			switch {
 			case apierrors.IsNotFound(err):
@@ -426,7 +444,7 @@ func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSe
 	results := make(map[types.NamespacedName]found, len(order))
 	for _, key := range order {
 		var f found
-		if err := charged(ctx, func() {
+		if err := p.charged(func() {
 			sec, err := p.getObjectData(ctx, key)
 			switch {
 			case err == nil:
@@ -465,13 +483,21 @@ func (p *Pipeline) checkUserRefs(ctx context.Context, obj *olmv1.ClusterObjectSe
 	return warnings, nil
 }
 
+// resolver resolves the stored refs of an update: within the request's Budget, or a budget of
+// Resolve.
+func (p *Pipeline) resolver(ctx context.Context) secretdata.ResolveFunc {
+	if p.Budget != nil {
+		return secretdata.RequestResolver(ctx, p.Budget, p.getObjectData, p.SystemNamespace)
+	}
+	return secretdata.SecretResolver(ctx, p.Resolve, p.getObjectData, p.SystemNamespace)
+}
+
 // charged runs read, which reads one Secret and drops it before it returns, charged to the request's
-// Budget (content.BudgetFrom; none: not charged): secretdata.ReadCost is held before the read, as a
-// Secret's size is not known before it is read, and given back after it. A Budget that holds its
-// request's room never waits for more: no room at once is a *content.WaitError (content.ErrBusy), and
-// read does not run.
-func charged(ctx context.Context, read func()) error {
-	b := content.BudgetFrom(ctx)
+// Budget (none: not charged): secretdata.ReadCost is held before the read, as a Secret's size is not
+// known before it is read, and given back after it. A Budget that holds its request's room never
+// waits for more: no room at once is a *content.WaitError (content.ErrBusy), and read does not run.
+func (p *Pipeline) charged(read func()) error {
+	b := p.Budget
 	if b == nil {
 		read()
 		return nil

@@ -32,7 +32,7 @@ func BenchmarkReapply(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("resolve/%dMiB", size>>20), func(b *testing.B) {
 			for b.Loop() {
-				resolve := secretdata.SecretResolver(context.Background(), secretdata.Limits{}, store.GetSecret, ns)
+				resolve := secretdata.SecretResolver(context.Background(), secretdata.ResolveMemory{}, store.GetSecret, ns)
 				if same, err := admission.SameContent(stored.Spec.Phases, inline.Spec.Phases, ns, resolve); err != nil || !same {
 					b.Fatal(same, err)
 				}

@@ -78,8 +78,8 @@ func TestUserRefReadsAreCharged(t *testing.T) {
 					t.Logf("read %d: the request holds %d, want %d", got.Reads, used, held+secretdata.ReadCost)
 				}
 			}
-			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: admission.ModeOversized, Threshold: admission.DefaultThreshold}
-			resp := p.Admit(content.WithBudget(context.Background(), budget), admission.Request{Operation: admission.Create, New: cos.DeepCopy(), SpecSize: 100})
+			p := &admission.Pipeline{Store: store, SystemNamespace: ns, Mode: admission.ModeOversized, Threshold: admission.DefaultThreshold, Budget: budget}
+			resp := p.Admit(context.Background(), admission.Request{Operation: admission.Create, New: cos.DeepCopy(), SpecSize: 100})
 			if resp.Refusal != nil {
 				got.Refused, got.Code = resp.Refusal.Reason, resp.Refusal.Code
 				if !strings.Contains(resp.Refusal.Err.Error(), "no room") {

@@ -13,10 +13,10 @@ import (
 // existing ClusterObjectSet is not how revisions change.
 const ImmutablePhasesHint = "; to change its objects, create a new ClusterObjectSet with a new name and the next revision (the reconciler hands the objects over and archives this one)"
 
-// UpdateErrors validates an update from old to obj: the CRD's rules with limits, the webhook's own
+// UpdateErrors validates an update from old to obj: the CRD's rules with bounds, the webhook's own
 // phase-order rule, and the workflow hint on an immutable-phases refusal.
-func UpdateErrors(limits validation.Limits, old, obj *olmv1.ClusterObjectSet) field.ErrorList {
-	errs := append(limits.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...)
+func UpdateErrors(bounds validation.Bounds, old, obj *olmv1.ClusterObjectSet) field.ErrorList {
+	errs := append(bounds.ValidateUpdate(old, obj), validation.ValidatePhaseOrder(old, obj)...)
 	for _, e := range errs {
 		if e.Type == field.ErrorTypeInvalid && e.Detail == "phases is immutable" {
 			e.Detail += ImmutablePhasesHint
@@ -25,10 +25,10 @@ func UpdateErrors(limits validation.Limits, old, obj *olmv1.ClusterObjectSet) fi
 	return errs
 }
 
-// validate validates with limits (nil: the generated CRD's bounds).
-func validate(ctx context.Context, limits Limits, f func(validation.Limits) field.ErrorList) field.ErrorList {
-	if limits == nil {
-		return f(validation.Limits{})
+// validate validates with bounds (nil: the generated CRD's).
+func validate(ctx context.Context, bounds Bounds, f func(validation.Bounds) field.ErrorList) field.ErrorList {
+	if bounds == nil {
+		return f(validation.Bounds{})
 	}
-	return limits.Validate(ctx, f)
+	return bounds.Validate(ctx, f)
 }

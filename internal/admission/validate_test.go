@@ -13,11 +13,11 @@ func TestUpdateErrorsHint(t *testing.T) {
 		CollisionProtection: olmv1.CollisionProtectionPrevent, Phases: []olmv1.ClusterObjectSetPhase{{Name: "p", Objects: []olmv1.ClusterObjectSetObject{cm("a", "1")}}}}}
 	changed := old.DeepCopy()
 	changed.Spec.Phases[0].Objects[0] = cm("a", "2")
-	errs := UpdateErrors(validation.Limits{}, old, changed)
+	errs := UpdateErrors(validation.Bounds{}, old, changed)
 	if len(errs) != 1 || !strings.HasSuffix(errs[0].Error(), "phases is immutable"+ImmutablePhasesHint) {
 		t.Errorf("UpdateErrors = %v", errs)
 	}
-	if errs := UpdateErrors(validation.Limits{}, old, old.DeepCopy()); len(errs) != 0 {
+	if errs := UpdateErrors(validation.Bounds{}, old, old.DeepCopy()); len(errs) != 0 {
 		t.Errorf("an unchanged update: %v", errs)
 	}
 }

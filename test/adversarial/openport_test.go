@@ -479,7 +479,7 @@ func (r *runner) amplify(op Op) error {
 }
 
 // caBound is how long the manager may take to notice a change of its client CA file: it polls every
-// 10 s (webhook.DefaultClientCAPollInterval) and looks at every handshake; 20 s more for the round's
+// 10 s (server.DefaultClientCAPollInterval) and looks at every handshake; 20 s more for the round's
 // load.
 const caBound = 30 * time.Second
 

@@ -13,8 +13,8 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/plugin/phasesort"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 )
 
 // Option changes a ClusterObjectSet under construction.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
 )
 
 // WebhookManifests returns the repository's generated webhook configurations file.

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 
 const clientName = "kube-apiserver-webhook-client"
@@ -110,7 +110,7 @@ func serveHTTPS(t *testing.T, caFile string, maxVersion uint16) string {
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, MaxVersion: maxVersion}
 	if caFile != "" {
-		ca, err := webhook.NewClientCA(caFile, webhook.ClientCAOptions{Names: []string{clientName}})
+		ca, err := server.NewClientCA(caFile, server.ClientCAOptions{Names: []string{clientName}})
 		if err != nil {
 			t.Fatal(err)
 		}

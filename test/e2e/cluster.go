@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/certs"
 )
 
 // Cert modes of the managers (their --webhook-cert-source).
@@ -66,6 +66,6 @@ func ResetCA(ctx context.Context, cl client.Client, namespace, mode string) erro
 	if mode != ModeSelfSigned {
 		return nil
 	}
-	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: servingcert.DefaultCASecret}}
+	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: certs.DefaultCASecret}}
 	return client.IgnoreNotFound(cl.Delete(ctx, ca))
 }

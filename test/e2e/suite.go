@@ -186,7 +186,7 @@ func RenewAndWait(t testing.TB, c Cluster) (issued, served time.Duration) {
 	t.Helper()
 	cl := newClient(t, c)
 	secretSerial := func(ctx context.Context) string {
-		cert, err := secretCert(ctx, cl, types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCertSecret})
+		cert, err := secretCert(ctx, cl, types.NamespacedName{Namespace: c.Namespace(), Name: certs.DefaultCertSecret})
 		if err != nil {
 			return ""
 		}
@@ -312,7 +312,7 @@ func SelfSignedRotationUnderLoad(t *testing.T, c Cluster) {
 	ctx := context.Background()
 	cl := newClient(t, c)
 	framework.EnsureNamespace(context.Background(), t, cl, "e2e-load")
-	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCASecret}
+	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: certs.DefaultCASecret}
 	signing := func(ctx context.Context) (*x509.Certificate, error) { return secretCert(ctx, cl, caKey) }
 	first, err := signing(ctx)
 	if err != nil {
@@ -517,7 +517,7 @@ func ModeSwitchedUnderLoad(t *testing.T, c Cluster) {
 		t.Fatalf("switching to self-signed: %v", err)
 	}
 	switched := time.Since(start)
-	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: servingcert.DefaultCASecret}
+	caKey := types.NamespacedName{Namespace: c.Namespace(), Name: certs.DefaultCASecret}
 	framework.Eventually(framework.Within(t, 2*time.Minute), t, "every replica to serve a certificate of the self-signed CA", func(ctx context.Context) (bool, string) {
 		ca, err := secretCert(ctx, cl, caKey)
 		if err != nil {

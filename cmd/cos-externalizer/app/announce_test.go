@@ -36,7 +36,7 @@ func TestAnnounceClientAuthentication(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := webhook.NewMetrics()
+			m := webhook.NewMetrics().Server
 			m.ClientAuthRequired.Set(-1)
 			o := webhookServerOptions{clientCA: tc.clientCA}
 			o.announce(zapr.NewLogger(zl).WithName("setup"), tc.serving, m)

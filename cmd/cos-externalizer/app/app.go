@@ -29,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
+	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
@@ -38,6 +39,8 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
+	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )
 
 // Version is set at build time with -ldflags "-X github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app.Version=...".
@@ -130,8 +133,8 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server listens on (default: all).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with the webhook serving certificate (tls.crt, tls.key) of --webhook-cert-source=dir; default: controller-runtime's.")
-	fs.StringVar(&o.certSource, "webhook-cert-source", servingcert.SourceDir, "Where the webhook serving certificate comes from: dir (files in --webhook-cert-dir, reloaded on change), secret (the Secret --webhook-cert-secret, e.g. cert-manager's, read through the API server: a renewal is served within a second) or self-signed (the leader keeps a CA in the Secret --webhook-cert-secret and injects it into --webhook-configuration; every replica issues its own certificate).")
-	fs.StringVar(&o.certSecret, "webhook-cert-secret", "", "Secret in --system-namespace of --webhook-cert-source=secret (tls.crt, tls.key; default "+servingcert.DefaultCertSecret+") or self-signed (the CA; default "+servingcert.DefaultCASecret+").")
+	fs.StringVar(&o.certSource, "webhook-cert-source", certs.SourceDir, "Where the webhook serving certificate comes from: dir (files in --webhook-cert-dir, reloaded on change), secret (the Secret --webhook-cert-secret, e.g. cert-manager's, read through the API server: a renewal is served within a second) or self-signed (the leader keeps a CA in the Secret --webhook-cert-secret and injects it into --webhook-configuration; every replica issues its own certificate).")
+	fs.StringVar(&o.certSecret, "webhook-cert-secret", "", "Secret in --system-namespace of --webhook-cert-source=secret (tls.crt, tls.key; default "+certs.DefaultCertSecret+") or self-signed (the CA; default "+certs.DefaultCASecret+").")
 	fs.StringVar(&o.webhookConfig, "webhook-configuration", servingcert.DefaultWebhookConfiguration, "Name of the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration whose caBundle must trust the served certificate (readiness; a renewed certificate is served once they trust it); the self-signed mode injects its CA there. Empty: no check.")
 	fs.StringVar(&o.webhookService, "webhook-service", "cos-externalizer-webhook", "The webhook Service in --system-namespace: the default host names of the self-signed certificate.")
 	fs.StringVar(&o.certHosts, "webhook-cert-hosts", "", "Comma-separated host names and IP addresses of the self-signed serving certificate (default: <webhook-service>.<system-namespace>.svc and .svc.cluster.local).")
@@ -232,9 +235,9 @@ func (o *Options) servingCert() servingcert.Options {
 		WebhookConfiguration: o.webhookConfig, CALifetime: o.caLifetime, CertLifetime: o.certLifetime,
 	}
 	if sc.SecretName == "" {
-		sc.SecretName = servingcert.DefaultCertSecret
-		if sc.Source == servingcert.SourceSelfSigned {
-			sc.SecretName = servingcert.DefaultCASecret
+		sc.SecretName = certs.DefaultCertSecret
+		if sc.Source == certs.SourceSelfSigned {
+			sc.SecretName = certs.DefaultCASecret
 		}
 	}
 	for _, h := range strings.Split(o.certHosts, ",") {
@@ -278,7 +281,7 @@ func cacheOptions(systemNamespace string, measure func(*corev1.Secret)) cache.Op
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	log := ctrl.Log.WithName("setup")
-	drain := &webhook.Drain{}
+	drain := &server.Drain{}
 	// The manager runs until the drain after the signal is over.
 	ctx = drainFirst(ctx, log, clock.RealClock{}, drain, o.drainPeriod)
 	rollOut, why, err := DecideRollout(ctx, cfg, o.rollout)
@@ -295,11 +298,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	serving := servingcert.New(o.servingCert(), m.servingCert)
 	// The bound on unreferenced Secrets counts them from the cache, their sizes measured as it reads
 	// them (pending.go).
-	var unreferenced *webhook.Unreferenced
+	var unref *unreferenced.Bound
 	if o.enableWebhooks {
-		unreferenced = o.unrefd.ledger()
+		unref = o.unrefd.ledger()
 	}
-	mgr, err := o.newManager(cfg, serving, m.webhook, unreferenced)
+	mgr, err := o.newManager(cfg, serving, m.webhook, unref)
 	if err != nil {
 		return err
 	}
@@ -309,7 +312,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 		return err
 	}
 	if o.enableWebhooks {
-		if err := o.setupWebhooks(ctx, mgr, serving, drain, m.webhook, unreferenced); err != nil {
+		if err := o.setupWebhooks(ctx, mgr, serving, drain, m.webhook, unref); err != nil {
 			return err
 		}
 	}
@@ -323,7 +326,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 	if err := m.statusCollector(status); err != nil {
 		return err
 	}
-	o.server.announce(log, o.enableWebhooks && o.webhookPort >= 0, m.webhook) // clientauth.go
+	o.server.announce(log, o.enableWebhooks && o.webhookPort >= 0, m.webhook.Server) // clientauth.go
 	log.Info("starting manager", "version", Version, "systemNamespace", o.systemNamespace, "rollout", rollOut, "rolloutReason", why,
 		"webhooks", o.enableWebhooks, "webhookCertSource", o.certSource, "metricsBindAddress", o.metricsAddr, "metricsSecure", o.metricsSecure, "healthProbeBindAddress", o.probeAddr)
 	return mgr.Start(ctx)
@@ -331,8 +334,8 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
 
 // newManager creates the manager, its metrics and webhook servers serving over TLS as the flags say
 // (the webhook server with serving's certificate, its client CA counted in webhookMetrics), with its
-// health and readiness checks; the cache measures Secrets for unreferenced (nil: no webhooks).
-func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webhookMetrics *webhook.Metrics, unreferenced *webhook.Unreferenced) (ctrl.Manager, error) {
+// health and readiness checks; the cache measures Secrets for unref (nil: no webhooks).
+func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webhookMetrics *webhook.Metrics, unref *unreferenced.Bound) (ctrl.Manager, error) {
 	tlsSettings, err := o.tls.settings()
 	if err != nil {
 		return nil, err
@@ -342,7 +345,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webh
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	webhookTLSOpts := append(append([]func(*tls.Config){}, tlsOpts...), serving.TLSOption())
-	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts, webhookMetrics) // clientauth.go
+	webhookServer, err := o.server.server(o.webhookHost, o.webhookPort, o.webhookCertDir, webhookTLSOpts, webhookMetrics.Server) // clientauth.go
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +364,7 @@ func (o *Options) newManager(cfg *rest.Config, serving *servingcert.Server, webh
 		// A stopping leader gives the Lease up, so the next replica takes over at once instead of
 		// after the lease duration (safe: the process exits when the manager returns).
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOptions(o.systemNamespace, unreferenced.RecordSize),
+		Cache:                         cacheOptions(o.systemNamespace, unref.RecordSize),
 		// Managed objects are read through the cache too (the reconciler's settled reconciles make no
 		// API request); the cache holds only those carrying the owning-revision label.
 		Client:        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -389,7 +392,7 @@ func (o *Options) metricsServer(tlsOpts, webhookTLSOpts []func(*tls.Config)) met
 		// The metrics endpoint serves the webhooks' certificate, which a scraper verifies with the CA of
 		// its Secret (config/prometheus); without webhooks, controller-runtime's self-signed one.
 		opts.TLSOpts = webhookTLSOpts
-		if o.certSource == servingcert.SourceDir {
+		if o.certSource == certs.SourceDir {
 			opts.CertDir = o.webhookCertDir
 			if opts.CertDir == "" {
 				opts.CertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // controller-runtime's default
@@ -403,7 +406,7 @@ func (o *Options) metricsServer(tlsOpts, webhookTLSOpts []func(*tls.Config)) met
 }
 
 // setupWebhooks registers the webhooks, counted in metrics, and the serving certificate.
-func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *webhook.Drain, metrics *webhook.Metrics, unreferenced *webhook.Unreferenced) error {
+func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *servingcert.Server, drain *server.Drain, metrics *webhook.Metrics, unref *unreferenced.Bound) error {
 	mode, _ := admission.ParseMode(o.externalize)
 	var exempt []string
 	for _, u := range strings.Split(o.exemptUsers, ",") {
@@ -421,9 +424,9 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		WebhookConfiguration: o.webhookConfig,
 
 		MaxResolvedBytes: o.maxResolvedBytes,
-		Admission:        o.admission.limits(o.AdmissionWork), // its own pool: admission never holds up the reconciler
+		InFlight:         o.admission.inFlight(o.AdmissionWork), // its own pool: admission never holds up the reconciler
 		Drain:            drain,
-		Unreferenced:     unreferenced, // pending.go
+		Unreferenced:     unref, // pending.go
 
 		BeforeAdmitDelete: o.GuardBeforeAdmitDelete, // tests only
 	}, metrics); err != nil {
@@ -432,7 +435,7 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	if err := o.server.watchCallers(ctx, mgr, metrics); err != nil { // clientauth.go
+	if err := o.server.watchCallers(ctx, mgr, metrics.Server); err != nil { // clientauth.go
 		return err
 	}
 	if err := serving.Setup(mgr); err != nil {
@@ -457,7 +460,7 @@ func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *cont
 
 			// --max-resolved-bytes, the webhooks' bound too, drawn from the reconciler's own pool; the
 			// webhooks draw from theirs (o.admission).
-			Resolve: secretdata.Limits{MaxResolvedBytes: o.maxResolvedBytes}.WithPool(content.NewPool(o.maxConcurrentResolvedBytes)),
+			Resolve: secretdata.ResolveMemory{MaxResolvedBytes: o.maxResolvedBytes}.WithPool(content.NewPool(o.maxConcurrentResolvedBytes)),
 			Metrics: metrics,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the rollout: %w", err)

@@ -44,7 +44,7 @@ func CacheOptions(systemNamespace string) cache.Options {
 // shares the informer's configuration, not this informer) pass unchanged.
 //
 // measure, when set, is called with each Secret before its data is dropped: the bound on
-// unreferenced Secrets keeps their sizes (webhook.Unreferenced.RecordSize), a number per Secret,
+// unreferenced Secrets keeps their sizes (unreferenced.Bound.RecordSize), a number per Secret,
 // rather than the data. A Secret without data is not measured: an informer transforms the objects of
 // its initial list twice (client-go's watch-list passes them through a temporary store first), and
 // the second pass must not record the first's size as 0; a Secret whose data is empty is 0 anyway.

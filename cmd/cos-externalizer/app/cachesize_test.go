@@ -56,7 +56,7 @@ func TestSecretMetadataOnlyMeasures(t *testing.T) {
 // measured the first time; nothing else changes the second time.
 func TestSecretMetadataOnlyTwice(t *testing.T) {
 	recorded := map[types.UID]int{}
-	record := func(sec *corev1.Secret) { // as webhook.Unreferenced.RecordSize: the last size wins
+	record := func(sec *corev1.Secret) { // as unreferenced.Bound.RecordSize: the last size wins
 		recorded[sec.UID] = 0
 		for k, v := range sec.Data {
 			recorded[sec.UID] += len(k) + len(v)

@@ -18,7 +18,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
-	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 
 // webhookServerOptions are the flags of the webhook server's callers and requests: who may call it
@@ -37,9 +37,9 @@ type webhookServerOptions struct {
 func (o *webhookServerOptions) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.clientCA, "webhook-client-ca", "", "PEM bundle of the CAs whose client certificates may call the webhook server (the API server's, configured by an AdmissionConfiguration kubeConfigFile): a caller without one fails the TLS handshake, and a kept-alive connection whose certificate the bundle no longer verifies is refused and closed. Re-read when the file changes; a file that cannot be loaded keeps the last good bundle, logged and counted once per version. Empty: any TLS client may call, and the port is a write primitive to whoever reaches it (docs/security.md); the manager warns at start.")
 	fs.StringVar(&o.clientNames, "webhook-client-names", "", "Comma-separated common names or DNS names, one of which a client certificate of --webhook-client-ca must carry. Empty: any certificate the CA signed.")
-	fs.DurationVar(&o.readTimeout, "webhook-read-timeout", webhook.DefaultReadTimeout, "Longest time the webhook server spends reading one request, headers and body, from the connection's accept (the TLS handshake included) for its first request and from the first byte of each later one: a client that sends slower is cut off.")
+	fs.DurationVar(&o.readTimeout, "webhook-read-timeout", server.DefaultReadTimeout, "Longest time the webhook server spends reading one request, headers and body, from the connection's accept (the TLS handshake included) for its first request and from the first byte of each later one: a client that sends slower is cut off.")
 	fs.DurationVar(&o.callersWindow, "webhook-callers-readiness-window", callerwatch.DefaultWindow, "With --webhook-client-ca: the replica's readiness fails (check webhook-callers) when, for this long, callers made TLS handshakes and ClusterObjectSets were created but no call with a verified client certificate arrived, which is a replica refusing the API server's certificate; out of the Service it gets no handshakes, and it is ready again a window later. 0 turns the check off.")
-	fs.Int64Var(&o.maxRequestBytes, "webhook-max-request-bytes", webhook.DefaultMaxRequestBytes, "Largest request body the webhook server reads; a larger one is refused (413).")
+	fs.Int64Var(&o.maxRequestBytes, "webhook-max-request-bytes", server.DefaultMaxRequestBytes, "Largest request body the webhook server reads; a larger one is refused (413).")
 }
 
 // names are --webhook-client-names.
@@ -64,7 +64,7 @@ func (o *webhookServerOptions) validate() error {
 	case o.clientCA != "":
 		data, err := os.ReadFile(o.clientCA)
 		if err == nil {
-			_, err = webhook.ParseClientCABundle(data)
+			_, err = server.ParseClientCABundle(data)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--webhook-client-ca: %w", err))
@@ -78,8 +78,8 @@ func (o *webhookServerOptions) validate() error {
 // server builds the webhook server; tlsOpts are the webhook's own (never the metrics endpoint's:
 // Prometheus authenticates with a token, not a client certificate). The client CA's expiry and
 // reload failures go to metrics.
-func (o *webhookServerOptions) server(host string, port int, certDir string, tlsOpts []func(*tls.Config), metrics *webhook.Metrics) (*webhook.Server, error) {
-	so := webhook.ServerOptions{
+func (o *webhookServerOptions) server(host string, port int, certDir string, tlsOpts []func(*tls.Config), metrics *server.Metrics) (*server.Server, error) {
+	so := server.Options{
 		Host: host, Port: port, CertDir: certDir, TLSOpts: tlsOpts,
 		ReadTimeout: o.readTimeout, MaxRequestBytes: o.maxRequestBytes,
 	}
@@ -87,19 +87,19 @@ func (o *webhookServerOptions) server(host string, port int, certDir string, tls
 		if o.callersWindow > 0 {
 			o.callers = callerwatch.New(nil, o.callersWindow)
 		}
-		ca, err := webhook.NewClientCA(o.clientCA, webhook.ClientCAOptions{Names: o.names(), Metrics: metrics, Callers: o.callers})
+		ca, err := server.NewClientCA(o.clientCA, server.ClientCAOptions{Names: o.names(), Metrics: metrics, Callers: o.callers})
 		if err != nil {
 			return nil, fmt.Errorf("--webhook-client-ca: %w", err)
 		}
 		so.ClientCA = ca
 	}
-	return webhook.NewServer(so), nil
+	return server.New(so), nil
 }
 
 // announce says at start, and in the metric cos_externalizer_webhook_client_authentication_required,
 // whether the webhook port authenticates its callers: without --webhook-client-ca it is a warning,
 // as the port is then open to anything that reaches it.
-func (o *webhookServerOptions) announce(log logr.Logger, serving bool, metrics *webhook.Metrics) {
+func (o *webhookServerOptions) announce(log logr.Logger, serving bool, metrics *server.Metrics) {
 	switch {
 	case !serving:
 		metrics.ClientAuthRequired.Set(1)
@@ -116,7 +116,7 @@ func (o *webhookServerOptions) announce(log logr.Logger, serving bool, metrics *
 // watchCallers adds the readiness check webhook-callers (callerwatch), fed the ClusterObjectSets the
 // cache sees created after its first list, and reported in metrics and logged when it changes; nothing
 // without a client CA or with the check off.
-func (o *webhookServerOptions) watchCallers(ctx context.Context, mgr ctrl.Manager, metrics *webhook.Metrics) error {
+func (o *webhookServerOptions) watchCallers(ctx context.Context, mgr ctrl.Manager, metrics *server.Metrics) error {
 	if o.callers == nil {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 
 // TestDrainFirst: the manager's context outlives the signal by the drain period, during which the
@@ -25,7 +25,7 @@ func TestDrainFirst(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Unix(0, 0))
-			d := &webhook.Drain{}
+			d := &server.Drain{}
 			signal, stop := context.WithCancel(context.Background())
 			defer stop()
 			mgr := drainFirst(signal, logr.Discard(), clk, d, tc.period)

@@ -1,6 +1,7 @@
-// Package uninstall removes cos-externalizer from a cluster and keeps every workload: the logic of
-// hack/uninstall.sh's default path, run by `cos-externalizer uninstall` (the Helm chart's pre-delete
-// hook runs it with the manager's image) and by `kubectl cos uninstall`. In this order:
+// Package uninstall removes cos-externalizer from a cluster and keeps every workload: the one
+// uninstaller, run by `cos-externalizer uninstall` (the Helm chart's pre-delete hook runs it with the
+// manager's image, hack/uninstall.sh builds it from its checkout) and by `kubectl cos uninstall`. In
+// this order:
 //
 //  0. the install is found, or checked when named (Locate): the namespace of the Service the webhook
 //     configurations call, else of the one manager Deployment; it refuses, changing nothing, when

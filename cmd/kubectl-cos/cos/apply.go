@@ -47,7 +47,7 @@ type applyOptions struct {
 	dryRun       string
 	mode         string
 	threshold    int
-	resolve      secretdata.Limits
+	resolve      secretdata.ResolveMemory
 	progress     string
 	printFlags   *genericclioptions.PrintFlags
 }
@@ -123,9 +123,9 @@ func (o *applyOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	limits := servedLimits(ctx, cl.client)
+	bounds := servedBounds(ctx, cl.client)
 	for _, src := range objs {
-		res, err := o.applyOne(ctx, cl, src, mode, limits)
+		res, err := o.applyOne(ctx, cl, src, mode, bounds)
 		if err != nil {
 			return err
 		}
@@ -147,14 +147,14 @@ func dryRunSuffix(dryRun string) string {
 	return " (" + dryRun + " dry run)"
 }
 
-// servedLimits are the bounds of the CRD the cluster serves, as the webhook validates with; the
+// servedBounds are the bounds of the CRD the cluster serves, as the webhook validates with; the
 // generated ones when it cannot be read.
-func servedLimits(ctx context.Context, c client.Client) validation.Limits {
+func servedBounds(ctx context.Context, c client.Client) validation.Bounds {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "clusterobjectsets." + olmv1.GroupVersion.Group}, crd); err != nil {
-		return validation.Limits{}
+		return validation.Bounds{}
 	}
-	return validation.LimitsFromCRD(crd)
+	return validation.BoundsFromCRD(crd)
 }
 
 // applyResult is what applying one ClusterObjectSet did.
@@ -165,7 +165,7 @@ type applyResult struct {
 
 // applyOne applies one ClusterObjectSet of the file: validate, compare with the stored one, plan and
 // write the Secrets (step 1), send the ClusterObjectSet of refs (step 2).
-func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Object, mode cosadmission.Mode, limits validation.Limits) (*applyResult, error) {
+func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Object, mode cosadmission.Mode, bounds validation.Bounds) (*applyResult, error) {
 	raw, err := json.Marshal(src.Object.Object)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Source, err)
@@ -188,7 +188,7 @@ func (o *applyOptions) applyOne(ctx context.Context, cl *clients, src bundle.Obj
 	}
 	// Step 1: the admission pipeline the webhook runs, as a create or an update of the stored one.
 	in := cosadmission.Request{Operation: cosadmission.Create, New: obj, SpecSize: specSize, DryRun: o.dryRun != dryRunNone,
-		Limits: cosadmission.FixedLimits(limits)}
+		Bounds: cosadmission.FixedBounds(bounds)}
 	if live != nil {
 		in.Operation, in.Old = cosadmission.Update, live
 	}

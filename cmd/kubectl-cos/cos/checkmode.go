@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/certs"
 )
 
 // How the webhook's certificate is served and trusted, as installed.
@@ -76,7 +76,7 @@ func detectMode(in installation) installMode {
 	}
 	source := argValue(in.Args, "--webhook-cert-source")
 	if source == "" {
-		source = servingcert.SourceDir
+		source = certs.SourceDir
 	}
 	m.Rollout = argValue(in.Args, "--rollout")
 	if m.Rollout == "" {
@@ -84,24 +84,24 @@ func detectMode(in installation) installMode {
 	}
 	m.CertSecret = argValue(in.Args, "--webhook-cert-secret")
 	switch {
-	case source == servingcert.SourceSelfSigned:
+	case source == certs.SourceSelfSigned:
 		m.Cert = certSelfSigned
 		if m.CertSecret == "" {
-			m.CertSecret = servingcert.DefaultCASecret
+			m.CertSecret = certs.DefaultCASecret
 		}
 		if in.InjectFrom != "" {
 			m.Conflict = fmt.Sprintf("the manager injects its own CA (--webhook-cert-source=self-signed) and the webhook configurations ask cert-manager to inject Certificate %s's: the two overwrite each other. Keep one: remove the annotation %s, or install the cert-manager overlay.", in.InjectFrom, injectCAAnnotation)
 		}
 	case in.InjectFrom != "":
 		m.Cert = certManager
-	case source == servingcert.SourceSecret:
+	case source == certs.SourceSecret:
 		m.Cert = certSecret
-	case source == servingcert.SourceDir:
+	case source == certs.SourceDir:
 		m.Cert = certDir
 	}
-	if m.Cert == certSecret || m.Cert == certManager && source == servingcert.SourceSecret {
+	if m.Cert == certSecret || m.Cert == certManager && source == certs.SourceSecret {
 		if m.CertSecret == "" {
-			m.CertSecret = servingcert.DefaultCertSecret
+			m.CertSecret = certs.DefaultCertSecret
 		}
 	}
 	return m

@@ -27,7 +27,7 @@ type diffOptions struct {
 	*root
 	files      resource.FilenameOptions
 	showSecret bool
-	resolve    secretdata.Limits
+	resolve    secretdata.ResolveMemory
 }
 
 func (r *root) diffCommand() *cobra.Command {

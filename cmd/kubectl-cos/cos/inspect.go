@@ -24,7 +24,7 @@ import (
 
 type inspectOptions struct {
 	*root
-	resolve    secretdata.Limits
+	resolve    secretdata.ResolveMemory
 	events     int
 	printFlags *genericclioptions.PrintFlags
 }
@@ -160,12 +160,12 @@ func (o *inspectOptions) printResolved(ctx context.Context, cl *clients, name st
 
 // resolvedCOS reads a ClusterObjectSet and resolves its refs (admission.Inline, through the
 // webhook's resolver: content keys verified, a budget of decoded bytes).
-func resolvedCOS(ctx context.Context, cl *clients, name, systemNamespace string, limits secretdata.Limits) (*olmv1.ClusterObjectSet, error) {
+func resolvedCOS(ctx context.Context, cl *clients, name, systemNamespace string, memory secretdata.ResolveMemory) (*olmv1.ClusterObjectSet, error) {
 	cos := &olmv1.ClusterObjectSet{}
 	if err := cl.client.Get(ctx, client.ObjectKey{Name: name}, cos); err != nil {
 		return nil, err
 	}
-	phases, err := admission.Inline(cos.Spec.Phases, objectdata.Resolver(ctx, cl.client, systemNamespace, limits))
+	phases, err := admission.Inline(cos.Spec.Phases, objectdata.Resolver(ctx, cl.client, systemNamespace, memory))
 	if err != nil {
 		return nil, fmt.Errorf("resolving ClusterObjectSet %s: %w", name, err)
 	}

@@ -55,7 +55,7 @@ var Dashboard = []Row{
 				{`histogram_quantile(0.5, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket{` + Selector + `}[$__rate_interval])))`, "p50 {{webhook}}"},
 				{`histogram_quantile(0.99, sum by (le, webhook) (rate(cos_externalizer_admission_duration_seconds_bucket{` + Selector + `}[$__rate_interval])))`, "p99 {{webhook}}"},
 			}},
-		{Title: "Refusals", Unit: "reqps", Description: "Refused admission requests by reason (docs/runbook.md#cosexternalizeradmissionrefusals).",
+		{Title: "Refusals", Unit: "reqps", Description: "Refused admission requests by reason: bad_request, invalid, too_large and name_required are the submitter's; internal_error, write_failed and secret_conflict are not (docs/runbook.md#cosexternalizeradmissionrefusals).",
 			Queries: []Query{{`sum by (reason) (rate(cos_externalizer_admission_refusals_total{` + Selector + `}[$__rate_interval]))`, "{{reason}}"}}},
 		{Title: "Admission work in flight", Unit: "s", Description: "The estimated time the admission requests in flight need to finish, on the busiest replica: a request that, with this work ahead, could not finish before the API server's deadline for its call is refused with 429 (reason deadline; docs/webhook.md#concurrent-admissions).",
 			Queries: []Query{{`max(cos_externalizer_admission_work_backlog_bytes{` + Selector + `} / cos_externalizer_admission_work_rate_bytes_per_second{` + Selector + `})`, "seconds of work"}}},

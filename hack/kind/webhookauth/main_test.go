@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 
 var webhookPlugins = []string{"ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"}
@@ -153,10 +153,10 @@ func TestWriteKeepsWhatIsValid(t *testing.T) {
 }
 
 // serveAsTheManager serves HTTPS on a loopback port with the manager's client verification
-// (webhook.ClientCA over the bundle at caFile) and returns its address.
+// (server.ClientCA over the bundle at caFile) and returns its address.
 func serveAsTheManager(t *testing.T, caFile string) string {
 	t.Helper()
-	ca, err := webhook.NewClientCA(caFile, webhook.ClientCAOptions{Names: []string{DefaultClientName}})
+	ca, err := server.NewClientCA(caFile, server.ClientCAOptions{Names: []string{DefaultClientName}})
 	if err != nil {
 		t.Fatal(err)
 	}

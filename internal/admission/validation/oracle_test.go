@@ -437,7 +437,7 @@ func TestOracle(t *testing.T) {
 }
 
 // TestOracleStaysOutOfTheBinaries: the shipped binaries import the CRD's API types of
-// apiextensions-apiserver (LimitsFromCRD reads the served CRD), and through other libraries cel-go and
+// apiextensions-apiserver (BoundsFromCRD reads the served CRD), and through other libraries cel-go and
 // k8s.io/apiserver/pkg/cel, but none of the oracle's own packages: the API server's structural schema,
 // OpenAPI validator and CEL validator, the ratcheting correlation, kube-openapi's validator. Only this
 // package's tests import them.

@@ -75,7 +75,7 @@ func ValidateUpdate(old, obj *olmv1.ClusterObjectSet) field.ErrorList {
 }
 
 // validateCreate and validateUpdate take the function that makes wire forms, so that tests can
-// compare toWire with toWireWhole, and the schema of .spec (Limits: the served bounds).
+// compare toWire with toWireWhole, and the schema of .spec (Bounds: the served bounds).
 func validateCreate(obj *olmv1.ClusterObjectSet, wire wireFunc, s *schema) field.ErrorList {
 	if obj == nil {
 		return field.ErrorList{field.InternalError(nil, errors.New("no ClusterObjectSet to validate"))}

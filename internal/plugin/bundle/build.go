@@ -34,8 +34,8 @@ type Options struct {
 	Probes []olmv1.ProgressionProbe
 	// Labels and Annotations go to the ClusterObjectSet's metadata.
 	Labels, Annotations map[string]string
-	// Limits are the CRD's bounds to validate with; the zero value is the generated CRD's.
-	Limits validation.Limits
+	// Bounds are the CRD's bounds to validate with; the zero value is the generated CRD's.
+	Bounds validation.Bounds
 }
 
 // Build turns objects into an inline ClusterObjectSet: namespaced objects without a namespace are
@@ -120,7 +120,7 @@ func Build(objs []Object, opts Options) (*olmv1.ClusterObjectSet, error) {
 		}
 		cos.Spec.Phases = append(cos.Spec.Phases, olmv1.ClusterObjectSetPhase{Name: p.Name, Objects: members})
 	}
-	if ferrs := opts.Limits.ValidateCreate(cos); len(ferrs) > 0 {
+	if ferrs := opts.Bounds.ValidateCreate(cos); len(ferrs) > 0 {
 		return nil, located(cos, sources, ferrs)
 	}
 	return cos, nil

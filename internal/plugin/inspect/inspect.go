@@ -68,8 +68,8 @@ type Input struct {
 	// Now is the time of the reading.
 	Now time.Time
 	// Resolve bounds the content resolved in all, as the reconciler's resolution of one
-	// ClusterObjectSet is (secretdata.Limits.MaxResolvedBytes; 0: content.DefaultMaxResolvedBytes).
-	Resolve secretdata.Limits
+	// ClusterObjectSet is (secretdata.ResolveMemory.MaxResolvedBytes; 0: content.DefaultMaxResolvedBytes).
+	Resolve secretdata.ResolveMemory
 	// MaxEvents is how many of the latest Events are shown (0: 10).
 	MaxEvents int
 }

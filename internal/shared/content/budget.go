@@ -84,22 +84,6 @@ func EstimateHeap(raw []byte) (int64, error) {
 	return n, nil
 }
 
-// budgetKey is the context key of a request's Budget.
-type budgetKey struct{}
-
-// WithBudget returns ctx carrying b, the Budget of the request ctx serves: the resolvers of that
-// request draw from it (secretdata.SecretResolver) instead of a Budget of their own, so that
-// everything the request holds is charged in one place and released once, by its owner.
-func WithBudget(ctx context.Context, b *Budget) context.Context {
-	return context.WithValue(ctx, budgetKey{}, b)
-}
-
-// BudgetFrom returns the Budget WithBudget put in ctx, or nil.
-func BudgetFrom(ctx context.Context) *Budget {
-	b, _ := ctx.Value(budgetKey{}).(*Budget)
-	return b
-}
-
 // resolved is what one identity resolved to: an object and its cost, or why not.
 type resolved struct {
 	obj  map[string]any

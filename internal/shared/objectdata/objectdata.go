@@ -252,14 +252,14 @@ func (w *Writer) checkExisting(ctx context.Context, want *corev1.Secret, dryRun 
 	return got, nil
 }
 
-// Resolver returns the ResolveFunc of one kubectl cos command or admission request: the one resolver
-// (secretdata.Resolver) reading each ref's Secret with reader (ref.namespace empty meaning
-// systemNamespace), the refs sharing one budget of limits (secretdata.Limits.NewBudget). With a pool,
-// a ref waits with ctx for room that others hold, and fails as secretdata.Busy when ctx ends first;
-// the budget goes back to the pool when ctx ends, so ctx must be the request's. Failures are
-// *secretdata.Failure; they name Secrets and keys, never content.
-func Resolver(ctx context.Context, reader client.Reader, systemNamespace string, limits secretdata.Limits) secretdata.ResolveFunc {
-	return secretdata.SecretResolver(ctx, limits, SecretGetter(reader), systemNamespace)
+// Resolver returns the ResolveFunc of one kubectl cos command: the one resolver (secretdata.Resolver)
+// reading each ref's Secret with reader (ref.namespace empty meaning systemNamespace), the refs
+// sharing one budget of memory (secretdata.ResolveMemory.NewBudget). With a pool, a ref waits with
+// ctx for room that others hold, and fails as secretdata.Busy when ctx ends first; the budget goes
+// back to the pool when ctx ends, so ctx must be the command's. Failures are *secretdata.Failure;
+// they name Secrets and keys, never content.
+func Resolver(ctx context.Context, reader client.Reader, systemNamespace string, memory secretdata.ResolveMemory) secretdata.ResolveFunc {
+	return secretdata.SecretResolver(ctx, memory, SecretGetter(reader), systemNamespace)
 }
 
 // SecretGetter reads Secrets with reader, for secretdata.

@@ -10,7 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
 )
 
 // TestDecideOnOLMManifests: the decision on clusters holding what OLM's own release renders

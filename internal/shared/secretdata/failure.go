@@ -28,7 +28,7 @@ const (
 	// TooLarge: the value decodes to more than content.MaxDecompressedSize (content.ErrTooLarge).
 	TooLarge Reason = "TooLarge"
 	// OverBudget: the resolved content of the ClusterObjectSet exceeds its budget
-	// (content.ErrBudgetExceeded; Limits.MaxResolvedBytes).
+	// (content.ErrBudgetExceeded; ResolveMemory.MaxResolvedBytes).
 	OverBudget Reason = "OverBudget"
 	// Busy: the budget's pool had no room in time (content.ErrBusy); a later resolution may succeed.
 	Busy Reason = "Busy"

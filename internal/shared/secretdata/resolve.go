@@ -19,9 +19,9 @@ type ResolveFunc func(ref olmv1.ObjectSourceRef) (map[string]any, error)
 
 // Flags named by a Busy failure: the pool the budget draws from.
 const (
-	// ResolvedPoolFlag bounds the pool of Limits.Pool.
+	// ResolvedPoolFlag bounds the pool of ResolveMemory.Pool.
 	ResolvedPoolFlag = "--max-concurrent-resolved-bytes"
-	// AdmissionPoolFlag bounds the pool of the webhook's requests (a Budget in the context).
+	// AdmissionPoolFlag bounds the pool of the webhook's requests (RequestResolver's Budget).
 	AdmissionPoolFlag = "--max-concurrent-admission-bytes"
 )
 
@@ -43,7 +43,7 @@ type Config struct {
 	BusyFlag string
 	// ChargeReads charges every Secret read to Budget (content.Budget.Hold): ReadCost before the
 	// read, then what the Secret read holds while the Resolver keeps it (an admission request's
-	// Budget, SecretResolver). No room is a Busy failure, and the Secret is not read.
+	// Budget, RequestResolver). No room is a Busy failure, and the Secret is not read.
 	ChargeReads bool
 }
 
@@ -169,20 +169,20 @@ func isKubernetesObject(obj map[string]any) bool {
 	return apiVersion != "" && kind != ""
 }
 
-// SecretResolver returns the ResolveFunc of one admission request or kubectl cos command: a Resolver
-// over get whose refs share a budget of limits (Limits.NewBudget), which goes back to its pool when
-// ctx ends, so ctx must be the request's. When ctx carries the request's own Budget
-// (content.WithBudget, the webhook's), the refs draw from it instead and limits is not used: its owner
-// releases it.
-func SecretResolver(ctx context.Context, limits Limits, get GetSecretFunc, systemNamespace string) ResolveFunc {
-	budget, flag := content.BudgetFrom(ctx), AdmissionPoolFlag
-	if budget == nil {
-		budget, flag = limits.NewBudget(), ResolvedPoolFlag
-		if limits.Pool != nil {
-			context.AfterFunc(ctx, budget.Release)
-		}
+// SecretResolver returns the ResolveFunc of one kubectl cos command (or kubectl cos apply's
+// pipeline): a Resolver over get whose refs share a budget of memory (ResolveMemory.NewBudget), which goes back to
+// its pool when ctx ends, so ctx must be the resolution's.
+func SecretResolver(ctx context.Context, memory ResolveMemory, get GetSecretFunc, systemNamespace string) ResolveFunc {
+	budget := memory.NewBudget()
+	if memory.Pool != nil {
+		context.AfterFunc(ctx, budget.Release)
 	}
-	// The request's own Budget is charged the Secrets read too: they are kept for the request.
-	charge := flag == AdmissionPoolFlag
-	return New(Config{Get: get, SystemNamespace: systemNamespace, Budget: budget, BusyFlag: flag, ChargeReads: charge}).Func(ctx)
+	return New(Config{Get: get, SystemNamespace: systemNamespace, Budget: budget}).Func(ctx)
+}
+
+// RequestResolver returns the ResolveFunc of one admission request of the webhook: a Resolver over
+// get whose refs draw from budget, the request's own (drawn from the admission pool), which is
+// charged the Secrets read too, as they are kept for the request; its owner releases it.
+func RequestResolver(ctx context.Context, budget *content.Budget, get GetSecretFunc, systemNamespace string) ResolveFunc {
+	return New(Config{Get: get, SystemNamespace: systemNamespace, Budget: budget, BusyFlag: AdmissionPoolFlag, ChargeReads: true}).Func(ctx)
 }

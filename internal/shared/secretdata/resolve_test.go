@@ -21,11 +21,11 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 )
 
-// TestSecretResolverRequestBudget: with the request's Budget in its context, SecretResolver draws from
-// it (its reservation first) the Secret it reads (ReadCost before the read, what the Secret keeps
-// after) and the value, does not release it when ctx ends (its owner does), and without room at once
-// fails with ErrBusy naming the admission flag, before reading, telling nothing of the value.
-func TestSecretResolverRequestBudget(t *testing.T) {
+// TestRequestResolver: RequestResolver draws from the request's Budget (its reservation first) the
+// Secret it reads (ReadCost before the read, what the Secret keeps after) and the value, does not
+// release it when ctx ends (its owner does), and without room at once fails with ErrBusy naming the
+// admission flag, before reading, telling nothing of the value.
+func TestRequestResolver(t *testing.T) {
 	value := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}`)
 	key := content.Key(value)
 	get := func(context.Context, types.NamespacedName) (*corev1.Secret, error) { //nolint:unparam // secretdata.GetSecretFunc
@@ -64,8 +64,8 @@ func TestSecretResolverRequestBudget(t *testing.T) {
 			if err := b.Reserve(context.Background(), tc.reserve); err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(content.WithBudget(context.Background(), b))
-			obj, err := secretdata.SecretResolver(ctx, secretdata.Limits{}, get, "olmv1-system")(ref)
+			ctx, cancel := context.WithCancel(context.Background())
+			obj, err := secretdata.RequestResolver(ctx, b, get, "olmv1-system")(ref)
 			if tc.wantErr {
 				if !errors.Is(err, content.ErrBusy) || obj != nil {
 					t.Fatalf("got %v, want ErrBusy", err)

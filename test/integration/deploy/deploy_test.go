@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/certs"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -341,7 +341,7 @@ func checkWebhooks(t *testing.T, o overlay, objs []*unstructured.Unstructured, d
 		}
 		// The manager reads the Secret the Certificate writes (--webhook-cert-secret, or its default).
 		secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-		read := servingcert.DefaultCertSecret
+		read := certs.DefaultCertSecret
 		for _, a := range deploy.Spec.Template.Spec.Containers[0].Args {
 			if v, ok := strings.CutPrefix(a, "--webhook-cert-secret="); ok {
 				read = v

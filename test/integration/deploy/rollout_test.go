@@ -19,10 +19,10 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/olmlayout"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 

@@ -63,7 +63,8 @@ func TestOverlaysProtectFromPrune(t *testing.T) {
 // name as ours.
 const olmManager = "operator-controller"
 
-// TestUninstallKeepsWorkloads runs each uninstaller (hack/uninstall.sh, as `make undeploy` does; the
+// TestUninstallKeepsWorkloads runs each way to uninstall (hack/uninstall.sh, as `make undeploy` does,
+// which runs the Go uninstaller built from the checkout and then deletes the rest of the overlay; the
 // manager's `cos-externalizer uninstall`, as the Helm chart's pre-delete hook does; `kubectl cos
 // uninstall`) after the manager rolled ClusterObjectSets out and stopped (the break-glass case: our
 // finalizers present, the fail-closed webhook configurations still installed, one ClusterObjectSet
@@ -556,7 +557,7 @@ func TestUninstallFindsTheInstall(t *testing.T) {
 		args []string
 		want string
 	}{
-		{script, nil, "the webhook configurations call\nuninstall: Service " + ns + "/cos-externalizer-webhook"},
+		{script, nil, "the webhook configurations call Service " + ns + "/cos-externalizer-webhook"},
 		{managerUninstall, []string{"--namespace=" + systemNamespace}, "Run it again with --namespace=" + ns},
 		{pluginUninstall, []string{"-n", systemNamespace}, "Run it again with --namespace=" + ns + " (kubectl cos uninstall -n " + ns + ")"},
 	} {

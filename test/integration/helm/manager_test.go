@@ -24,15 +24,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
+	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 
@@ -172,7 +172,7 @@ func runManagerFromChart(t *testing.T, subtest, fullname string, set []string) {
 		return false, fmt.Sprintf("%d Leases, none held", len(leases.Items))
 	})
 	// The CA Secret the chart names (its ServiceMonitor reads it), not the manager's default.
-	caSecret := fullname + strings.TrimPrefix(servingcert.DefaultCASecret, release)
+	caSecret := fullname + strings.TrimPrefix(certs.DefaultCASecret, release)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: caSecret}, &corev1.Secret{}); err != nil {
 		t.Errorf("the self-signed CA %s in %s: %v", caSecret, ns, err)
 	}

@@ -197,7 +197,7 @@ func TestResolver(t *testing.T) {
 	sec := secretdata.ObjectDataSecret("app", ns, p.Secrets[0])
 	create(t, ns, sec)
 	c := testenv.Env.Client
-	resolve := objectdata.Resolver(context.Background(), c, ns, secretdata.Limits{})
+	resolve := objectdata.Resolver(context.Background(), c, ns, secretdata.ResolveMemory{})
 	obj, err := resolve(olmv1.ObjectSourceRef{Name: sec.Name, Key: p.Refs[0][0].Key})
 	if err != nil || obj["metadata"].(map[string]any)["name"] != "a" {
 		t.Fatalf("resolve: %v, %v", obj, err)
@@ -217,7 +217,7 @@ func TestResolver(t *testing.T) {
 			}
 		})
 	}
-	tiny := objectdata.Resolver(context.Background(), c, ns, secretdata.Limits{MaxResolvedBytes: 10})
+	tiny := objectdata.Resolver(context.Background(), c, ns, secretdata.ResolveMemory{MaxResolvedBytes: 10})
 	if _, err := tiny(olmv1.ObjectSourceRef{Name: sec.Name, Key: p.Refs[0][0].Key}); !errors.Is(err, content.ErrBudgetExceeded) ||
 		!strings.Contains(err.Error(), "(the limit is --max-resolved-bytes)") {
 		t.Errorf("over the budget: %v", err)

@@ -16,10 +16,10 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
-	"github.com/cos-externalizer/cos-externalizer/test/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
 

@@ -16,7 +16,6 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
-	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
 // TestClientCASwapReachesPooledConnections: the API server keeps its connections to the webhooks
@@ -63,7 +62,7 @@ func TestClientCASwapReachesPooledConnections(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := testenv.SumMetric(strings.NewReader(text), "cos_externalizer_admission_refusals_total", `reason="`+webhook.RefusalClientCertificate+`"`)
+		n, err := testenv.SumMetric(strings.NewReader(text), "cos_externalizer_admission_refusals_total", `reason="`+string(admission.ReasonClientCertificate)+`"`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +84,7 @@ func TestClientCASwapReachesPooledConnections(t *testing.T) {
 	}
 	// (Other calls, the Secret guard's, may have kept connections of their own: at least one.)
 	if got := refusals(); got < before+1 {
-		t.Errorf("refusals with reason %s: %v, want at least %v: the request over the kept-alive connection was not refused by the manager", webhook.RefusalClientCertificate, got, before+1)
+		t.Errorf("refusals with reason %s: %v, want at least %v: the request over the kept-alive connection was not refused by the manager", string(admission.ReasonClientCertificate), got, before+1)
 	}
 	if err := dryRun(ctx); err == nil {
 		t.Error("a dry run went through on a new connection with the CA swapped away")

@@ -18,7 +18,6 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
-	"github.com/cos-externalizer/cos-externalizer/webhook"
 )
 
 // TestCallDeadlineRefusesAtOnce: a ClusterObjectSet the webhook cannot finish before the API
@@ -50,7 +49,7 @@ func TestCallDeadlineRefusesAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := testenv.SumMetric(strings.NewReader(metrics), "cos_externalizer_admission_refusals_total{", `reason="`+webhook.RefusalDeadline+`"`)
+		n, err := testenv.SumMetric(strings.NewReader(metrics), "cos_externalizer_admission_refusals_total{", `reason="`+string(admission.ReasonDeadline)+`"`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"bufio"
@@ -166,7 +166,7 @@ func startBoundedServer(t *testing.T, p *testPKI, bound time.Duration, clk *test
 	// HTTP/1.1 only, as the manager serves by default (--enable-http2=false): with HTTP/2 offered,
 	// its own bounds apply.
 	http1 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
-	addr, seen := startServer(t, p, ServerOptions{ReadTimeout: bound, Clock: clk, TLSOpts: []func(*tls.Config){http1}}, func(s *Server) {
+	addr, seen := startServer(t, p, Options{ReadTimeout: bound, Clock: clk, TLSOpts: []func(*tls.Config){http1}}, func(s *Server) {
 		s.Register("/ended", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, err := io.ReadAll(r.Body)
 			var over *bool

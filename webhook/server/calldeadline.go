@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 // the call's timeout parameter, rounded up to a whole second (k8s.io/apiserver's webhook
 // dispatchers, pkg/admission/plugin/webhook/{mutating,validating}/dispatcher.go, set it as the
 // timeout of client-go's request, which puts it in the URL). The webhook answers by then or not at
-// all: the work admitted at once is bounded by it (AdmissionLimits.Work) and the work of a request
-// stops at it (finishing).
+// all: the work admitted at once is bounded by it (CallDeadline, inflight.Control) and the work of a
+// request stops at it (Finishing).
 
-// defaultCallTimeout is the time a call that names no timeout is given (a caller other than the API
+// DefaultCallTimeout is the time a call that names no timeout is given (a caller other than the API
 // server): the validating webhook's timeoutSeconds, the shortest of the fail-closed webhooks'.
-const defaultCallTimeout = 10 * time.Second
+const DefaultCallTimeout = 10 * time.Second
 
 // errCallDeadline is the cause of a handler's context ended at its call's deadline.
 var errCallDeadline = errors.New("the API server's deadline for this call has passed")
@@ -29,17 +29,17 @@ type callDeadlineKey struct{}
 
 // callDeadline is when the API server gives up on a call.
 type callDeadline struct {
-	// at is on the clock the work admitted is counted on (AdmissionLimits.Clock, which tests fake);
-	// stop is the same moment on the real clock, at which the work stops (finishing).
+	// at is on the clock the work admitted is counted on (inflight.Control.Clock, which tests fake);
+	// stop is the same moment on the real clock, at which the work stops (Finishing).
 	at, stop time.Time
-	// told: the call named its timeout; else it is given defaultCallTimeout.
+	// told: the call named its timeout; else it is given DefaultCallTimeout.
 	told bool
 }
 
 // withCallDeadline reads the deadline of each call from its timeout parameter, counted from when its
 // headers arrived on clk (before its body is read and decoded), and gives it to the handlers in the
 // request's context (callDeadlineFrom). A timeout that is missing, not a positive duration, or longer
-// than inFlightTimeout (the API server's longest) counts as defaultCallTimeout or inFlightTimeout.
+// than inFlightTimeout (the API server's longest) counts as DefaultCallTimeout or inFlightTimeout.
 func withCallDeadline(clk clock.PassiveClock, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived, arrivedReal := clk.Now(), time.Now()
@@ -53,9 +53,16 @@ func withCallDeadline(clk clock.PassiveClock, h http.Handler) http.Handler {
 func callTimeout(param string) (time.Duration, bool) {
 	d, err := time.ParseDuration(param)
 	if param == "" || err != nil || d <= 0 {
-		return defaultCallTimeout, false
+		return DefaultCallTimeout, false
 	}
 	return min(d, inFlightTimeout), true
+}
+
+// CallDeadline returns the deadline of the call ctx serves, on the clock given to Hook, when the
+// request came through Hook.
+func CallDeadline(ctx context.Context) (time.Time, bool) {
+	d, ok := callDeadlineFrom(ctx)
+	return d.at, ok
 }
 
 // callDeadlineFrom returns the deadline of the call ctx serves, when it came through withCallDeadline.

@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // TestCallDeadline: each call's deadline is its timeout parameter (as the API server writes it,
 // time.Duration's String) after its headers arrived; a call without a usable one gets
-// defaultCallTimeout, and none gets more than inFlightTimeout.
+// DefaultCallTimeout, and none gets more than inFlightTimeout.
 func TestCallDeadline(t *testing.T) {
 	arrived := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
@@ -26,11 +26,11 @@ func TestCallDeadline(t *testing.T) {
 		"what the request had left":        {query: "?timeout=4s", want: callDeadline{at: arrived.Add(4 * time.Second), told: true}},
 		"the longest the API server gives": {query: "?timeout=30s", want: callDeadline{at: arrived.Add(30 * time.Second), told: true}},
 		"longer: bounded":                  {query: "?timeout=1m0s", want: callDeadline{at: arrived.Add(inFlightTimeout), told: true}},
-		"none":                             {want: callDeadline{at: arrived.Add(defaultCallTimeout)}},
-		"empty":                            {query: "?timeout=", want: callDeadline{at: arrived.Add(defaultCallTimeout)}},
-		"not a duration":                   {query: "?timeout=15", want: callDeadline{at: arrived.Add(defaultCallTimeout)}},
-		"zero":                             {query: "?timeout=0s", want: callDeadline{at: arrived.Add(defaultCallTimeout)}},
-		"negative":                         {query: "?timeout=-5s", want: callDeadline{at: arrived.Add(defaultCallTimeout)}},
+		"none":                             {want: callDeadline{at: arrived.Add(DefaultCallTimeout)}},
+		"empty":                            {query: "?timeout=", want: callDeadline{at: arrived.Add(DefaultCallTimeout)}},
+		"not a duration":                   {query: "?timeout=15", want: callDeadline{at: arrived.Add(DefaultCallTimeout)}},
+		"zero":                             {query: "?timeout=0s", want: callDeadline{at: arrived.Add(DefaultCallTimeout)}},
+		"negative":                         {query: "?timeout=-5s", want: callDeadline{at: arrived.Add(DefaultCallTimeout)}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -39,7 +39,7 @@ func TestCallDeadline(t *testing.T) {
 			h := withCallDeadline(testingclock.NewFakePassiveClock(arrived), http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 				got, ok = callDeadlineFrom(r.Context())
 			}))
-			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, MutatePath+tc.query, http.NoBody))
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mutate"+tc.query, http.NoBody))
 			if !ok {
 				t.Fatal("no deadline in the request's context")
 			}

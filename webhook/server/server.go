@@ -1,4 +1,9 @@
-package webhook
+// Package server is the HTTP server the admission webhooks are served on, apart from the handlers:
+// controller-runtime's webhook server (its registration, metrics and TLS options) with TLS from any
+// source of the serving certificate, client authentication against a reloaded CA bundle (ClientCA),
+// bounds on slow and large requests, the drain of a stopping replica (Drain), and what each request
+// knows of its call: its deadline and whether its caller has gone (Hook, Finishing).
+package server
 
 import (
 	"context"
@@ -40,8 +45,8 @@ const (
 	shutdownTimeout   = time.Minute
 )
 
-// ServerOptions configure NewServer.
-type ServerOptions struct {
+// Options configure New.
+type Options struct {
 	// Host and Port are the address listened on (Port 0: ctrlwebhook.DefaultPort; negative: off).
 	Host string
 	Port int
@@ -70,10 +75,9 @@ type ServerOptions struct {
 //   - a body over MaxRequestBytes is refused (413) without being read;
 //   - with a ClientCA, a connection without a verified client certificate fails its handshake and
 //     reaches no handler; each request is verified again against the current bundle (a kept-alive
-//     connection whose certificate it no longer trusts is refused and closed); each request's
-//     context tells whether its caller was authenticated (CallerAuthenticated).
+//     connection whose certificate it no longer trusts is refused and closed).
 type Server struct {
-	opts ServerOptions
+	opts Options
 	// inner registers the hooks: its mux and controller-runtime's instrumentation; never started.
 	inner ctrlwebhook.Server
 	mux   *http.ServeMux
@@ -87,8 +91,8 @@ type Server struct {
 
 var _ ctrlwebhook.Server = &Server{}
 
-// NewServer returns the server; it listens when started.
-func NewServer(o ServerOptions) *Server {
+// New returns the server; it listens when started.
+func New(o Options) *Server {
 	if o.Port == 0 {
 		o.Port = ctrlwebhook.DefaultPort
 	}
@@ -130,7 +134,7 @@ func (s *Server) Addr() net.Addr {
 // Handler is what the server serves: the mux, behind the read and body bounds and the caller's
 // authentication (verified again against the current bundle).
 func (s *Server) Handler() http.Handler {
-	h := WithCallerAuthentication(s.mux)
+	var h http.Handler = s.mux
 	if s.opts.ClientCA != nil {
 		h = s.opts.ClientCA.Reverify(h)
 	}

@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"context"
@@ -21,7 +21,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
+	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 )
 
@@ -46,6 +48,14 @@ func (l *errorLog) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.errors)
+}
+
+func counter(c prometheus.Counter) float64 {
+	m := &dto.Metric{}
+	if err := c.Write(m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }
 
 func gauge(g prometheus.Gauge) float64 {
@@ -80,7 +90,7 @@ func TestClientCAReloadFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log errorLog
-	m := NewMetrics()
+	m := NewMetrics(metric.CounterVec("cos_externalizer_admission_refusals_total", "Admission requests refused, by reason.", "reason"))
 	ca, err := NewClientCA(p.caAFile, ClientCAOptions{Metrics: m, Log: log.logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +154,7 @@ func TestClientCARunPolls(t *testing.T) {
 	p := newTestPKI(t)
 	clk := testingclock.NewFakeClock(time.Now())
 	var log errorLog
-	m := NewMetrics()
+	m := NewMetrics(metric.CounterVec("cos_externalizer_admission_refusals_total", "Admission requests refused, by reason.", "reason"))
 	ca, err := NewClientCA(p.caAFile, ClientCAOptions{Metrics: m, Log: log.logger(), Clock: clk, PollInterval: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -230,12 +240,12 @@ func TestClientCASwapReachesKeptAliveConnections(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := newTestPKI(t)
 			clk := testingclock.NewFakeClock(time.Now())
-			m := NewMetrics()
+			m := NewMetrics(metric.CounterVec("cos_externalizer_admission_refusals_total", "Admission requests refused, by reason.", "reason"))
 			ca, err := NewClientCA(p.caAFile, ClientCAOptions{Metrics: m, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
-			addr, seen := startServer(t, p, ServerOptions{ClientCA: ca})
+			addr, seen := startServer(t, p, Options{ClientCA: ca})
 			c := p.client(&p.clientA)
 			defer c.CloseIdleConnections()
 			var tr reuseTracker
@@ -271,8 +281,8 @@ func TestClientCASwapReachesKeptAliveConnections(t *testing.T) {
 				t.Fatalf("a handler ran: %+v", s)
 			default:
 			}
-			if n := counter(m.Refusals.WithLabelValues(RefusalClientCertificate)); n != 1 {
-				t.Errorf("%v refusals with reason %s, want 1", n, RefusalClientCertificate)
+			if n := counter(m.Refusals.WithLabelValues(string(cosadmission.ReasonClientCertificate))); n != 1 {
+				t.Errorf("%v refusals with reason %s, want 1", n, string(cosadmission.ReasonClientCertificate))
 			}
 			// The next request makes a new handshake: client A is no longer trusted, client B is
 			// when its CA is the bundle's.
@@ -297,7 +307,7 @@ func TestTLSOptionVerifiesAtTheClocksTime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			addr, _ := startServer(t, p, ServerOptions{ClientCA: ca})
+			addr, _ := startServer(t, p, Options{ClientCA: ca})
 			c := p.client(&p.clientA)
 			defer c.CloseIdleConnections()
 			var tr reuseTracker
@@ -320,7 +330,7 @@ func TestClientCAFeedsTheCallerWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, seen := startServer(t, p, ServerOptions{ClientCA: ca})
+	addr, seen := startServer(t, p, Options{ClientCA: ca})
 	url := "https://" + addr + "/echo"
 	clk.Step(time.Minute)
 	watch.Created()

@@ -4,9 +4,10 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
 )
 
-// Limits bound the resolution of refs: the one value that carries them from the flags to every
-// resolver (the reconciler, the admission pipeline, kubectl cos).
-type Limits struct {
+// ResolveMemory bounds the memory that resolving refs holds: the one value that carries the bounds
+// from the flags to every resolver that draws a budget of its own (the reconciler, kubectl cos). An
+// admission request of the webhook draws from its own Budget instead (RequestResolver).
+type ResolveMemory struct {
 	// MaxResolvedBytes caps the resolved content of the refs of one ClusterObjectSet
 	// (--max-resolved-bytes); 0 or less means content.DefaultMaxResolvedBytes.
 	MaxResolvedBytes int64
@@ -17,14 +18,14 @@ type Limits struct {
 
 // NewBudget returns the budget of one resolution: MaxResolvedBytes, drawn from Pool when it is set.
 // Its owner releases it (content.Budget.Release) once the resolved objects are no longer used.
-func (l Limits) NewBudget() *content.Budget {
-	return l.Pool.NewBudget(l.MaxResolvedBytes)
+func (m ResolveMemory) NewBudget() *content.Budget {
+	return m.Pool.NewBudget(m.MaxResolvedBytes)
 }
 
-// WithPool returns l drawing from pool.
-func (l Limits) WithPool(pool *content.Pool) Limits {
-	l.Pool = pool
-	return l
+// WithPool returns m drawing from pool.
+func (m ResolveMemory) WithPool(pool *content.Pool) ResolveMemory {
+	m.Pool = pool
+	return m
 }
 
 // ReadCost is what reading one Secret may hold until it is dropped: the API server's response (the

@@ -68,9 +68,9 @@ func generatedCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	return crd
 }
 
-// TestServedLimitsConfirmsBoundRefusals validates a sequence of objects while the served CRD changes
+// TestServedBoundsConfirmsBoundRefusals validates a sequence of objects while the served CRD changes
 // between them; the TTL is long, so only confirmations read the CRD after the first reading.
-func TestServedLimitsConfirmsBoundRefusals(t *testing.T) {
+func TestServedBoundsConfirmsBoundRefusals(t *testing.T) {
 	deadline := func(m int32) *olmv1.ClusterObjectSet {
 		return b.COS("c", b.WithProgressDeadline(m), b.WithPhase("a", b.Inline(b.ConfigMap("default", "x", nil))))
 	}
@@ -131,12 +131,12 @@ func TestServedLimitsConfirmsBoundRefusals(t *testing.T) {
 	for name, steps := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := &crdReader{crd: generatedCRD(t)}
-			s := &ServedLimits{Reader: r, TTL: time.Hour}
+			s := &ServedBounds{Reader: r, TTL: time.Hour}
 			for i, st := range steps {
 				if st.change != nil {
 					st.change(r)
 				}
-				errs := s.Validate(context.Background(), func(l validation.Limits) field.ErrorList { return l.ValidateCreate(st.obj) })
+				errs := s.Validate(context.Background(), func(l validation.Bounds) field.ErrorList { return l.ValidateCreate(st.obj) })
 				var fields []string
 				for _, e := range errs {
 					if e.Detail != validation.SkippedMessage {
@@ -152,8 +152,8 @@ func TestServedLimitsConfirmsBoundRefusals(t *testing.T) {
 			}
 		})
 	}
-	var nilLimits *ServedLimits
-	if errs := nilLimits.Validate(context.Background(), func(l validation.Limits) field.ErrorList { return l.ValidateCreate(deadline(1)) }); len(errs) != 1 {
-		t.Errorf("no ServedLimits: want the generated bounds' error, got %v", errs)
+	var nilBounds *ServedBounds
+	if errs := nilBounds.Validate(context.Background(), func(l validation.Bounds) field.ErrorList { return l.ValidateCreate(deadline(1)) }); len(errs) != 1 {
+		t.Errorf("no ServedBounds: want the generated bounds' error, got %v", errs)
 	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
 )
 
@@ -379,7 +380,7 @@ func (c *ClientCA) Reverify(h http.Handler) http.Handler {
 					"remoteAddr", r.RemoteAddr)
 			}
 			if c.m != nil {
-				c.m.Refusals.WithLabelValues(RefusalClientCertificate).Inc()
+				c.m.Refusals.WithLabelValues(string(cosadmission.ReasonClientCertificate)).Inc()
 			}
 			w.Header().Set("Connection", "close")
 			http.Error(w, "the client certificate of this connection is not trusted by the current client CA bundle: reconnect", http.StatusForbidden)

@@ -45,7 +45,7 @@ func setProp(crd *apiextensionsv1.CustomResourceDefinition, name string, change 
 
 func f64(v float64) *float64 { return &v }
 
-func TestLimitsFromCRD(t *testing.T) {
+func TestBoundsFromCRD(t *testing.T) {
 	deadline := func(m int32) *olmv1.ClusterObjectSet {
 		return cos(b.WithProgressDeadline(m), b.WithPhase("a", cm("x")))
 	}
@@ -90,7 +90,7 @@ func TestLimitsFromCRD(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			crd := generatedCRD(t)
 			tc.change(crd)
-			l := LimitsFromCRD(crd)
+			l := BoundsFromCRD(crd)
 			if l.Differs() != tc.differs {
 				t.Fatalf("Differs = %v, want %v", l.Differs(), tc.differs)
 			}
@@ -117,11 +117,11 @@ func TestLimitsFromCRD(t *testing.T) {
 	// by a served one.
 	crd := generatedCRD(t)
 	setProp(crd, "progressDeadlineMinutes", func(p *apiextensionsv1.JSONSchemaProps) { p.Minimum = f64(1) })
-	_ = LimitsFromCRD(crd)
+	_ = BoundsFromCRD(crd)
 	if errs := ValidateCreate(deadline(1)); len(errs) != 1 {
 		t.Errorf("ValidateCreate after a served CRD: %v", errs)
 	}
-	if LimitsFromCRD(nil).Differs() {
+	if BoundsFromCRD(nil).Differs() {
 		t.Error("no CRD differs")
 	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"bufio"
@@ -19,8 +19,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
@@ -88,7 +86,7 @@ type served struct {
 }
 
 // startServer runs a Server with a handler at /echo that reads the body and reports what it saw.
-func startServer(t *testing.T, p *testPKI, o ServerOptions, register ...func(*Server)) (string, chan served) {
+func startServer(t *testing.T, p *testPKI, o Options, register ...func(*Server)) (string, chan served) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,11 +98,11 @@ func startServer(t *testing.T, p *testPKI, o ServerOptions, register ...func(*Se
 	o.TLSOpts = append(o.TLSOpts, func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &p.serving, nil }
 	})
-	s := NewServer(o)
+	s := New(o)
 	seen := make(chan served, 16)
 	s.Register("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
-		seen <- served{authenticated: CallerAuthenticated(r.Context()), bodyLen: len(b), readErr: err}
+		seen <- served{authenticated: r.TLS != nil && len(r.TLS.VerifiedChains) > 0, bodyLen: len(b), readErr: err}
 		if err != nil {
 			http.Error(w, "reading the body", http.StatusBadRequest)
 			return
@@ -160,7 +158,7 @@ func TestServerClientAuthentication(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var o ServerOptions
+			var o Options
 			if tc.clientCA {
 				ca, err := NewClientCA(p.caAFile, ClientCAOptions{Names: tc.names})
 				if err != nil {
@@ -208,7 +206,7 @@ func TestServerReloadsClientCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := startServer(t, p, ServerOptions{ClientCA: ca})
+	addr, _ := startServer(t, p, Options{ClientCA: ca})
 	call := func(cert *tls.Certificate) error {
 		c := p.client(cert)
 		defer c.CloseIdleConnections()
@@ -265,7 +263,7 @@ func TestServerCutsOffSlowClients(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			addr, seen := startServer(t, p, ServerOptions{ReadTimeout: 300 * time.Millisecond})
+			addr, seen := startServer(t, p, Options{ReadTimeout: 300 * time.Millisecond})
 			conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.servingCA, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 			if err != nil {
 				t.Fatal(err)
@@ -338,7 +336,7 @@ func TestServerBoundsTheBody(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			addr, seen := startServer(t, p, ServerOptions{MaxRequestBytes: limit})
+			addr, seen := startServer(t, p, Options{MaxRequestBytes: limit})
 			c := p.client(nil)
 			defer c.CloseIdleConnections()
 			var body io.Reader = strings.NewReader(strings.Repeat("x", tc.size))
@@ -421,48 +419,4 @@ func FuzzParseClientCABundle(f *testing.F) {
 			t.Fatalf("pool %v, error %v: want exactly one", pool, err)
 		}
 	})
-}
-
-// TestCallerAuthenticatedReachesAdmissionHandlers: an admission handler, behind finishing (which
-// detaches the request's context from the manager's), sees whether its caller was authenticated.
-func TestCallerAuthenticatedReachesAdmissionHandlers(t *testing.T) {
-	p := newTestPKI(t)
-	tests := map[string]struct {
-		clientCA bool
-		want     bool
-	}{
-		"client CA, the CA's certificate": {clientCA: true, want: true},
-		"no client CA":                    {},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var o ServerOptions
-			if tc.clientCA {
-				ca, err := NewClientCA(p.caAFile, ClientCAOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				o.ClientCA = ca
-			}
-			seen := make(chan bool, 1)
-			register := func(s *Server) {
-				s.Register("/admit", &ctrlwebhook.Admission{Handler: finishing{admission.HandlerFunc(func(ctx context.Context, _ admission.Request) admission.Response {
-					seen <- CallerAuthenticated(ctx)
-					return admission.Allowed("")
-				})}})
-			}
-			addr, _ := startServer(t, p, o, register)
-			c := p.client(&p.clientA)
-			defer c.CloseIdleConnections()
-			review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"CREATE","object":{}}}`
-			resp, err := c.Post("https://"+addr+"/admit", "application/json", strings.NewReader(review))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			if got := <-seen; got != tc.want {
-				t.Errorf("CallerAuthenticated = %v, want %v", got, tc.want)
-			}
-		})
-	}
 }

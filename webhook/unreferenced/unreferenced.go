@@ -1,4 +1,8 @@
-package webhook
+// Package unreferenced bounds the object-data Secrets that the mutating webhook writes and that no
+// ClusterObjectSet references yet (--max-unreferenced-bytes, --max-unreferenced-secrets): a ledger of
+// this replica's writes in flight over the count its cache shows (Bound), and the Store of the
+// admission pipeline that refuses a write past the bound (Bound.Wrap).
+package unreferenced
 
 import (
 	"context"
@@ -6,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,25 +27,27 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
 )
 
+// Gauges show what the bound counts (Bound.Pending); nil ones show nothing.
+type Gauges struct {
+	Secrets, Bytes prometheus.Gauge
+}
+
 // Defaults of the bound on unreferenced writes (--max-unreferenced-bytes, --max-unreferenced-secrets).
 const (
-	DefaultMaxUnreferencedBytes   = 256 << 20
-	DefaultMaxUnreferencedSecrets = 1000
+	DefaultMaxBytes   = 256 << 20
+	DefaultMaxSecrets = 1000
 )
-
-// RefusalUnreferenced is the refusal metric's reason of a request refused by Unreferenced.
-const RefusalUnreferenced = "unreferenced_limit"
 
 // maxAbsentChecks bounds the uncached reads one refused request spends on Secrets this replica
 // created that its cache has not shown (deleted before the cache saw them).
 const maxAbsentChecks = 8
 
 // defaultSyncWait is how long a write waits for the manager's cache to be read before it is refused
-// (Unreferenced.SyncWait).
+// (Bound.SyncWait).
 const defaultSyncWait = 5 * time.Second
 
-// Unreferenced bounds the object-data Secrets of the system namespace that no ClusterObjectSet uses
-// and none owns (secretuse.UnusedSecrets, the orphan sweep's candidates), whoever wrote them: a
+// Bound bounds the object-data Secrets of the system namespace that no ClusterObjectSet uses and
+// none owns (secretuse.UnusedSecrets, the orphan sweep's candidates), whoever wrote them: a
 // caller that is not the API server (or a create refused after admission) makes the webhook write
 // Secrets that nothing will ever reference, which the orphan sweep removes only after its grace
 // period. Past MaxBytes or MaxSecrets, a write that would create Secrets is refused at once with 429
@@ -54,7 +61,7 @@ const defaultSyncWait = 5 * time.Second
 // or gone. The cache holds Secrets without their data: their sizes are measured before it drops it
 // (RecordSize, the cache's transform). To that this replica adds what only it knows: the room its
 // writes in flight hold, and the Secrets they created that its cache does not show yet.
-type Unreferenced struct {
+type Bound struct {
 	MaxBytes   int64
 	MaxSecrets int
 	// SyncWait bounds how long a write waits for the manager's cache to be read at start before it is
@@ -71,12 +78,12 @@ type Unreferenced struct {
 	index  *secretuse.UnusedIndex
 	ledger ledger
 	// synced reports whether the index holds everything the cache listed at start; nil: not watching.
-	synced  func() bool
-	metrics *Metrics
+	synced func() bool
+	gauges Gauges
 }
 
 // Wrap returns inner, which writes Secrets into namespace, bounded by u; a nil u returns inner.
-func (u *Unreferenced) Wrap(inner cosadmission.Store, namespace string) cosadmission.Store {
+func (u *Bound) Wrap(inner cosadmission.Store, namespace string) cosadmission.Store {
 	if u == nil || inner == nil {
 		return inner
 	}
@@ -85,7 +92,7 @@ func (u *Unreferenced) Wrap(inner cosadmission.Store, namespace string) cosadmis
 
 // RecordSize measures the data of sec (secretBytes), before the manager's cache drops it: the cache's
 // transform calls it for every Secret it stores. A nil u records nothing.
-func (u *Unreferenced) RecordSize(sec *corev1.Secret) {
+func (u *Bound) RecordSize(sec *corev1.Secret) {
 	if u == nil || sec.UID == "" {
 		return
 	}
@@ -99,7 +106,7 @@ func (u *Unreferenced) RecordSize(sec *corev1.Secret) {
 }
 
 // sizeOf returns the recorded data size of the Secret uid; forget: and forgets it (deleted).
-func (u *Unreferenced) sizeOf(uid types.UID, forget bool) int64 {
+func (u *Bound) sizeOf(uid types.UID, forget bool) int64 {
 	u.sizesMu.Lock()
 	defer u.sizesMu.Unlock()
 	n := u.sizes[uid]
@@ -110,11 +117,11 @@ func (u *Unreferenced) sizeOf(uid types.UID, forget bool) int64 {
 }
 
 // Watch follows the manager's cache (informers, for the Secrets of systemNamespace and every
-// ClusterObjectSet): every change of either updates the count. metrics' gauges of unreferenced
+// ClusterObjectSet): every change of either updates the count. gauges of unreferenced
 // Secrets follow it (nil: none). It must be called before the cache starts; writes wait until the
 // cache has been read (SyncWait).
-func (u *Unreferenced) Watch(ctx context.Context, informers cache.Informers, systemNamespace string, metrics *Metrics) error {
-	u.follow(systemNamespace, metrics)
+func (u *Bound) Watch(ctx context.Context, informers cache.Informers, systemNamespace string, gauges Gauges) error {
+	u.follow(systemNamespace, gauges)
 	cosInformer, err := informers.GetInformer(ctx, &olmv1.ClusterObjectSet{})
 	if err != nil {
 		return fmt.Errorf("watching ClusterObjectSets for the count of unreferenced Secrets: %w", err)
@@ -147,15 +154,15 @@ func (u *Unreferenced) Watch(ctx context.Context, informers cache.Informers, sys
 
 // follow starts counting the unused Secrets of systemNamespace from the changes told (setChanged,
 // secretChanged), empty.
-func (u *Unreferenced) follow(systemNamespace string, metrics *Metrics) {
+func (u *Bound) follow(systemNamespace string, gauges Gauges) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.index, u.metrics = secretuse.NewUnusedIndex(systemNamespace), metrics
+	u.index, u.gauges = secretuse.NewUnusedIndex(systemNamespace), gauges
 	u.export()
 }
 
 // setChanged tells the index a ClusterObjectSet as the cache has it now, or gone.
-func (u *Unreferenced) setChanged(obj any, deleted bool) {
+func (u *Bound) setChanged(obj any, deleted bool) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, deleted = tomb.Obj, true
 	}
@@ -175,7 +182,7 @@ func (u *Unreferenced) setChanged(obj any, deleted bool) {
 
 // secretChanged tells the index a Secret as the cache has it now, or gone: the cache shows it, so it
 // is no longer this replica's alone to count.
-func (u *Unreferenced) secretChanged(obj any, deleted bool) {
+func (u *Bound) secretChanged(obj any, deleted bool) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, deleted = tomb.Obj, true
 	}
@@ -197,32 +204,33 @@ func (u *Unreferenced) secretChanged(obj any, deleted bool) {
 }
 
 // export sets the gauges to what the bound counts; u.mu is held.
-func (u *Unreferenced) export() {
-	if u.metrics == nil {
-		return
-	}
+func (u *Bound) export() {
 	count, bytes := u.pending()
-	u.metrics.UnreferencedSecrets.Set(float64(count))
-	u.metrics.UnreferencedBytes.Set(float64(bytes))
+	if u.gauges.Secrets != nil {
+		u.gauges.Secrets.Set(float64(count))
+	}
+	if u.gauges.Bytes != nil {
+		u.gauges.Bytes.Set(float64(bytes))
+	}
 }
 
 // Pending returns what the bound counts: the unreferenced Secrets the cache shows, those this
 // replica created that it does not show yet, and the room its writes in flight hold, in Secrets and
 // bytes.
-func (u *Unreferenced) Pending() (int, int64) {
+func (u *Bound) Pending() (int, int64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.pending()
 }
 
 // pending is Pending with u.mu held.
-func (u *Unreferenced) pending() (int, int64) {
+func (u *Bound) pending() (int, int64) {
 	c := u.cluster()
 	return c.count + len(u.ledger.unseen) + u.ledger.reservedCount, c.bytes + u.ledger.unseenBytes + u.ledger.reservedBytes
 }
 
 // cluster is what the index counts; u.mu is held.
-func (u *Unreferenced) cluster() usage {
+func (u *Bound) cluster() usage {
 	if u.index == nil {
 		return usage{}
 	}
@@ -231,12 +239,12 @@ func (u *Unreferenced) cluster() usage {
 }
 
 // exists reports whether the cache shows the Secret key (of any type, used or not); u.mu is held.
-func (u *Unreferenced) exists(key types.NamespacedName) bool {
+func (u *Bound) exists(key types.NamespacedName) bool {
 	return u.index != nil && u.index.Exists(key)
 }
 
 // waitSynced waits until the index holds what the cache listed at start, for at most SyncWait.
-func (u *Unreferenced) waitSynced(ctx context.Context) error {
+func (u *Bound) waitSynced(ctx context.Context) error {
 	u.mu.Lock()
 	synced := u.synced
 	u.mu.Unlock()
@@ -267,10 +275,10 @@ func (*unreferencedNotReadError) Error() string {
 func (*unreferencedNotReadError) Unwrap() error { return cosadmission.ErrRetryLater }
 
 // reserve takes room for the Secrets of items that may be created, or refuses with an
-// *UnreferencedLimitError. Past the bound it first drops the Secrets this replica created that its
+// *LimitError. Past the bound it first drops the Secrets this replica created that its
 // cache does not show and that are gone, leaves out the planned Secrets that exist already (read with
 // store, uncached: a reuse creates nothing), and tries once more.
-func (u *Unreferenced) reserve(ctx context.Context, store cosadmission.Store, items []pendingItem) (*reservation, error) {
+func (u *Bound) reserve(ctx context.Context, store cosadmission.Store, items []pendingItem) (*reservation, error) {
 	if err := u.waitSynced(ctx); err != nil {
 		return nil, err
 	}
@@ -304,7 +312,7 @@ func (u *Unreferenced) reserve(ctx context.Context, store cosadmission.Store, it
 	ctrl.LoggerFrom(ctx).Info("refused: the bound on unreferenced object-data Secrets leaves no room",
 		"pendingSecrets", count, "pendingBytes", bytes, "planSecrets", need.count, "planBytes", need.bytes,
 		"maxUnreferencedSecrets", u.MaxSecrets, "maxUnreferencedBytes", u.MaxBytes)
-	return nil, &UnreferencedLimitError{
+	return nil, &LimitError{
 		Secrets: need.count, Bytes: need.bytes, MaxSecrets: u.MaxSecrets, MaxBytes: u.MaxBytes,
 		OverSecrets: count+need.count > u.MaxSecrets, OverBytes: bytes+need.bytes > u.MaxBytes,
 	}
@@ -312,7 +320,7 @@ func (u *Unreferenced) reserve(ctx context.Context, store cosadmission.Store, it
 
 // prune drops the Secrets this replica created that its cache does not show, when an uncached read
 // finds them gone (at most maxAbsentChecks).
-func (u *Unreferenced) prune(ctx context.Context, store cosadmission.Store) {
+func (u *Bound) prune(ctx context.Context, store cosadmission.Store) {
 	u.mu.Lock()
 	keys := make([]types.NamespacedName, 0, min(len(u.ledger.unseen), maxAbsentChecks))
 	for key := range u.ledger.unseen {
@@ -332,16 +340,16 @@ func (u *Unreferenced) prune(ctx context.Context, store cosadmission.Store) {
 }
 
 // settle ends r: the Secrets created count as this replica's until its cache shows them.
-func (u *Unreferenced) settle(r *reservation, created []pendingItem) {
+func (u *Bound) settle(r *reservation, created []pendingItem) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.ledger.settle(r, created, u.exists)
 	u.export()
 }
 
-// UnreferencedLimitError refuses a write that would pass the bound: nothing was written. It names
+// LimitError refuses a write that would pass the bound: nothing was written. It names
 // the request's own Secrets' count and bytes and the limits, nothing of other Secrets.
-type UnreferencedLimitError struct {
+type LimitError struct {
 	Secrets    int
 	Bytes      int64
 	MaxSecrets int
@@ -350,7 +358,7 @@ type UnreferencedLimitError struct {
 	OverSecrets, OverBytes bool
 }
 
-func (e *UnreferencedLimitError) Error() string {
+func (e *LimitError) Error() string {
 	var flags string
 	switch {
 	case e.OverSecrets && e.OverBytes:
@@ -366,12 +374,12 @@ func (e *UnreferencedLimitError) Error() string {
 }
 
 // Unwrap makes the pipeline refuse with 429 (cosadmission.ErrRetryLater).
-func (e *UnreferencedLimitError) Unwrap() error { return cosadmission.ErrRetryLater }
+func (e *LimitError) Unwrap() error { return cosadmission.ErrRetryLater }
 
 // unreferencedStore is a Store whose Write is bounded by u.
 type unreferencedStore struct {
 	cosadmission.Store
-	u         *Unreferenced
+	u         *Bound
 	namespace string
 }
 
@@ -443,7 +451,7 @@ type usage struct {
 	bytes int64
 }
 
-// ledger is this replica's part of the count of Unreferenced, with no client: the room held by its
+// ledger is this replica's part of the count of Bound, with no client: the room held by its
 // writes in flight (reservations), and the Secrets they created that its cache does not show yet
 // (unseen). It is not safe for concurrent use; its zero value is ready.
 type ledger struct {

@@ -1,4 +1,4 @@
-package webhook
+package server
 
 import (
 	"net/http"

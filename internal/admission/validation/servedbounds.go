@@ -9,20 +9,20 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 )
 
-// Limits are the numeric bounds (minimum, maximum, minItems, maxItems, minLength, maxLength) of the
+// Bounds are the numeric bounds (minimum, maximum, minItems, maxItems, minLength, maxLength) of the
 // ClusterObjectSet CRD as a cluster serves it. A cluster may change them in its CRD (upstream's own
 // e2e lowers spec.progressDeadlineMinutes' minimum to test deadlines); validation then enforces the
 // served bounds, not a second copy of the generated ones. The zero value is the generated CRD's.
-type Limits struct {
+type Bounds struct {
 	// spec is the schema of .spec with the served bounds; nil means specSchema.
 	spec *schema
 }
 
-// LimitsFromCRD returns the bounds the served CRD sets where they differ from the generated CRD's,
+// BoundsFromCRD returns the bounds the served CRD sets where they differ from the generated CRD's,
 // for every field this package knows. A CRD without the v1 schema gives the generated bounds.
-func LimitsFromCRD(crd *apiextensionsv1.CustomResourceDefinition) Limits {
+func BoundsFromCRD(crd *apiextensionsv1.CustomResourceDefinition) Bounds {
 	if crd == nil {
-		return Limits{}
+		return Bounds{}
 	}
 	for _, v := range crd.Spec.Versions {
 		if v.Name != olmv1.GroupVersion.Version || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
@@ -30,19 +30,19 @@ func LimitsFromCRD(crd *apiextensionsv1.CustomResourceDefinition) Limits {
 		}
 		served, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
 		if !ok {
-			return Limits{}
+			return Bounds{}
 		}
 		if s, changed := withBounds(specSchema, &served); changed {
-			return Limits{spec: s}
+			return Bounds{spec: s}
 		}
 	}
-	return Limits{}
+	return Bounds{}
 }
 
 // Differs reports whether l holds bounds other than the generated CRD's.
-func (l Limits) Differs() bool { return l.spec != nil }
+func (l Bounds) Differs() bool { return l.spec != nil }
 
-func (l Limits) schema() *schema {
+func (l Bounds) schema() *schema {
 	if l.spec == nil {
 		return specSchema
 	}
@@ -50,12 +50,12 @@ func (l Limits) schema() *schema {
 }
 
 // ValidateCreate is ValidateCreate with the served bounds.
-func (l Limits) ValidateCreate(obj *olmv1.ClusterObjectSet) field.ErrorList {
+func (l Bounds) ValidateCreate(obj *olmv1.ClusterObjectSet) field.ErrorList {
 	return validateCreate(obj, toWire, l.schema())
 }
 
 // ValidateUpdate is ValidateUpdate with the served bounds.
-func (l Limits) ValidateUpdate(old, obj *olmv1.ClusterObjectSet) field.ErrorList {
+func (l Bounds) ValidateUpdate(old, obj *olmv1.ClusterObjectSet) field.ErrorList {
 	return validateUpdate(old, obj, toWire, l.schema())
 }
 
