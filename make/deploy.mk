@@ -23,7 +23,7 @@ deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-sig
 .PHONY: undeploy
 undeploy: $(KUBECTL_DEP) ## Uninstall config/$OVERLAY and KEEP every workload (hack/uninstall.sh): webhooks and manager go, our finalizers are released; ClusterObjectSets, their objects and Secrets, the CRD and the namespace stay. DRY_RUN=1 shows it.
 	@test -f config/$(OVERLAY)/kustomization.yaml || { echo "no overlay config/$(OVERLAY)"; exit 1; }
-	KUBECTL='$(KUBECTL)' hack/uninstall.sh $(if $(DRY_RUN),--dry-run) -k config/$(OVERLAY)
+	KUBECTL='$(KUBECTL)' GO='$(GO)' hack/uninstall.sh $(if $(DRY_RUN),--dry-run) -k config/$(OVERLAY)
 
 .PHONY: undeploy-all
 undeploy-all: $(KUBECTL_DEP) ## DESTROYS WORKLOADS, needs CONFIRM=yes: deletes every ClusterObjectSet, so the manager tears down EVERYTHING they installed (CRDs and custom resources too), then config/$OVERLAY with the CRD and the namespace.
@@ -31,4 +31,4 @@ undeploy-all: $(KUBECTL_DEP) ## DESTROYS WORKLOADS, needs CONFIRM=yes: deletes e
 	@test '$(CONFIRM)' = yes || { echo "undeploy-all deletes every ClusterObjectSet and EVERYTHING THEY INSTALLED (CRDs and custom resources"; \
 		echo "included), then the CRD and the namespace with the object-data Secrets. To keep the workloads: make undeploy."; \
 		echo "To go on: make undeploy-all CONFIRM=yes"; exit 1; }
-	KUBECTL='$(KUBECTL)' hack/uninstall.sh --delete-workloads --yes -k config/$(OVERLAY)
+	KUBECTL='$(KUBECTL)' GO='$(GO)' hack/uninstall.sh --delete-workloads --yes -k config/$(OVERLAY)
