@@ -452,9 +452,14 @@ KIND_WEBHOOK_CLIENT_AUTH ?= 1
 KIND_WEBHOOK_AUTH := .local/kind-webhook-auth
 KIND_AUTH := $(filter 1,$(KIND_WEBHOOK_CLIENT_AUTH))
 CERTMANAGER_MANIFEST ?= https://github.com/cert-manager/cert-manager/releases/download/$(CERTMANAGER_VERSION)/cert-manager.yaml
+# NetworkPolicies are enforced by kind's kindnetd; where it cannot run (test-e2e-sources), KIND_NETWORK_POLICY
+# is the manifest of the DaemonSet kube-system/kube-router that enforces them instead (test/e2e/kind/kube-router.yaml).
+KIND_NETWORK_POLICY ?=
+# The image of the suite's probe Pods, which open connections from inside the pod network: it needs bash.
+E2E_PROBE_IMAGE ?= docker.io/library/bash:5.2
 
 .PHONY: test-e2e
-test-e2e: image testdata ## End-to-end suite on a kind cluster (needs Docker and kind; not run by `make test`).
+test-e2e: image testdata $(HELM_STAMP) ## End-to-end suite on a kind cluster (needs Docker and kind; not run by `make test`).
 	@command -v $(KIND) >/dev/null || { echo "kind is not installed; e2e on kind needs Docker and kind (the same suite runs locally: make test-e2e-local; without a registry: make test-e2e-sources)"; exit 1; }
 ifneq ($(KIND_AUTH),)
 	@grep -q 'admission-control-config-file: /etc/kubernetes/admission/admission-configuration.yaml' '$(KIND_CONFIG)' && grep -q 'hostPath: $(KIND_WEBHOOK_AUTH)$$' '$(KIND_CONFIG)' || \
@@ -471,10 +476,14 @@ ifneq ($(KIND_AUTH),)
 		grep -q 'admission-control-config-file=/etc/kubernetes/admission/' || \
 		{ echo "kind cluster $(KIND_CLUSTER): its API server presents no client certificate to webhooks (created before, or with another config); recreate it: $(KIND) delete cluster --name $(KIND_CLUSTER)"; exit 1; }
 endif
+ifneq ($(KIND_NETWORK_POLICY),)
+	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl apply --server-side -f $(KIND_NETWORK_POLICY)
+	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl -n kube-system rollout status daemonset/kube-router --timeout=5m
+endif
 	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl apply --server-side -f $(CERTMANAGER_MANIFEST)
 	KUBECONFIG=$(LOCAL)/kind-kubeconfig kubectl wait --for=condition=Available --timeout=5m -n cert-manager deployment --all
 	$(KIND) load image-archive $(IMAGE_ARCHIVE) --name $(KIND_CLUSTER)
-	IMG=$(IMG) KUBECONFIG=$(LOCAL)/kind-kubeconfig $(if $(KIND_AUTH),E2E_WEBHOOK_AUTH_DIR=$(ROOT)/$(KIND_WEBHOOK_AUTH)) \
+	IMG=$(IMG) KUBECONFIG=$(LOCAL)/kind-kubeconfig $(if $(KIND_AUTH),E2E_WEBHOOK_AUTH_DIR=$(ROOT)/$(KIND_WEBHOOK_AUTH)) E2E_PROBE_IMAGE=$(E2E_PROBE_IMAGE) E2E_HELM=$(BIN)/helm \
 		$(GO) test -tags e2e_kind -count=1 -timeout 30m -v ./test/e2e/kind/
 
 # What test-e2e-sources builds: kubelet, kubeadm and kube-proxy (hack/tools/kubenode, the release of
@@ -503,6 +512,19 @@ $(KIND_TOOLS_STAMP):
 	(cd hack/tools/coredns && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/coredns github.com/coredns/coredns); }
 	@$(call stamp,$(KIND_TOOLS)/.stamp-*,$(KIND_TOOLS_OLD_STAMP))
 
+# kube-router (hack/tools/kuberouter), whose network policy controller enforces NetworkPolicies in the
+# cluster of test-e2e-sources: kindnetd's own (kube-network-policies) needs the kernel's nftables queue
+# (CONFIG_NFT_QUEUE), which these machines lack (docs/e2e.md). Built static, as its release is.
+KUBEROUTER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cloudnativelabs/kube-router/v2" {print $$3}' hack/tools/kuberouter/go.mod)
+KUBEROUTER_DIR := $(BIN)/kube-router
+KUBEROUTER_STAMP := $(KUBEROUTER_DIR)/.stamp-kube-router-$(KUBEROUTER_VERSION)-$(call pins,hack/tools/kuberouter/go.mod hack/tools/kuberouter/go.sum)
+KUBEROUTER_IMAGE := cos-e2e.local/kube-router:$(KUBEROUTER_VERSION)
+
+$(KUBEROUTER_STAMP):
+	@mkdir -p $(KUBEROUTER_DIR)
+	cd hack/tools/kuberouter && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(KUBEROUTER_DIR)/kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+	@$(call stamp,$(KUBEROUTER_DIR)/.stamp-*)
+
 .PHONY: kind-host
 kind-host: ## Install Docker and debootstrap from apt if missing, and start dockerd if none answers (for test-e2e-sources).
 	@command -v dockerd >/dev/null && command -v debootstrap >/dev/null || { echo "installing docker.io and debootstrap from apt"; \
@@ -513,13 +535,14 @@ kind-host: ## Install Docker and debootstrap from apt if missing, and start dock
 		for i in $$(seq 60); do docker info >/dev/null 2>&1 && exit 0; sleep 1; done; tail -20 $(LOCAL)/dockerd.log; exit 1; }
 
 .PHONY: kind-node-image
-kind-node-image: control-plane certmanager $(KIND_TOOLS_STAMP) kind-host ## Build the kind node image $(KIND_NODE_IMAGE) and every image it runs from sources, nothing pulled (hack/kind/build-node-image.sh).
+kind-node-image: control-plane certmanager $(KIND_TOOLS_STAMP) $(KUBEROUTER_STAMP) kind-host ## Build the kind node image $(KIND_NODE_IMAGE) and every image it runs from sources, nothing pulled (hack/kind/build-node-image.sh).
 	OUT=$(KIND_WORK) DOCKER=docker NODE_IMAGE=$(KIND_NODE_IMAGE) \
 	KIND_MODULE_DIR=$$(cd hack/tools/kind && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kind) \
 	KUBE_MODULE_DIR=$$(cd hack/tools/kubenode && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) \
 	KUBE_VERSION=$(KUBE_VERSION) KUBE_BIN=$(BIN) NODE_BIN=$(KIND_TOOLS) ETCD_BIN=$(BIN)/etcd ETCD_TAG=$(ETCD_IMAGE_TAG) \
 	COREDNS_BIN=$(KIND_TOOLS)/coredns COREDNS_TAG=$(COREDNS_VERSION) PAUSE_TAG=$(PAUSE_TAG) \
 	CERTMANAGER_BIN=$(BIN) CERTMANAGER_VERSION=$(CERTMANAGER_VERSION) CERTMANAGER_IMAGE_PREFIX=cos-e2e.local \
+	KUBEROUTER_BIN=$(KUBEROUTER_DIR)/kube-router KUBEROUTER_IMAGE=$(KUBEROUTER_IMAGE) POD_NETWORK_SCRIPT=hack/kind/pod-network.sh \
 		hack/kind/build-node-image.sh
 
 $(KIND_CERTMANAGER_MANIFEST): $(HELM_STAMP) $(KUBE_STAMP) hack/kind/certmanager-manifest.sh test/e2e/kind/certmanager/kustomization.yaml hack/tools/certmanager/go.mod
@@ -531,10 +554,12 @@ $(KIND_CERTMANAGER_MANIFEST): $(HELM_STAMP) $(KUBE_STAMP) hack/kind/certmanager-
 .PHONY: test-e2e-sources
 test-e2e-sources: kind-node-image $(KIND_CERTMANAGER_MANIFEST) ## The e2e suite on kind with everything built here from sources (no registry; docs/e2e.md): installs Docker, builds the node image, runs test-e2e.
 	@grep -q 'imageTag: $(ETCD_IMAGE_TAG)$$' test/e2e/kind/cluster-sources.yaml || { echo "test/e2e/kind/cluster-sources.yaml: etcd's imageTag must be $(ETCD_IMAGE_TAG), the etcd built here"; exit 1; }
+	@grep -q 'image: $(KUBEROUTER_IMAGE)$$' test/e2e/kind/kube-router.yaml || { echo "test/e2e/kind/kube-router.yaml: the image must be $(KUBEROUTER_IMAGE), the one built here"; exit 1; }
 	@# The nodes pull nothing: the bundles' workloads run the node image's pause (e2e.RunEverywhere).
 	PATH="$(ROOT)/hack/kind/bin:$(BIN):$$PATH" E2E_RUNNABLE_IMAGE=registry.k8s.io/pause:$(PAUSE_TAG) \
 	$(MAKE) --no-print-directory test-e2e KIND=$(KIND_TOOLS)/kind \
-		KIND_IMAGE=$(KIND_NODE_IMAGE) KIND_CONFIG=test/e2e/kind/cluster-sources.yaml CERTMANAGER_MANIFEST=$(KIND_CERTMANAGER_MANIFEST)
+		KIND_IMAGE=$(KIND_NODE_IMAGE) KIND_CONFIG=test/e2e/kind/cluster-sources.yaml CERTMANAGER_MANIFEST=$(KIND_CERTMANAGER_MANIFEST) \
+		KIND_NETWORK_POLICY=test/e2e/kind/kube-router.yaml E2E_PROBE_IMAGE=$(KUBEROUTER_IMAGE)
 
 .PHONY: test-e2e-local
 test-e2e-local: control-plane testdata certmanager certmanager-crds ## The e2e suite on the local control plane: cert-manager, two manager processes behind a load balancer (part of `make test`).
