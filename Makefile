@@ -520,6 +520,9 @@ KUBEROUTER_DIR := $(BIN)/kube-router
 KUBEROUTER_STAMP := $(KUBEROUTER_DIR)/.stamp-kube-router-$(KUBEROUTER_VERSION)-$(call pins,hack/tools/kuberouter/go.mod hack/tools/kuberouter/go.sum)
 KUBEROUTER_IMAGE := cos-e2e.local/kube-router:$(KUBEROUTER_VERSION)
 
+.PHONY: kube-router
+kube-router: $(KUBEROUTER_STAMP) ## Build kube-router into bin/kube-router/ (the NetworkPolicy enforcer of test-e2e-sources' cluster).
+
 $(KUBEROUTER_STAMP):
 	@mkdir -p $(KUBEROUTER_DIR)
 	cd hack/tools/kuberouter && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(KUBEROUTER_DIR)/kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
