@@ -2,7 +2,8 @@
 #
 # The local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), kubectl
 # and cert-manager's controller and cainjector are built from the Go module proxy into bin/ at the
-# versions pinned in hack/tools/*/go.mod.
+# versions pinned in hack/tools/*/go.mod: all of these from the one module hack/tools/controlplane, in
+# one go build, so that the libraries they share are compiled once.
 # Each tool's stamp in bin/ is named by its version and a hash of the files that pin it, so it is rebuilt
 # when those change, never because a checkout's files are newer than bin/.
 
@@ -25,10 +26,14 @@ export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(shell $(GO) env GOFLAGS)) -trimpath)
 
 # Versions, read from the pinned build recipes so there is one place to change them.
-KUBE_VERSION := $(shell awk '$$1=="require" && $$2=="k8s.io/kubernetes" {print $$3}' hack/tools/kube/go.mod)
+# $(call required,MODULE,GO_MOD): the version GO_MOD requires of MODULE (a require line or a line of a
+# require block; not a replacement).
+required = $(shell awk -v m=$(1) '($$1=="require" && $$2==m) {print $$3; exit} ($$1==m && $$2 ~ /^v/) {print $$2; exit}' $(2))
+CONTROLPLANE_DIR := hack/tools/controlplane
+KUBE_VERSION := $(call required,k8s.io/kubernetes,$(CONTROLPLANE_DIR)/go.mod)
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
-ETCD_VERSION := $(shell awk '$$1=="require" && $$2=="go.etcd.io/etcd/server/v3" {print $$3}' hack/tools/etcd/go.mod)
-KWOK_VERSION := $(shell awk '$$1=="require" && $$2=="sigs.k8s.io/kwok" {print $$3}' hack/tools/kwok/go.mod)
+ETCD_VERSION := $(call required,go.etcd.io/etcd/server/v3,$(CONTROLPLANE_DIR)/go.mod)
+KWOK_VERSION := $(call required,sigs.k8s.io/kwok,$(CONTROLPLANE_DIR)/go.mod)
 PROMOP_MODULE := github.com/prometheus-operator/prometheus-operator
 PROMOP_VERSION := $(shell awk '$$1=="require" && $$2=="$(PROMOP_MODULE)" {print $$3}' hack/tools/testdata/go.mod)
 ARGOCD_MODULE := github.com/argoproj/argo-cd/v3
@@ -38,7 +43,7 @@ GOLANGCI_LINT_VERSION := $(shell awk '$$1=="require" && $$2=="$(GOLANGCI_LINT_MO
 ACTIONLINT_MODULE := github.com/rhysd/actionlint
 ACTIONLINT_VERSION := $(shell awk '$$1=="require" && $$2=="$(ACTIONLINT_MODULE)" {print $$3}' hack/tools/actionlint/go.mod)
 CERTMANAGER_MODULE := github.com/cert-manager/cert-manager
-CERTMANAGER_VERSION := $(shell awk '($$1=="require" && $$2=="$(CERTMANAGER_MODULE)") {print $$3} ($$1=="$(CERTMANAGER_MODULE)") {print $$2}' hack/tools/certmanager/go.mod)
+CERTMANAGER_VERSION := $(call required,$(CERTMANAGER_MODULE),$(CONTROLPLANE_DIR)/go.mod)
 
 HELM_VERSION := $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/tools/helm/go.mod)
 
@@ -53,10 +58,9 @@ adopt = GO=$(GO) hack/adopt-stamp.sh $@ $(1) $(2)
 # with the target.
 stamp = rm -f $(filter-out $@ $(2),$(wildcard $(1))) && touch $@
 
-KUBE_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)-$(call pins,hack/tools/kube/go.mod hack/tools/kube/go.sum)
-ETCD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)-$(call pins,$(addprefix hack/tools/etcd/,go.mod go.sum main.go))
-KWOK_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)-$(call pins,hack/tools/kwok/go.mod hack/tools/kwok/go.sum)
-CERTMANAGER_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)-$(call pins,$(addprefix hack/tools/certmanager/,go.mod go.sum controller/main.go cainjector/main.go))
+# One stamp for everything hack/tools/controlplane builds into bin/ (make control-plane, make certmanager).
+CONTROLPLANE_PINS := $(addprefix $(CONTROLPLANE_DIR)/,go.mod go.sum etcd/main.go cert-manager-controller/main.go cert-manager-cainjector/main.go)
+CONTROLPLANE_STAMP := $(BIN)/.stamp-controlplane-kube-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)-cert-manager-$(CERTMANAGER_VERSION)-$(call pins,$(CONTROLPLANE_PINS))
 GOLANGCI_LINT_STAMP := $(BIN)/.stamp-golangci-lint-$(GOLANGCI_LINT_VERSION)-$(call pins,hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum)
 ACTIONLINT_STAMP := $(BIN)/.stamp-actionlint-$(ACTIONLINT_VERSION)-$(call pins,hack/tools/actionlint/go.mod hack/tools/actionlint/go.sum)
 HELM_STAMP := $(BIN)/.stamp-helm-$(HELM_VERSION)-$(call pins,hack/tools/helm/go.mod hack/tools/helm/go.sum)
@@ -67,7 +71,7 @@ TESTDATA_STAMP := $(TESTDATA)/.stamp-prometheus-operator-$(PROMOP_VERSION)-argoc
 # cert-manager's CRDs, which the deploy tests install to dry-run config/default and
 # test/controlplane.StartCertManager installs before starting cert-manager (COS_CERTMANAGER_CRDS_DIR).
 CERTMANAGER_CRDS := $(BIN)/testdata/certmanager-crds
-CERTMANAGER_CRDS_STAMP := $(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)-$(call pins,hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum)
+CERTMANAGER_CRDS_STAMP := $(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)-$(call pins,$(CONTROLPLANE_DIR)/go.mod $(CONTROLPLANE_DIR)/go.sum)
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -486,31 +490,29 @@ endif
 	IMG=$(IMG) KUBECONFIG=$(LOCAL)/kind-kubeconfig $(if $(KIND_AUTH),E2E_WEBHOOK_AUTH_DIR=$(ROOT)/$(KIND_WEBHOOK_AUTH)) E2E_PROBE_IMAGE=$(E2E_PROBE_IMAGE) E2E_HELM=$(BIN)/helm \
 		$(GO) test -tags e2e_kind -count=1 -timeout 30m -v ./test/e2e/kind/
 
-# What test-e2e-sources builds: kubelet, kubeadm and kube-proxy (hack/tools/kubenode, the release of
-# hack/tools/kube), kind and CoreDNS (at the version the pinned kubeadm asks for), into bin/kind-tools/.
+# What test-e2e-sources builds: kubelet, kubeadm and kube-proxy (from hack/tools/controlplane, the
+# release of the local control plane), kind and CoreDNS (at the version the pinned kubeadm asks for),
+# into bin/kind-tools/.
 KIND_TOOLS := $(BIN)/kind-tools
 KIND_VERSION := $(shell awk '$$1=="require" && $$2=="sigs.k8s.io/kind" {print $$3}' hack/tools/kind/go.mod)
 COREDNS_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/coredns/coredns" {print $$3}' hack/tools/coredns/go.mod)
-KIND_TOOLS_OLD_STAMP := $(KIND_TOOLS)/.stamp-$(KUBE_VERSION)-kind-$(KIND_VERSION)-coredns-$(COREDNS_VERSION)
-KIND_TOOLS_STAMP := $(KIND_TOOLS_OLD_STAMP)-$(call pins,$(foreach d,kubenode kind coredns,hack/tools/$(d)/go.mod hack/tools/$(d)/go.sum))
+KIND_TOOLS_STAMP := $(KIND_TOOLS)/.stamp-$(KUBE_VERSION)-kind-$(KIND_VERSION)-coredns-$(COREDNS_VERSION)-$(call pins,$(foreach d,controlplane kind coredns,hack/tools/$(d)/go.mod hack/tools/$(d)/go.sum))
 KIND_NODE_IMAGE := cos-kind-node:$(KUBE_VERSION)
 KIND_WORK := $(BIN)/kind
 KIND_CERTMANAGER_MANIFEST := $(KIND_WORK)/cert-manager.yaml
 # etcd's image tag is its version (kubeadm asks for its own; the kind config sets it); pause's is the
 # one of the pinned Kubernetes' build/pause.
 ETCD_IMAGE_TAG := $(patsubst v%,%,$(ETCD_VERSION))-0
-PAUSE_TAG = $(shell awk '$$1=="TAG" && $$2=="?=" {print $$3}' $$(cd hack/tools/kubenode && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/Makefile)
+PAUSE_TAG = $(shell awk '$$1=="TAG" && $$2=="?=" {print $$3}' $$(cd $(CONTROLPLANE_DIR) && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/Makefile)
 
 $(KIND_TOOLS_STAMP):
 	@mkdir -p $(KIND_TOOLS)
-	@$(call adopt,$(KIND_TOOLS_OLD_STAMP),$(foreach b,kubelet kubeadm kube-proxy,$(KIND_TOOLS)/$(b)=hack/tools/kubenode/go.mod) \
-		$(KIND_TOOLS)/kind=hack/tools/kind/go.mod $(KIND_TOOLS)/coredns=hack/tools/coredns/go.mod) || { \
-	echo "building kubelet, kubeadm, kube-proxy $(KUBE_VERSION), kind $(KIND_VERSION) and CoreDNS $(COREDNS_VERSION) (first time: ~10 min)"; set -x; \
-	(cd hack/tools/kubenode && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(KIND_TOOLS)/ \
+	@echo "building kubelet, kubeadm, kube-proxy $(KUBE_VERSION), kind $(KIND_VERSION) and CoreDNS $(COREDNS_VERSION) (first time: ~10 min)"; set -x; \
+	(cd $(CONTROLPLANE_DIR) && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(KIND_TOOLS)/ \
 		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kube-proxy) && \
 	(cd hack/tools/kind && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/kind sigs.k8s.io/kind) && \
-	(cd hack/tools/coredns && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/coredns github.com/coredns/coredns); }
-	@$(call stamp,$(KIND_TOOLS)/.stamp-*,$(KIND_TOOLS_OLD_STAMP))
+	(cd hack/tools/coredns && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/coredns github.com/coredns/coredns)
+	@$(call stamp,$(KIND_TOOLS)/.stamp-*)
 
 # kube-router (hack/tools/kuberouter), whose network policy controller enforces NetworkPolicies in the
 # cluster of test-e2e-sources: kindnetd's own (kube-network-policies) needs the kernel's nftables queue
@@ -541,17 +543,17 @@ kind-host: ## Install Docker and debootstrap from apt if missing, and start dock
 kind-node-image: control-plane certmanager $(KIND_TOOLS_STAMP) $(KUBEROUTER_STAMP) kind-host ## Build the kind node image $(KIND_NODE_IMAGE) and every image it runs from sources, nothing pulled (hack/kind/build-node-image.sh).
 	OUT=$(KIND_WORK) DOCKER=docker NODE_IMAGE=$(KIND_NODE_IMAGE) \
 	KIND_MODULE_DIR=$$(cd hack/tools/kind && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kind) \
-	KUBE_MODULE_DIR=$$(cd hack/tools/kubenode && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) \
+	KUBE_MODULE_DIR=$$(cd $(CONTROLPLANE_DIR) && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) \
 	KUBE_VERSION=$(KUBE_VERSION) KUBE_BIN=$(BIN) NODE_BIN=$(KIND_TOOLS) ETCD_BIN=$(BIN)/etcd ETCD_TAG=$(ETCD_IMAGE_TAG) \
 	COREDNS_BIN=$(KIND_TOOLS)/coredns COREDNS_TAG=$(COREDNS_VERSION) PAUSE_TAG=$(PAUSE_TAG) \
 	CERTMANAGER_BIN=$(BIN) CERTMANAGER_VERSION=$(CERTMANAGER_VERSION) CERTMANAGER_IMAGE_PREFIX=cos-e2e.local \
 	KUBEROUTER_BIN=$(KUBEROUTER_DIR)/kube-router KUBEROUTER_IMAGE=$(KUBEROUTER_IMAGE) POD_NETWORK_SCRIPT=hack/kind/pod-network.sh \
 		hack/kind/build-node-image.sh
 
-$(KIND_CERTMANAGER_MANIFEST): $(HELM_STAMP) $(KUBE_STAMP) hack/kind/certmanager-manifest.sh test/e2e/kind/certmanager/kustomization.yaml hack/tools/certmanager/go.mod
+$(KIND_CERTMANAGER_MANIFEST): $(HELM_STAMP) $(CONTROLPLANE_STAMP) hack/kind/certmanager-manifest.sh test/e2e/kind/certmanager/kustomization.yaml $(CONTROLPLANE_DIR)/go.mod
 	@mkdir -p $(KIND_WORK)
 	HELM=$(BIN)/helm KUBECTL=$(BIN)/kubectl VERSION=$(CERTMANAGER_VERSION) IMAGE_PREFIX=cos-e2e.local OUT_FILE=$@ \
-	CHART=$$(cd hack/tools/certmanager && $(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))/deploy/charts/cert-manager \
+	CHART=$$(cd $(CONTROLPLANE_DIR) && $(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))/deploy/charts/cert-manager \
 		hack/kind/certmanager-manifest.sh
 
 .PHONY: test-e2e-sources
@@ -624,11 +626,11 @@ $(TESTDATA_STAMP):
 certmanager-crds: $(CERTMANAGER_CRDS_STAMP) ## Fetch cert-manager's CRDs (for the deploy tests) into bin/testdata/certmanager-crds/.
 
 # The CRDs are the deploy/crds/*.yaml of the cert-manager module pinned in
-# hack/tools/certmanager/go.mod (checked against its go.sum), copied out of the module cache.
+# hack/tools/controlplane/go.mod (checked against its go.sum), copied out of the module cache.
 $(CERTMANAGER_CRDS_STAMP):
 	@$(call adopt,$(CERTMANAGER_CRDS)/.stamp-cert-manager-$(CERTMANAGER_VERSION)) || { \
 	echo "fetching cert-manager's CRDs: $(CERTMANAGER_MODULE) $(CERTMANAGER_VERSION)"; set -x; \
-	cd hack/tools/certmanager && $(GO) mod download $(CERTMANAGER_MODULE) && \
+	cd $(CONTROLPLANE_DIR) && $(GO) mod download $(CERTMANAGER_MODULE) && \
 	rm -rf $(CERTMANAGER_CRDS).tmp && mkdir -p $(CERTMANAGER_CRDS).tmp && \
 	cp "$$($(GO) list -m -f '{{.Dir}}' $(CERTMANAGER_MODULE))"/deploy/crds/*.yaml $(CERTMANAGER_CRDS).tmp/ && \
 	chmod -R u+w $(CERTMANAGER_CRDS).tmp && touch $(CERTMANAGER_CRDS).tmp/$(notdir $@) && \
@@ -648,7 +650,7 @@ DEPLOY_REPLICAS ?=
 DEPLOY_COMPONENTS ?=
 # kubectl with kustomize; the one of bin/ unless given.
 KUBECTL ?= $(BIN)/kubectl
-KUBECTL_DEP := $(if $(filter $(BIN)/kubectl,$(KUBECTL)),$(KUBE_STAMP))
+KUBECTL_DEP := $(if $(filter $(BIN)/kubectl,$(KUBECTL)),$(CONTROLPLANE_STAMP))
 
 .PHONY: deploy
 deploy: $(KUBECTL_DEP) ## Install config/$OVERLAY (default, production, self-signed, webhook-only) with image $IMG into the cluster of $KUBECONFIG; $IMG must be pinned by digest, built by make image, or IMG_VERIFIED=1. DEPLOY_REPLICAS=N, DEPLOY_ARGS='--flag=v ...' and DEPLOY_COMPONENTS='components/...' adjust the manager.
@@ -708,7 +710,7 @@ CHART_VERSION ?= 0.1.0
 HELM_K8S_MINOR := $(word 2,$(subst ., ,$(shell awk '$$1=="k8s.io/client-go" {print $$2}' hack/tools/helm/go.mod)))
 
 .PHONY: chart
-chart: $(KUBE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from the overlays of config/.
+chart: $(CONTROLPLANE_STAMP) ## Regenerate the Helm chart charts/cos-externalizer from the overlays of config/.
 	$(GO) run ./hack/gen/helmgen -kubectl $(BIN)/kubectl -config config -out charts/cos-externalizer -version $(CHART_VERSION) \
 		-registry $(REGISTRY)
 
@@ -732,53 +734,31 @@ $(HELM_STAMP):
 tools: control-plane certmanager helm testdata $(GOLANGCI_LINT_STAMP) $(ACTIONLINT_STAMP) ## Build every pinned tool into bin/ and fetch the test bundles (CI caches bin/).
 
 .PHONY: control-plane
-control-plane: $(KUBE_STAMP) $(ETCD_STAMP) $(KWOK_STAMP) ## Build etcd, kube-*, kubectl and kwok into bin/ (first time ~8 min on 2 cores).
+control-plane: $(CONTROLPLANE_STAMP) ## Build etcd, kube-*, kubectl and kwok (and cert-manager's controller and cainjector, from the same module) into bin/ (first time ~15 min on 2 idle cores).
 
-KUBE_OLD_STAMP := $(BIN)/.stamp-kube-$(KUBE_VERSION)
-$(KUBE_STAMP):
-	@mkdir -p $(BIN)
-	@$(call adopt,$(KUBE_OLD_STAMP),$(foreach b,kube-apiserver kube-controller-manager kube-scheduler kubectl,$(BIN)/$(b)=hack/tools/kube/go.mod)) || { \
-	echo "building kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $(KUBE_VERSION) (first time: ~8 min)"; set -x; \
-	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl; }
-	@$(call stamp,$(BIN)/.stamp-kube-*,$(KUBE_OLD_STAMP))
+.PHONY: certmanager
+certmanager: $(CONTROLPLANE_STAMP) $(CERTMANAGER_CRDS_STAMP) ## Build cert-manager's controller and cainjector (with the control plane, from the same module) into bin/ and fetch its CRDs.
 
-ETCD_OLD_STAMP := $(BIN)/.stamp-etcd-$(ETCD_VERSION)
-$(ETCD_STAMP):
+# Everything hack/tools/controlplane pins, in one go build: etcd (its own entry point, etcd/main.go),
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, and cert-manager's controller
+# and cainjector (small mains over its library, for tests that start cert-manager beside the local
+# control plane: test/controlplane.StartCertManager). One module and one build, so the libraries they
+# share (k8s.io/*, gRPC, protobuf, OpenTelemetry...) are compiled once (docs/benchmarks/2026-11-27-cold-make-test.md).
+# Each binary keeps its own link flags (-ldflags=PATTERN=FLAGS applies to the main packages PATTERN
+# matches); kwok-stages.yaml is the kwok stages the local control plane loads.
+CERTMANAGER_LDFLAGS := -s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$(CERTMANAGER_VERSION)
+CONTROLPLANE_PKGS := ./etcd $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler kubectl) \
+	sigs.k8s.io/kwok/cmd/kwok ./cert-manager-controller ./cert-manager-cainjector
+$(CONTROLPLANE_STAMP):
 	@mkdir -p $(BIN)
-	@$(call adopt,$(ETCD_OLD_STAMP),$(BIN)/etcd=hack/tools/etcd/go.mod) || { \
-	echo "building etcd $(ETCD_VERSION) (first time: ~1.5 min)"; set -x; \
-	cd hack/tools/etcd && $(GO) build -ldflags "-s -w" -o $(BIN)/etcd .; }
-	@$(call stamp,$(BIN)/.stamp-etcd-*,$(ETCD_OLD_STAMP))
-
-KWOK_OLD_STAMP := $(BIN)/.stamp-kwok-$(KWOK_VERSION)
-$(KWOK_STAMP):
-	@mkdir -p $(BIN)
-	@test -f $(BIN)/kwok-stages.yaml && $(call adopt,$(KWOK_OLD_STAMP),$(BIN)/kwok=hack/tools/kwok/go.mod) || { \
-	echo "building kwok $(KWOK_VERSION) (first time: ~3.5 min)"; set -x; \
-	cd hack/tools/kwok && $(GO) build -ldflags "-s -w" -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok && \
+	@echo "building etcd $(ETCD_VERSION), kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $(KUBE_VERSION), kwok $(KWOK_VERSION), cert-manager controller and cainjector $(CERTMANAGER_VERSION) (first time: ~15 min)"; set -x; \
+	cd $(CONTROLPLANE_DIR) && $(GO) build -ldflags "-s -w" -ldflags "k8s.io/kubernetes/cmd/...=$(KUBE_LDFLAGS)" \
+		-ldflags "./cert-manager-...=$(CERTMANAGER_LDFLAGS)" -o $(BIN)/ $(CONTROLPLANE_PKGS) && \
 	stages=$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage && \
 		for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 			pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do \
-			echo "---"; cat "$$stages/$$f"; done > $(BIN)/kwok-stages.yaml; }
-	@$(call stamp,$(BIN)/.stamp-kwok-*,$(KWOK_OLD_STAMP))
-
-.PHONY: certmanager
-certmanager: $(CERTMANAGER_STAMP) $(CERTMANAGER_CRDS_STAMP) ## Build cert-manager's controller and cainjector into bin/ and fetch its CRDs (first time ~5 min on 2 idle cores).
-
-# Small mains over cert-manager's library (hack/tools/certmanager), for tests that start cert-manager
-# beside the local control plane (test/controlplane.StartCertManager). Two builds, one after the other:
-# the second reuses the first one's build cache.
-CERTMANAGER_LDFLAGS := -s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$(CERTMANAGER_VERSION)
-CERTMANAGER_OLD_STAMP := $(BIN)/.stamp-certmanager-$(CERTMANAGER_VERSION)
-$(CERTMANAGER_STAMP):
-	@mkdir -p $(BIN)
-	@$(call adopt,$(CERTMANAGER_OLD_STAMP),$(foreach b,controller cainjector,$(BIN)/cert-manager-$(b)=hack/tools/certmanager/go.mod)) || { \
-	echo "building cert-manager controller and cainjector $(CERTMANAGER_VERSION) (first time: ~5 min)"; set -x; \
-	cd hack/tools/certmanager && $(GO) build -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-controller ./controller && \
-	$(GO) build -ldflags "$(CERTMANAGER_LDFLAGS)" -o $(BIN)/cert-manager-cainjector ./cainjector; }
-	@$(call stamp,$(BIN)/.stamp-certmanager-*,$(CERTMANAGER_OLD_STAMP))
+			echo "---"; cat "$$stages/$$f"; done > $(BIN)/kwok-stages.yaml
+	@$(call stamp,$(BIN)/.stamp-controlplane-*)
 
 .PHONY: cluster-up
 cluster-up: control-plane ## Start the local control plane in the background; prints the KUBECONFIG to export.

@@ -123,7 +123,7 @@ func (r *ClusterObjectSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.watches = &kindWatches{ctrl: c, cache: mgr.GetCache(), scheme: mgr.GetScheme(), mapper: mgr.GetRESTMapper()}
+	r.watches = &kindWatches{ctrl: c, cache: mgr.GetCache()}
 	return nil
 }
 

@@ -12,8 +12,15 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
 )
 
+// stashed is m as the cache holds it, the digest stashed (drift.StashDigest).
+func stashed(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
+	drift.StashDigest(&m)
+	return &metav1.PartialObjectMetadata{ObjectMeta: m}
+}
+
 // TestMetadataObject: the metadata built field by field reads back as the metadata it came from,
-// as the generic conversion (unstructured's setters) gives it, and decides as it does.
+// as the generic conversion (unstructured's setters) gives it (with the digest the cache stashed
+// back among the annotations), and decides as it does.
 func TestMetadataObject(t *testing.T) {
 	deleted := metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	fields := metav1.NewFieldsV1(`{"f:data":{"f:k":{}},"f:metadata":{"f:annotations":{"f:` + drift.Annotation + `":{}},"f:labels":{"f:a":{}}}}`)
@@ -28,6 +35,11 @@ func TestMetadataObject(t *testing.T) {
 			},
 		}},
 		"cluster-scoped, bare": {ObjectMeta: metav1.ObjectMeta{Name: "y"}},
+		// As the cache holds it (drift.StashDigest).
+		"the digest stashed": stashed(metav1.ObjectMeta{
+			Name: "x", Namespace: "n", Annotations: map[string]string{drift.Annotation: "sha256:aa"}, Labels: map[string]string{"a": "b"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: fields}},
+		}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			meta.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("ConfigMap"))
@@ -40,7 +52,14 @@ func TestMetadataObject(t *testing.T) {
 			want.SetResourceVersion(meta.ResourceVersion)
 			want.SetGeneration(meta.Generation)
 			want.SetLabels(meta.Labels)
-			want.SetAnnotations(meta.Annotations)
+			var annotations map[string]string
+			for k, v := range drift.CachedAnnotations(&meta.ObjectMeta) {
+				if annotations == nil {
+					annotations = map[string]string{}
+				}
+				annotations[k] = v.(string)
+			}
+			want.SetAnnotations(annotations)
 			want.SetFinalizers(meta.Finalizers)
 			want.SetOwnerReferences(meta.OwnerReferences)
 			want.SetManagedFields(meta.ManagedFields)

@@ -168,6 +168,9 @@ func (g *SecretGuard) Handle(ctx context.Context, req admission.Request) admissi
 			if err := g.keepCopy(ctx, req, old); err != nil {
 				return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("secret %s/%s is kept until a copy of it is written: %w", old.Namespace, old.Name, err))
 			}
+			if g.Options.BeforeAdmitDelete != nil {
+				g.Options.BeforeAdmitDelete(ctx, types.NamespacedName{Namespace: old.Namespace, Name: old.Name})
+			}
 		}
 		return admission.Allowed("")
 	}

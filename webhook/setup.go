@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -62,6 +63,12 @@ type Options struct {
 	// Unreferenced bounds the Secrets the mutating webhook wrote that nothing references yet
 	// (pending.go); nil: none.
 	Unreferenced *Unreferenced
+	// BeforeAdmitDelete, when set (tests), is called by the Secret guard once it has decided to admit
+	// a DELETE of an object-data Secret (no live ClusterObjectSet uses it) and has written its
+	// quarantine copy, before it answers: the delete has not happened yet, and nothing created now
+	// was seen by the guard's live read (the adversarial op collector-race creates one there). nil
+	// in production.
+	BeforeAdmitDelete func(ctx context.Context, secret types.NamespacedName)
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create

@@ -219,7 +219,7 @@ if [[ -n ${KUBEROUTER_BIN:-} ]]; then
 	component "$KUBEROUTER_IMAGE" "$netpol_wrapper" /usr/local/bin/kube-router "$netpol_rootfs"
 fi
 
-# cert-manager's controller and cainjector, from its library (hack/tools/certmanager; its commands'
+# cert-manager's controller and cainjector, from its library (hack/tools/controlplane; its commands'
 # modules are not served), as non-root as its chart wants them: preloaded, so no pull is tried.
 if [[ -n ${CERTMANAGER_BIN:-} ]]; then
 	: "${CERTMANAGER_VERSION:?}" "${CERTMANAGER_IMAGE_PREFIX:?}"

@@ -116,7 +116,8 @@ func faulty(kind string) bool {
 
 // destructive ops take a revision (and maybe its Secrets) away.
 func destructive(kind string) bool {
-	return kind == opDelete || kind == opRecreate || kind == opRestore || kind == opOrphanRecreate || kind == opWave || kind == opSweepRace || kind == opOLMSweepRace || kind == opRefsFailRace
+	return kind == opDelete || kind == opRecreate || kind == opRestore || kind == opOrphanRecreate || kind == opWave || kind == opSweepRace || kind == opOLMSweepRace || kind == opRefsFailRace ||
+		kind == opCollectorRace
 }
 
 // round runs ops at the same time, one worker each, with the observer checking the live content
@@ -258,7 +259,7 @@ func generateRound(rng *rand.Rand, m *model, workers, n int, nemesis bool) []Op 
 			continue // one per round at most: heavy enough, or it changes what the round shares
 		}
 		target := m.name(op.Owner, op.Rev)
-		if op.Kind == opCopy || op.Kind == opWave || op.Kind == opSweepRace || op.Kind == opOLMSweepRace || op.Kind == opRefsFailRace {
+		if op.Kind == opCopy || op.Kind == opWave || op.Kind == opSweepRace || op.Kind == opOLMSweepRace || op.Kind == opRefsFailRace || op.Kind == opCollectorRace {
 			target = m.name(op.Owner, op.From)
 		}
 		if targets[target] && (destructive(op.Kind) || op.Kind == opCopy) && !gateOpen("race") {
@@ -291,13 +292,14 @@ func oncePerRound(kind string) bool {
 	return kind == opBurst || kind == opAmplify || kind == opLedgerFill || kind == opRefsFailRace || kind == opClientCAGarbage
 }
 
-// concurrentMix is the sequential mix plus the new ops. refs-fail-race weighs more than the other
-// races: it is drawn again when it finds no target (a live revision whose Secrets no other uses),
-// as most draws do not; with these weights the fixed seed runs each of issue 35's ops.
+// concurrentMix is the sequential mix plus the new ops. refs-fail-race and collector-race weigh
+// more than the other races: they are drawn again when they find no target (a live revision whose
+// Secrets no other uses), as most draws do not; with these weights the fixed seed runs
+// collector-race (once, raced: the Secret deleted by the collector and restored).
 var concurrentMix = append(slices.Clone(weighted), []weight{
 	{opOrphanRecreate, 4}, {opCopyGone, 3}, {opWave, 5}, {opForged, 3}, {opSlowClient, 1}, {opBurst, 2},
 	{opForeign, 2}, {opOLMSecret, 3}, {opUnusedDelete, 3}, {opSweepRace, 3}, {opOLMSweepRace, 3}, {opSweepKill, 2},
-	{opRefsFailRace, 8}, {opLedgerFill, 2}, {opAmplify, 2}, {opClientCAGarbage, 3},
+	{opRefsFailRace, 8}, {opLedgerFill, 2}, {opAmplify, 2}, {opClientCAGarbage, 3}, {opCollectorRace, 6},
 }...)
 
 // nemesisMix is what the nemesis does beside a round.

@@ -129,7 +129,7 @@ func (m *model) deletes(op Op) []string {
 			return []string{m.name(op.Owner, op.From)}
 		}
 		return []string{m.name(op.Owner, op.Rev)}
-	case opWave, opSweepRace, opOLMSweepRace, opRefsFailRace:
+	case opWave, opSweepRace, opOLMSweepRace, opRefsFailRace, opCollectorRace:
 		return []string{m.name(op.Owner, op.From)}
 	}
 	return nil

@@ -153,7 +153,8 @@ func (h *harness) proxiedEnv() (*testenv.Environment, error) {
 }
 
 // adjust is the options hook of every replica: the reconciler's clock, shifted by h.skew; the
-// sweep's, shifted by h.sweepSkew; the sweep's hook before its deletes, where sweep-race ops land.
+// sweep's, shifted by h.sweepSkew; the sweep's hook before its deletes, where sweep-race ops land;
+// the Secret guard's before it admits a delete, where collector-race ops land.
 func (h *harness) adjust(o *app.Options) {
 	o.SkipControllerNameValidation = true
 	if h.skew != 0 {
@@ -164,6 +165,7 @@ func (h *harness) adjust(o *app.Options) {
 	}
 	o.SweepBeforeDelete = h.beforeSweepDelete
 	o.SweepAfterStep = h.afterSweepStep
+	o.GuardBeforeAdmitDelete = h.beforeGuardDelete
 }
 
 // shiftedClock is the real clock shifted by d.

@@ -109,8 +109,9 @@ func generateNew(r *rand.Rand, m *model, op *Op, pickLive func(func(*entry) bool
 		op.Variant = []string{"etcd", "kube-apiserver"}[r.IntN(2)]
 	case opSkew, opSweepSkew:
 		op.Variant = []string{"6m", "-6m", "0s"}[r.IntN(3)]
-	case opSweepRace, opOLMSweepRace, opSweepKill, opRefsFailRace:
-		// Secrets no other revision uses, so that the sweep comes for them.
+	case opSweepRace, opOLMSweepRace, opSweepKill, opRefsFailRace, opCollectorRace:
+		// Secrets no other revision uses, so that the sweep (collector-race: the collector) comes for
+		// them.
 		e, ok := pickLive(func(e *entry) bool { return usable(e) && len(e.refs) > 0 && !m.shares(e) })
 		if !ok {
 			return false
@@ -156,6 +157,8 @@ func (r *runner) execNew(op Op) error {
 		return r.sweepRace(op)
 	case opSweepKill:
 		return r.sweepKill(op)
+	case opCollectorRace:
+		return r.collectorRace(op)
 	case opRefsFailRace:
 		return r.refsFailRace(op)
 	case opLedgerFill:

@@ -23,6 +23,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -312,7 +313,7 @@ func (r *runner) refsFailRace(op Op) error {
 		r.env.armStep(step)
 		defer r.env.disarmStep(step)
 	}
-	if fired, err := r.startRace(rc, trap, "refs-fail-race"); !fired || err != nil {
+	if fired, err := r.startRace(rc, trap, "refs-fail-race", metav1.DeletePropagationOrphan); !fired || err != nil {
 		return err
 	}
 	select {
@@ -331,5 +332,5 @@ func (r *runner) refsFailRace(op Op) error {
 	}
 	r.logf("refs-fail-race %s: the sweep was about to delete %d Secrets of %s; %s, created untouched, was stored %s", op.Variant, len(judged), rc.from, rc.name, order)
 	r.waitDeleteAnswered(judged)
-	return r.checkRestored(rc.name, rc.target, rc.keys, 30*time.Second, "by the sweep")
+	return r.checkRestored(rc.name, rc.target, rc.keys, 30*time.Second, "swept and not restored by the sweep")
 }

@@ -47,9 +47,13 @@ const (
 )
 
 // sweepTrap is armed by a sweep-race op: the first time the sweep is about to delete one of its
-// Secrets (keys), spring runs in the sweep's goroutine, before the sweep deletes anything.
+// Secrets (keys), spring runs in the sweep's goroutine, before the sweep deletes anything. A guard
+// trap (op collector-race) is sprung by the Secret guard instead, the first time it is about to
+// admit someone's delete of one of them (app.Options.GuardBeforeAdmitDelete), in the guard's
+// goroutine, before it answers.
 type sweepTrap struct {
 	keys    map[types.NamespacedName]bool
+	guard   bool
 	spring  func(judged []corev1.Secret)
 	started bool
 	fired   chan struct{}
@@ -61,7 +65,7 @@ func (h *harness) beforeSweepDelete(_ context.Context, secrets []corev1.Secret) 
 	h.mu.Lock()
 	var due []*sweepTrap
 	for t := range h.traps {
-		if slices.ContainsFunc(secrets, func(s corev1.Secret) bool { return t.keys[client.ObjectKeyFromObject(&s)] }) {
+		if !t.guard && slices.ContainsFunc(secrets, func(s corev1.Secret) bool { return t.keys[client.ObjectKeyFromObject(&s)] }) {
 			t.started = true
 			delete(h.traps, t)
 			due = append(due, t)
@@ -153,18 +157,22 @@ func (r *runner) rememberRace(rc *race) {
 	r.m.entries[rc.name] = rc.target
 }
 
-// startRace deletes From (when live) and waits until the sweep's hook has sprung trap: false when
-// the sweep will not come for the race's Secrets (each gone, used or owned by an existing
-// ClusterObjectSet) or not within its bound.
-func (r *runner) startRace(rc *race, trap *sweepTrap, what string) (bool, error) {
+// startRace deletes From (when live) with propagation and waits until the hook has sprung trap:
+// false when neither the sweep nor (a guard trap) the collector will come for the race's Secrets
+// through it (each gone, used or owned by an existing ClusterObjectSet) or not within its bound.
+func (r *runner) startRace(rc *race, trap *sweepTrap, what string, propagation metav1.DeletionPropagation) (bool, error) {
 	if rc.live {
-		if err := r.deleteAndWait(rc.from, metav1.DeletePropagationOrphan); err != nil {
+		if err := r.deleteAndWait(rc.from, propagation); err != nil {
 			return false, err
 		}
 	}
 	// The sweep first sees them unused (the collector has dropped their owner), waits its grace
 	// period (once this replica holds the lease) and confirms: within this bound, unless another
-	// ClusterObjectSet uses or owns them, or they are gone.
+	// ClusterObjectSet uses or owns them, or they are gone. (The collector comes within seconds.)
+	who := "the sweep"
+	if trap.guard {
+		who = "the collector (through the guard)"
+	}
 	bound := time.Now().Add(r.env.grace + 5*r.env.sweepEvery + time.Minute)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -185,7 +193,7 @@ func (r *runner) startRace(rc *race, trap *sweepTrap, what string) (bool, error)
 			case <-trap.fired: // sprung while it was being disarmed
 				return true, nil
 			default:
-				r.logf("%s: the sweep did not come for the Secrets of %s (%s): no race", what, rc.from, why)
+				r.logf("%s: %s did not come for the Secrets of %s (%s): no race", what, who, rc.from, why)
 				return false, nil
 			}
 		}
@@ -241,7 +249,7 @@ func (r *runner) sweepRace(op Op) error {
 	}}
 	r.env.arm(trap)
 	defer r.env.disarm(trap)
-	if fired, err := r.startRace(rc, trap, "sweep-race"); !fired || err != nil {
+	if fired, err := r.startRace(rc, trap, "sweep-race", metav1.DeletePropagationOrphan); !fired || err != nil {
 		return err
 	}
 	if created != nil {
@@ -251,14 +259,15 @@ func (r *runner) sweepRace(op Op) error {
 	r.waitDeleteAnswered(judged)
 	// Whatever the sweep deleted, its restore (the same sweep, or the next) creates again from the
 	// quarantine copies: every Secret Rev references must be back, while Rev is live.
-	return r.checkRestored(rc.name, rc.target, rc.keys, 30*time.Second, "by the sweep")
+	return r.checkRestored(rc.name, rc.target, rc.keys, 30*time.Second, "swept and not restored by the sweep")
 }
 
 // checkRestored waits up to bound until every Secret of keys exists again, then, while the
 // ClusterObjectSet name is live, holds it to all its content: a Secret still missing, read after the
 // wait while name was live before and after the read, is content lost. (The wait only waits: a read
-// cut short by its deadline says nothing, so the verdict is a read of its own.)
-func (r *runner) checkRestored(name string, target *entry, keys map[types.NamespacedName]bool, bound time.Duration, by string) error {
+// cut short by its deadline says nothing, so the verdict is a read of its own.) lost says what
+// happened to a missing Secret, for the violation ("swept and not restored by the sweep").
+func (r *runner) checkRestored(name string, target *entry, keys map[types.NamespacedName]bool, bound time.Duration, lost string) error {
 	_ = wait.PollUntilContextTimeout(r.ctx(), pollInterval, bound, true, func(ctx context.Context) (bool, error) {
 		for key := range keys {
 			if err := r.admin.Get(ctx, key, &corev1.Secret{}); err != nil {
@@ -286,7 +295,7 @@ func (r *runner) checkRestored(name string, target *entry, keys map[types.Namesp
 			r.logf("Secret %s, which %s referenced, is missing; %s is no longer live: not judged", key, name, name)
 			return err
 		}
-		return violated("content-lost", "Secret %s, which %s references, was swept and not restored %s within %s", key, name, by, bound)
+		return violated("content-lost", "Secret %s, which %s references, was %s within %s", key, name, lost, bound)
 	}
 	return r.checkContent(r.ctx(), cos, target)
 }
@@ -484,5 +493,5 @@ func (r *runner) sweepKill(op Op) error {
 	if created != nil {
 		return created
 	}
-	return r.checkRestored(name, target, keys, settleBound, "by the next leader")
+	return r.checkRestored(name, target, keys, settleBound, "swept and not restored by the next leader")
 }

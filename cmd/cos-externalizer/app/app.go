@@ -92,6 +92,10 @@ type Options struct {
 	// SweepAfterStep, when set (tests), is called by the orphan sweep after each of its steps for one
 	// Secret; an error stops the sweep there (controllers.OrphanSweeper.AfterStep). Not a flag.
 	SweepAfterStep func(ctx context.Context, step string, secret types.NamespacedName) error
+	// GuardBeforeAdmitDelete, when set (tests), is called by the Secret guard once it has decided to
+	// admit the delete of an object-data Secret and written its quarantine copy, before it answers
+	// (webhook.Options.BeforeAdmitDelete). Not a flag.
+	GuardBeforeAdmitDelete func(ctx context.Context, secret types.NamespacedName)
 	// AdmissionWork, when set (tests: on a fake clock, with work of their own in flight), is the
 	// queue of the work the webhooks admit at once, in place of the one --admission-deadline-margin
 	// makes; the calls' deadlines are counted on its clock. Not a flag.
@@ -420,6 +424,8 @@ func (o *Options) setupWebhooks(ctx context.Context, mgr ctrl.Manager, serving *
 		Admission:        o.admission.limits(o.AdmissionWork), // its own pool: admission never holds up the reconciler
 		Drain:            drain,
 		Unreferenced:     unreferenced, // pending.go
+
+		BeforeAdmitDelete: o.GuardBeforeAdmitDelete, // tests only
 	}, metrics); err != nil {
 		return fmt.Errorf("setting up the webhooks: %w", err)
 	}

@@ -2,8 +2,15 @@ package app
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +22,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
 	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
 )
 
@@ -37,11 +45,13 @@ func CacheOptions(systemNamespace string) cache.Options {
 //
 // measure, when set, is called with each Secret before its data is dropped: the bound on
 // unreferenced Secrets keeps their sizes (webhook.Unreferenced.RecordSize), a number per Secret,
-// rather than the data.
+// rather than the data. A Secret without data is not measured: an informer transforms the objects of
+// its initial list twice (client-go's watch-list passes them through a temporary store first), and
+// the second pass must not record the first's size as 0; a Secret whose data is empty is 0 anyway.
 func secretMetadataOnly(measure func(*corev1.Secret)) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		if sec, ok := obj.(*corev1.Secret); ok {
-			if measure != nil {
+			if measure != nil && sec.Data != nil {
 				measure(sec)
 			}
 			sec.Data = nil
@@ -141,13 +151,24 @@ func trimArchived(phases []olmv1.ClusterObjectSetPhase) {
 // values, owner references, managedFields' managers and versions) through unique, and drops the
 // times of managedFields, which nothing reads from the cache.
 func leanMeta(m *metav1.ObjectMeta) {
-	if len(m.Labels) > 0 {
-		labels := make(map[string]string, len(m.Labels))
-		for k, v := range m.Labels {
-			labels[intern(k)] = intern(v)
-		}
-		m.Labels = labels
+	m.Labels = internLabels(m.Labels)
+	leanMetaButLabels(m)
+}
+
+// internLabels is labels with its keys and values interned.
+func internLabels(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return labels
 	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// leanMetaButLabels is leanMeta but for the labels.
+func leanMetaButLabels(m *metav1.ObjectMeta) {
 	if len(m.Annotations) > 0 {
 		annotations := make(map[string]string, len(m.Annotations))
 		for k, v := range m.Annotations {
@@ -204,18 +225,33 @@ func finalizerEntries(managed []metav1.ManagedFieldsEntry) []metav1.ManagedField
 // managedObjectLean is the transform of the informers of managed objects. The reconciler watches
 // them as metadata (controllers.kindWatches) and decides from it whether an object holds what it
 // would apply; it reads whole objects from the cache only for kinds where that decision or a
-// readiness probe needs their content, and takes managedFields from the metadata then. So:
-//   - metadata keeps everything but kubectl's last-applied annotation (a copy of the object, set by
-//     whoever created it with client-side apply; no decision reads it) and the times of managedFields,
-//     its common strings shared (leanMeta);
-//   - whole objects lose managedFields too.
+// readiness probe needs their content, and takes managedFields from the metadata then. So the
+// metadata keeps what those readers read, and no more (docs/design.md, "What the cache holds"):
+//   - of the annotations, only the digest of what we applied, the no-op decision's input, kept in
+//     selfLink rather than a map of one entry (drift.StashDigest): nothing reads another annotation
+//     of the metadata (a probe that reads content reads the whole object; collisions and take-overs
+//     are decided on a fresh read);
+//   - the labels, which a custom probe may select by (probes.NeedsContent);
+//   - the owner references, which map an event to the controlling ClusterObjectSet;
+//   - managedFields, the no-op decision's input, without their times;
+//   - the rest of the metadata (name, uid, resourceVersion, generation, deletion, finalizers).
 //
-// Other objects (the typed ClusterObjectSets and Secrets have transforms of their own) pass unchanged.
+// Labels, owner references and managedFields are equal across the objects of one kind and revision,
+// typically: equal ones are one copy, shared (shareTable), and common strings are shared (leanMeta).
+// Cached objects are never changed in place (the cache hands out copies, and the readers that skip
+// the copy only read), so sharing is invisible to their readers. Whole objects lose managedFields and
+// kubectl's last-applied annotation. Other objects (the typed ClusterObjectSets and Secrets have
+// transforms of their own) pass unchanged.
 func managedObjectLean(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *metav1.PartialObjectMetadata:
-		delete(o.Annotations, admission.LastAppliedAnnotation)
-		leanMeta(&o.ObjectMeta)
+		drift.StashDigest(&o.ObjectMeta)
+		leanMetaButLabels(&o.ObjectMeta)
+		o.Namespace = intern(o.Namespace)
+		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
+		o.Labels = shareLabels(o.Labels)
+		o.OwnerReferences = shareOwnerReferences(o.OwnerReferences)
+		o.ManagedFields = shareManagedFields(o.ManagedFields)
 	case *unstructured.Unstructured:
 		if md, ok := o.Object["metadata"].(map[string]any); ok {
 			delete(md, "managedFields")
@@ -225,4 +261,142 @@ func managedObjectLean(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// The tables of the managed objects' transform (managedObjectLean); informers of several kinds call
+// it at once. At 10,000 ClusterObjectSets (2,000 Active, objects of two kinds each) there are about
+// 4,000 distinct managedFields and 2,000 distinct label maps and owner references, 2 MB in all.
+var (
+	sharedLabels          = newShareTable(maps.Equal[map[string]string])
+	sharedOwnerReferences = newShareTable(deepEqual[[]metav1.OwnerReference])
+	sharedManagedFields   = newShareTable(deepEqual[[]metav1.ManagedFieldsEntry])
+)
+
+// A shareTable's bounds: a generation ends at shareKeys keys or shareBytes bytes of values, and
+// values larger than shareLargest are not shared (they are seldom equal, and would end generations).
+const (
+	shareKeys    = 8192
+	shareBytes   = 4 << 20
+	shareLargest = 16 << 10
+)
+
+// shareTable hands out one value per content: the first value stored under a key (the SHA-256 of the
+// value's content, shareKey) is returned for every later equal one. It remembers two generations, the
+// newer one of at most shareKeys keys and shareBytes bytes (a key found in the older one moves to the
+// newer one), so that what no cached object holds any more is forgotten after two generations: the
+// table holds at most twice shareBytes beyond what cached objects hold. A value the table forgot is
+// still correct, only no longer shared with new ones.
+type shareTable[V any] struct {
+	mu        sync.Mutex
+	cur, prev map[[sha256.Size]byte]V
+	curBytes  int
+	// equal tells a stored value from a new one under the same key (never, but for a collision of
+	// SHA-256).
+	equal func(a, b V) bool
+}
+
+func newShareTable[V any](equal func(a, b V) bool) *shareTable[V] {
+	return &shareTable[V]{equal: equal}
+}
+
+// share returns the value stored under key if it equals v, else made() (v, or a leaner copy of it),
+// stored under key when size (v's, in bytes) allows it and the key is free.
+func (t *shareTable[V]) share(key [sha256.Size]byte, v V, size int, made func() V) V {
+	if size > shareLargest {
+		return made()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.cur[key]; ok {
+		if t.equal(s, v) {
+			return s
+		}
+		return made()
+	}
+	s, ok := t.prev[key]
+	switch {
+	case ok && !t.equal(s, v):
+		return made()
+	case !ok:
+		s = made()
+	}
+	if t.cur == nil || len(t.cur) >= shareKeys || t.curBytes+size > shareBytes {
+		t.prev, t.cur, t.curBytes = t.cur, map[[sha256.Size]byte]V{}, 0
+	}
+	t.cur[key] = s
+	t.curBytes += size
+	return s
+}
+
+// shareKey collects a value's parts, each prefixed by its length so that no two values have the same
+// parts; its key is their SHA-256, its size their bytes.
+type shareKey struct{ buf []byte }
+
+func (k *shareKey) add(parts ...string) {
+	for _, p := range parts {
+		k.buf = binary.AppendUvarint(k.buf, uint64(len(p)))
+		k.buf = append(k.buf, p...)
+	}
+}
+
+func (k *shareKey) addBytes(p []byte) {
+	k.buf = binary.AppendUvarint(k.buf, uint64(len(p)))
+	k.buf = append(k.buf, p...)
+}
+
+func (k *shareKey) sum() [sha256.Size]byte { return sha256.Sum256(k.buf) }
+
+func (k *shareKey) size() int { return len(k.buf) }
+
+func deepEqual[V any](a, b V) bool { return reflect.DeepEqual(a, b) }
+
+// shareLabels is the shared map equal to labels (nil for none), its keys and values interned.
+func shareLabels(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(labels))
+	var key shareKey
+	for _, k := range keys {
+		key.add(k, labels[k])
+	}
+	return sharedLabels.share(key.sum(), labels, key.size()+300, func() map[string]string { return internLabels(labels) })
+}
+
+// shareOwnerReferences is the shared slice equal to refs (nil for none).
+func shareOwnerReferences(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return nil
+	}
+	flag := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
+	var key shareKey
+	for _, r := range refs {
+		key.add(r.APIVersion, r.Kind, r.Name, string(r.UID), flag(r.Controller), flag(r.BlockOwnerDeletion))
+	}
+	return sharedOwnerReferences.share(key.sum(), refs, key.size(), func() []metav1.OwnerReference { return refs })
+}
+
+// shareManagedFields is the shared slice equal to entries (nil for none); their times are dropped
+// already (leanMeta).
+func shareManagedFields(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	var key shareKey
+	for _, e := range entries {
+		key.add(e.Manager, string(e.Operation), e.APIVersion, e.FieldsType, e.Subresource)
+		if e.FieldsV1 != nil {
+			key.add("fieldsV1")
+			key.addBytes(e.FieldsV1.GetRawBytes())
+		}
+		if e.Time != nil {
+			key.add("time", e.Time.UTC().Format(time.RFC3339))
+		}
+	}
+	return sharedManagedFields.share(key.sum(), entries, key.size(), func() []metav1.ManagedFieldsEntry { return entries })
 }

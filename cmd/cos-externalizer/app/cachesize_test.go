@@ -52,6 +52,34 @@ func TestSecretMetadataOnlyMeasures(t *testing.T) {
 	}
 }
 
+// TestSecretMetadataOnlyTwice: a Secret transformed twice (an informer's initial list) keeps the size
+// measured the first time; nothing else changes the second time.
+func TestSecretMetadataOnlyTwice(t *testing.T) {
+	recorded := map[types.UID]int{}
+	record := func(sec *corev1.Secret) { // as webhook.Unreferenced.RecordSize: the last size wins
+		recorded[sec.UID] = 0
+		for k, v := range sec.Data {
+			recorded[sec.UID] += len(k) + len(v)
+		}
+	}
+	transform := secretMetadataOnly(record)
+	once, err := transform(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "uid-s"}, Data: map[string][]byte{"key": []byte("content")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := once.(*corev1.Secret).DeepCopy()
+	twice, err := transform(once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.UID]int{"uid-s": 10}, recorded); diff != "" {
+		t.Errorf("recorded sizes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, twice); diff != "" {
+		t.Errorf("transformed twice (-once +twice):\n%s", diff)
+	}
+}
+
 // TestClusterObjectSetLean: the cache keeps a ClusterObjectSet's every field but kubectl's
 // last-applied annotation and the managedFields that own no finalizer, with only the finalizer
 // fields of the others; finalizerowner judges the lean copy as the whole one.
@@ -115,13 +143,19 @@ func TestClusterObjectSetLean(t *testing.T) {
 	}
 }
 
-// TestManagedObjectLean: the metadata of a managed object keeps everything but kubectl's
-// last-applied annotation; a whole object loses its managedFields too (they are read from the
-// metadata).
+// TestManagedObjectLean: the metadata of a managed object keeps, of its annotations, the digest
+// alone, in selfLink (drift.StashDigest; TestManagedObjectLeanKeepsDecisions); a whole object loses
+// kubectl's last-applied annotation and its managedFields (they are read from the metadata).
 func TestManagedObjectLean(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "cos-externalizer", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}
 	meta := func(ann map[string]string) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: ann, Labels: map[string]string{"l": "v"}, ManagedFields: managed}}
+	}
+	// cached is meta(ann) as the cache holds it: the digest in selfLink (drift.StashDigest).
+	cached := func(ann map[string]string) *metav1.PartialObjectMetadata {
+		m := meta(ann)
+		drift.StashDigest(&m.ObjectMeta)
+		return m
 	}
 	whole := func(withManaged bool, ann map[string]any) *unstructured.Unstructured {
 		md := map[string]any{"name": "x", "annotations": ann}
@@ -135,9 +169,10 @@ func TestManagedObjectLean(t *testing.T) {
 		in, want any
 	}{
 		"metadata": {
-			in:   meta(map[string]string{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa"}),
-			want: meta(map[string]string{drift.Annotation: "sha256:aa"}),
+			in:   meta(map[string]string{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa", "other": "x"}),
+			want: cached(map[string]string{drift.Annotation: "sha256:aa"}),
 		},
+		"metadata without the digest":  {in: meta(map[string]string{"other": "x"}), want: meta(nil)},
 		"metadata without annotations": {in: meta(nil), want: meta(nil)},
 		"whole object": {
 			in:   whole(true, map[string]any{admission.LastAppliedAnnotation: "{}", drift.Annotation: "sha256:aa"}),
@@ -152,6 +187,15 @@ func TestManagedObjectLean(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("cached (-want +got):\n%s", diff)
+			}
+			// An informer may transform an object twice (its initial list goes through a
+			// temporary store first): the second time changes nothing.
+			again, err := managedObjectLean(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, again); diff != "" {
+				t.Errorf("transformed twice (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -52,6 +52,10 @@ func TestDriftIsRestored(t *testing.T) {
 		"a label removed": {configMap, "settings", `{"metadata":{"labels":{"team":null}}}`, func(o client.Object) (bool, string) {
 			return o.GetLabels()["team"] == "platform", fmt.Sprint(o.GetLabels())
 		}},
+		// No label value is compared: the change takes the label from our field manager.
+		"a label changed": {configMap, "settings", `{"metadata":{"labels":{"team":"intruder"}}}`, func(o client.Object) (bool, string) {
+			return o.GetLabels()["team"] == "platform", fmt.Sprint(o.GetLabels())
+		}},
 		"the owning-revision label removed": {deploy, "web", `{"metadata":{"labels":{"` + olmv1.LabelOwningRevision + `":null}}}`, func(o client.Object) (bool, string) {
 			return o.GetLabels()[olmv1.LabelOwningRevision] != "", fmt.Sprint(o.GetLabels())
 		}},

@@ -1,5 +1,5 @@
 // Command etcd is etcd's own server entry point, built from the Go module proxy at the version pinned
-// in go.mod, because prebuilt release binaries cannot be downloaded here.
+// in ../go.mod, because prebuilt release binaries cannot be downloaded here.
 package main
 
 import (
