@@ -63,7 +63,7 @@ docker_build() {
 
 ### 1. kind's base image.
 base_rootfs=$OUT/rootfs-node
-if ! stamp_ok base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "$POD_NETWORK_SCRIPT" "recipe-$RECIPE" ||
+if ! stamp_ok base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "pod-network-in-node-step" "recipe-$RECIPE" ||
 	! image_exists "$BASE_IMAGE"; then
 	debootstrap_into "$base_rootfs" "$NODE_PACKAGES"
 	R=$base_rootfs
@@ -100,21 +100,7 @@ if ! stamp_ok base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoi
 	# The containers' base OCI spec, as kind's Dockerfile makes it (product_uuid mounted by a hook).
 	chroot "$R" /bin/sh -ec "ctr oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {\"path\": \"/kind/bin/mount-product-files.sh\"}' | jq 'del(.process.rlimits)' > /etc/containerd/cri-base.json"
 	sed -i "s#sandbox_image = \"registry.k8s.io/pause:[^\"]*\"#sandbox_image = \"registry.k8s.io/pause:$PAUSE_TAG\"#" "$R/etc/containerd/config.toml"
-	# The pod network: the bridge plugin, with each node's pod range and routes to the other nodes'
-	# ranges written by cos-pod-network (kind's kindnetd does this, but cannot be built here).
-	install -m 0755 "$POD_NETWORK_SCRIPT" "$R/usr/local/bin/cos-pod-network"
-	cat >"$R/etc/systemd/system/cos-pod-network.service" <<-'EOF'
-		[Unit]
-		Description=The node's pod network for the bridge CNI (what kindnetd does)
-		After=network-online.target
-		[Service]
-		ExecStart=/usr/local/bin/cos-pod-network
-		Restart=always
-		RestartSec=1
-		[Install]
-		WantedBy=multi-user.target
-	EOF
-	chroot "$R" systemctl enable cos-pod-network.service >/dev/null 2>&1
+	# The pod network: the bridge plugin, configured by cos-pod-network (step 3).
 	mkdir -p "$R/etc/cni/net.d"
 	log "importing $BASE_IMAGE"
 	tar --numeric-owner -C "$R" -c . | "$DOCKER" import - "$BASE_IMAGE-rootfs" >/dev/null
@@ -122,7 +108,7 @@ if ! stamp_ok base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoi
 	printf 'FROM %s\nENV container=docker\nSTOPSIGNAL SIGRTMIN+3\nENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]\n' "$BASE_IMAGE-rootfs" >"$ctx/Dockerfile"
 	docker_build "$BASE_IMAGE" "$ctx"
 	"$DOCKER" rmi "$BASE_IMAGE-rootfs" >/dev/null
-	stamp_set base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "$POD_NETWORK_SCRIPT" "recipe-$RECIPE"
+	stamp_set base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "pod-network-in-node-step" "recipe-$RECIPE"
 fi
 
 ### 2. The component images.
@@ -240,7 +226,7 @@ if [[ -n ${CERTMANAGER_BIN:-} ]]; then
 	images+=("$CERTMANAGER_IMAGE_PREFIX/cert-manager-controller:$CERTMANAGER_VERSION" "$CERTMANAGER_IMAGE_PREFIX/cert-manager-cainjector:$CERTMANAGER_VERSION")
 fi
 ids=$(for i in "${images[@]}" "$BASE_IMAGE"; do "$DOCKER" image inspect -f '{{.Id}}' "$i"; done)
-if stamp_ok node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$NODE_IMAGE" && image_exists "$NODE_IMAGE"; then
+if stamp_ok node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$POD_NETWORK_SCRIPT" "$NODE_IMAGE" && image_exists "$NODE_IMAGE"; then
 	log "$NODE_IMAGE is up to date"
 	exit 0
 fi
@@ -253,6 +239,14 @@ for b in "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl"; do
 	"$DOCKER" cp "$b" "$build:/usr/bin/$(basename "$b")"
 done
 "$DOCKER" exec "$build" sh -c "chmod 0755 /usr/bin/kubelet /usr/bin/kubeadm /usr/bin/kubectl && mkdir -p /kind && echo $KUBE_VERSION > /kind/version"
+# The pod network: cos-pod-network (hack/kind/pod-network.sh) writes the bridge CNI's config for the
+# node's pod range and routes the other nodes' ranges (what kindnetd does), as a systemd service.
+"$DOCKER" cp "$POD_NETWORK_SCRIPT" "$build:/usr/local/bin/cos-pod-network"
+printf '%s\n' '[Unit]' "Description=The node's pod network for the bridge CNI (what kindnetd does)" \
+	'[Service]' 'ExecStart=/usr/local/bin/cos-pod-network' 'Restart=always' 'RestartSec=1' \
+	'[Install]' 'WantedBy=multi-user.target' | "$DOCKER" exec -i "$build" sh -c 'cat >/etc/systemd/system/cos-pod-network.service'
+"$DOCKER" exec "$build" sh -c 'chmod 0755 /usr/local/bin/cos-pod-network && mkdir -p /etc/systemd/system/multi-user.target.wants /etc/cni/net.d &&
+	ln -sf /etc/systemd/system/cos-pod-network.service /etc/systemd/system/multi-user.target.wants/cos-pod-network.service'
 "$DOCKER" exec "$build" bash -c 'nohup containerd </dev/null >/tmp/containerd.log 2>&1 &'
 "$DOCKER" exec "$build" bash -c 'for _ in $(seq 100); do [ -S /run/containerd/containerd.sock ] && exit 0; sleep 0.1; done; cat /tmp/containerd.log; exit 1'
 "$DOCKER" save "${images[@]}" | "$DOCKER" exec -i "$build" ctr --namespace=k8s.io images import \
@@ -261,5 +255,5 @@ done
 "$DOCKER" exec "$build" pkill containerd
 "$DOCKER" exec "$build" sh -c 'while pgrep -x containerd >/dev/null; do sleep 0.1; done; rm -rf /tmp/* /var/log/*.log'
 "$DOCKER" commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' "$build" "$NODE_IMAGE" >/dev/null
-stamp_set node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$NODE_IMAGE"
+stamp_set node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$POD_NETWORK_SCRIPT" "$NODE_IMAGE"
 log "built $NODE_IMAGE"

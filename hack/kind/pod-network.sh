@@ -8,8 +8,10 @@
 #   - it routes every other node's pod range through that node's InternalIP, and exempts pod-to-pod
 #     traffic between nodes from the bridge plugin's masquerading, so a Pod's address is what a Pod of
 #     another node sees (NetworkPolicies select Pods by their addresses).
-# It reads the Nodes with the kubelet's own credentials and repeats every 2 s, so a node that joins
-# later is routed too. Each step is idempotent.
+# It reads its own Node with the kubelet's credentials, and the other Nodes too once the control-plane
+# node's copy (the one with admin.conf) has let the group system:nodes list them (the Node authorizer
+# lets a kubelet read only its own Node). It repeats every 2 s, so a node that joins later is routed too.
+# Each step is idempotent.
 set -u
 
 kubeconfig=/etc/kubernetes/kubelet.conf
@@ -35,17 +37,49 @@ write_conf() {
 	echo "cos-pod-network: $conf for $1"
 }
 
-own=
+# let_nodes_list: the RBAC that lets every kubelet list the Nodes (their pod ranges and addresses).
+let_nodes_list() {
+	kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f - >/dev/null <<-'EOF'
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRole
+		metadata:
+		  name: cos-pod-network
+		rules:
+		- apiGroups: [""]
+		  resources: [nodes]
+		  verbs: [get, list]
+		---
+		apiVersion: rbac.authorization.k8s.io/v1
+		kind: ClusterRoleBinding
+		metadata:
+		  name: cos-pod-network
+		roleRef:
+		  apiGroup: rbac.authorization.k8s.io
+		  kind: ClusterRole
+		  name: cos-pod-network
+		subjects:
+		- apiGroup: rbac.authorization.k8s.io
+		  kind: Group
+		  name: system:nodes
+	EOF
+}
+
+allowed=
 while :; do
+	if [[ -z $allowed && -s /etc/kubernetes/admin.conf ]] && let_nodes_list; then
+		allowed=1
+		echo "cos-pod-network: the nodes may list the Nodes"
+	fi
 	if [[ -s $kubeconfig ]]; then
+		own=$(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.spec.podCIDR}' 2>/dev/null) || own=
+		[[ -n $own ]] && write_conf "$own"
 		nodes=$(kubectl --kubeconfig "$kubeconfig" get nodes -o \
 			jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}' 2>/dev/null) || nodes=
 		while read -r name cidr addr; do
-			[[ $name == "$node" && -n $cidr ]] && { own=$cidr; write_conf "$cidr"; }
-		done <<<"$nodes"
-		while read -r name cidr addr; do
 			[[ -n $own && $name != "$node" && -n $cidr && -n $addr ]] || continue
-			ip route replace "$cidr" via "$addr"
+			if [[ "$(ip route show "$cidr")" != *"via $addr "* ]]; then
+				ip route replace "$cidr" via "$addr" && echo "cos-pod-network: $cidr via $addr ($name)"
+			fi
 			iptables -t nat -C POSTROUTING -s "$own" -d "$cidr" -j RETURN 2>/dev/null ||
 				iptables -t nat -I POSTROUTING 1 -s "$own" -d "$cidr" -j RETURN
 		done <<<"$nodes"
