@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -165,7 +166,7 @@ func helmInstallInCosSystem(t *testing.T, c *cluster) {
 	uninstall := commandOf(t, notes, "helm uninstall ")
 	hook := c.watchJob(t, hookJob)
 	out := h.run(strings.Fields(uninstall)[1:]...)
-	c.Logf("%s: %s", uninstall, firstLine(out))
+	c.Logf("%s: %s", uninstall, strings.Join(strings.Fields(out), " "))
 	hook.waitCompleted(t)
 	c.workloadStays(t, cos)
 	c.Logf("after helm uninstall: ClusterObjectSet %s kept (finalizer released), its Deployment available", cos.Name)
@@ -384,7 +385,7 @@ func (c *cluster) connect(ctx context.Context, probe client.ObjectKey, port int)
 	}
 	script := fmt.Sprintf("timeout 20 bash -c 'exec 3<>/dev/tcp/%s/%d' && echo %s", p.Status.PodIP, port, connected)
 	out, err := exec.CommandContext(ctx, "kubectl", "exec", "-n", probe.Namespace, probe.Name, "--", "bash", "-c", script).CombinedOutput()
-	text := strings.TrimSpace(string(out))
+	text := strings.Join(strings.Fields(string(out)), " ")
 	switch {
 	case err == nil && strings.HasSuffix(text, connected):
 		return connected, fmt.Sprintf("%s:%d connected", p.Status.PodIP, port)
@@ -664,7 +665,7 @@ func (c *cluster) onlyEveryNamespacesLeft(t *testing.T) {
 
 // namespaceObjects lists every object of every listable namespaced type in ns, but Events.
 func (c *cluster) namespaceObjects(ctx context.Context, ns string) ([]leftover, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(c.cfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(c.quiet())
 	if err != nil {
 		return nil, err
 	}
@@ -678,7 +679,7 @@ func (c *cluster) namespaceObjects(ctx context.Context, ns string) ([]leftover, 
 // releaseObjects names every object, of any type in any namespace, that carries the release's
 // instance label.
 func (c *cluster) releaseObjects(ctx context.Context) ([]string, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(c.cfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(c.quiet())
 	if err != nil {
 		return nil, err
 	}
@@ -698,7 +699,7 @@ func (c *cluster) releaseObjects(ctx context.Context) ([]string, error) {
 }
 
 func (c *cluster) listAll(ctx context.Context, lists []*metav1.APIResourceList, ns, selector string) ([]leftover, error) {
-	dyn, err := dynamic.NewForConfig(c.cfg)
+	dyn, err := dynamic.NewForConfig(c.quiet())
 	if err != nil {
 		return nil, err
 	}
@@ -728,6 +729,14 @@ func (c *cluster) listAll(ctx context.Context, lists []*metav1.APIResourceList, 
 		}
 	}
 	return out, nil
+}
+
+// quiet is the admin config without the API server's warnings, which listing every type draws
+// (deprecated Endpoints and ComponentStatus).
+func (c *cluster) quiet() *rest.Config {
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.WarningHandler = rest.NoWarnings{}
+	return cfg
 }
 
 // cleanUpHelm leaves the cluster as the case found it, whatever step failed: the release uninstalled

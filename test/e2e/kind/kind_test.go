@@ -133,7 +133,7 @@ func (c *cluster) RunnableImage() string { return os.Getenv("E2E_RUNNABLE_IMAGE"
 
 func (c *cluster) Config() *rest.Config            { return c.cfg }
 func (c *cluster) Namespace() string               { return c.ns }
-func (c *cluster) Logf(format string, args ...any) { c.t.Logf(format, args...) }
+func (c *cluster) Logf(format string, args ...any) { c.t.Helper(); c.t.Logf(format, args...) }
 
 // Deploy runs `make deploy` with the overlay of mode and patches replicas and extra flags in.
 func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...string) error {
