@@ -120,15 +120,23 @@ func helmInstallInCosSystem(t *testing.T, c *cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A node's traffic to its own Pods passes every NetworkPolicy: the API server's admissions tell
+	// something about the policies only for replicas on other nodes (cluster.yaml has a worker;
+	// cluster-sources.yaml cannot, docs/e2e.md). The checks from the probe Pods hold either way.
+	apiServerApart := true
 	for _, p := range pods {
 		if p.Spec.NodeName == apiNode {
-			t.Fatalf("replica %s runs on the API server's node %s: traffic of a node to its own Pods passes every NetworkPolicy, so the checks below would prove nothing (the cluster config needs a worker)", p.Name, apiNode)
+			apiServerApart = false
 		}
 	}
 	if err := c.routed(ctx); err != nil {
 		t.Fatalf("the default NetworkPolicies: %v", err)
 	}
-	c.Logf("default NetworkPolicies: the API server (node %s) reaches the webhooks of %d replicas on other nodes", apiNode, len(pods))
+	if apiServerApart {
+		c.Logf("default NetworkPolicies: the API server (node %s) reaches the webhooks of %d replicas on other nodes", apiNode, len(pods))
+	} else {
+		c.Logf("the replicas share the API server's node %s, whose traffic to its own Pods passes every NetworkPolicy: its admissions below say nothing about the policies", apiNode)
+	}
 	if err := c.refusesStrangers(ctx); err != nil {
 		t.Fatalf("caller authentication in %s: %v", helmNamespace, err)
 	}
