@@ -146,3 +146,16 @@ $(KIND_TOOLS_STAMP):
 	(cd hack/tools/kind && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/kind sigs.k8s.io/kind) && \
 	(cd hack/tools/coredns && $(GO) build -ldflags "-s -w" -o $(KIND_TOOLS)/coredns github.com/coredns/coredns)
 	@$(call stamp,$(KIND_TOOLS)/.stamp-*)
+
+# kube-router (hack/tools/kuberouter), whose network policy controller enforces NetworkPolicies in the
+# cluster of test-e2e-sources: kindnetd's own (kube-network-policies) needs the kernel's nftables queue
+# (CONFIG_NFT_QUEUE), which these machines lack (docs/e2e.md). Built static, as its release is.
+KUBEROUTER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cloudnativelabs/kube-router/v2" {print $$3}' hack/tools/kuberouter/go.mod)
+KUBEROUTER_DIR := $(BIN)/kube-router
+KUBEROUTER_STAMP := $(KUBEROUTER_DIR)/.stamp-kube-router-$(KUBEROUTER_VERSION)-$(call pins,hack/tools/kuberouter/go.mod hack/tools/kuberouter/go.sum)
+KUBEROUTER_IMAGE := cos-e2e.local/kube-router:$(KUBEROUTER_VERSION)
+
+$(KUBEROUTER_STAMP):
+	@mkdir -p $(KUBEROUTER_DIR)
+	cd hack/tools/kuberouter && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(KUBEROUTER_DIR)/kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+	@$(call stamp,$(KUBEROUTER_DIR)/.stamp-*)

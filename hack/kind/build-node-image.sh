@@ -7,17 +7,20 @@
 #                                  systemd, containerd, runc and CNI plugins, and kind's own files
 #   registry.k8s.io/...            kube-apiserver, -controller-manager, -scheduler, kube-proxy, etcd,
 #                                  CoreDNS and pause, from the binaries make built from Go modules
+#   $KUBEROUTER_IMAGE              kube-router (its network policy controller enforces NetworkPolicies)
 #   $NODE_IMAGE                    the node: the base, kubelet, kubeadm and kubectl, the images above
 #                                  imported into its containerd (what `kind build node-image` does;
 #                                  that command would pull kindnetd and the storage provisioner, whose
-#                                  sources no registry here serves)
+#                                  sources no registry here serves), and cos-pod-network
+#                                  (hack/kind/pod-network.sh: the bridge CNI's config and the routes
+#                                  between nodes, what kindnetd does)
 #
 # The Makefile passes the binaries' paths and versions; this script only assembles. Each step is
 # skipped when its output exists with the same inputs (a stamp of their hashes).
 set -euo pipefail
 
 : "${OUT:?}" "${KIND_MODULE_DIR:?}" "${KUBE_MODULE_DIR:?}" "${KUBE_VERSION:?}" "${KUBE_BIN:?}" "${NODE_BIN:?}"
-: "${ETCD_BIN:?}" "${ETCD_TAG:?}" "${COREDNS_BIN:?}" "${COREDNS_TAG:?}" "${PAUSE_TAG:?}" "${NODE_IMAGE:?}"
+: "${ETCD_BIN:?}" "${ETCD_TAG:?}" "${COREDNS_BIN:?}" "${COREDNS_TAG:?}" "${PAUSE_TAG:?}" "${NODE_IMAGE:?}" "${POD_NETWORK_SCRIPT:?}"
 SUITE=${DEBIAN_SUITE:-bookworm}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 DOCKER=${DOCKER:-docker}
@@ -60,7 +63,7 @@ docker_build() {
 
 ### 1. kind's base image.
 base_rootfs=$OUT/rootfs-node
-if ! stamp_ok base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "recipe-$RECIPE" ||
+if ! stamp_ok base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "pod-network-in-node-step" "recipe-$RECIPE" ||
 	! image_exists "$BASE_IMAGE"; then
 	debootstrap_into "$base_rootfs" "$NODE_PACKAGES"
 	R=$base_rootfs
@@ -97,27 +100,15 @@ if ! stamp_ok base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoi
 	# The containers' base OCI spec, as kind's Dockerfile makes it (product_uuid mounted by a hook).
 	chroot "$R" /bin/sh -ec "ctr oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {\"path\": \"/kind/bin/mount-product-files.sh\"}' | jq 'del(.process.rlimits)' > /etc/containerd/cri-base.json"
 	sed -i "s#sandbox_image = \"registry.k8s.io/pause:[^\"]*\"#sandbox_image = \"registry.k8s.io/pause:$PAUSE_TAG\"#" "$R/etc/containerd/config.toml"
-	# A single node's pod network: the bridge plugin (the cluster config disables kind's kindnetd).
+	# The pod network: the bridge plugin, configured by cos-pod-network (step 3).
 	mkdir -p "$R/etc/cni/net.d"
-	cat >"$R/etc/cni/net.d/10-bridge.conflist" <<-'EOF'
-		{
-		  "cniVersion": "1.0.0",
-		  "name": "kind-bridge",
-		  "plugins": [
-		    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-		     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-		    {"type": "portmap", "capabilities": {"portMappings": true}},
-		    {"type": "loopback"}
-		  ]
-		}
-	EOF
 	log "importing $BASE_IMAGE"
 	tar --numeric-owner -C "$R" -c . | "$DOCKER" import - "$BASE_IMAGE-rootfs" >/dev/null
 	ctx=$(mktemp -d) && trap 'rm -rf "$ctx"' EXIT
 	printf 'FROM %s\nENV container=docker\nSTOPSIGNAL SIGRTMIN+3\nENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]\n' "$BASE_IMAGE-rootfs" >"$ctx/Dockerfile"
 	docker_build "$BASE_IMAGE" "$ctx"
 	"$DOCKER" rmi "$BASE_IMAGE-rootfs" >/dev/null
-	stamp_set base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "recipe-$RECIPE"
+	stamp_set base "$SUITE" "$NODE_PACKAGES" "$KIND_FILES/usr/local/bin/entrypoint" "$KIND_FILES/etc/containerd/config.toml" "pod-network-in-node-step" "recipe-$RECIPE"
 fi
 
 ### 2. The component images.
@@ -184,7 +175,9 @@ if ! stamp_ok proxy-rootfs "$SUITE" iptables,conntrack,kmod "recipe-$RECIPE" || 
 	stamp_set proxy-rootfs "$SUITE" iptables,conntrack,kmod "recipe-$RECIPE"
 fi
 proxy_wrapper=$OUT/kube-proxy-wrapper
-printf '#!/bin/sh\n/usr/local/bin/iptables-mode\nexec /usr/local/bin/kube-proxy.bin "$@"\n' >"$proxy_wrapper"
+# The binary's hash in the wrapper: the image's stamp hashes the wrapper, not the root filesystem.
+printf '#!/bin/sh\n# kube-proxy.bin %s\n/usr/local/bin/iptables-mode\nexec /usr/local/bin/kube-proxy.bin "$@"\n' \
+	"$(sha256sum <"$NODE_BIN/kube-proxy" | cut -d' ' -f1)" >"$proxy_wrapper"
 proxy_full=$OUT/rootfs-kube-proxy-full
 if ! stamp_ok proxy-full "$NODE_BIN/kube-proxy" "$proxy_wrapper" "$OUT/proxy-rootfs.stamp" || [[ ! -d $proxy_full ]]; then
 	rm -rf "$proxy_full" && cp -a "$proxy_rootfs" "$proxy_full"
@@ -192,6 +185,25 @@ if ! stamp_ok proxy-full "$NODE_BIN/kube-proxy" "$proxy_wrapper" "$OUT/proxy-roo
 	stamp_set proxy-full "$NODE_BIN/kube-proxy" "$proxy_wrapper" "$OUT/proxy-rootfs.stamp"
 fi
 component "registry.k8s.io/kube-proxy:$KUBE_VERSION" "$proxy_wrapper" /usr/local/bin/kube-proxy "$proxy_full"
+
+# kube-router, whose network policy controller alone runs (test/e2e/kind/kube-router.yaml): it
+# programs iptables and ipsets, so its image is a Debian root filesystem with both, and it picks the
+# node's iptables backend at start as kube-proxy's does. The probe Pods of the suite run it too (bash).
+if [[ -n ${KUBEROUTER_BIN:-} ]]; then
+	: "${KUBEROUTER_IMAGE:?}"
+	netpol_rootfs=$OUT/rootfs-kube-router
+	if ! stamp_ok netpol-rootfs "$SUITE" iptables,ipset,conntrack,kmod,iproute2 "$proxy_rootfs/usr/local/bin/iptables-mode" "recipe-$RECIPE" || [[ ! -d $netpol_rootfs ]]; then
+		debootstrap_into "$netpol_rootfs" iptables,ipset,conntrack,kmod,iproute2
+		install -m 0755 "$proxy_rootfs/usr/local/bin/iptables-mode" "$netpol_rootfs/usr/local/bin/iptables-mode"
+		stamp_set netpol-rootfs "$SUITE" iptables,ipset,conntrack,kmod,iproute2 "$proxy_rootfs/usr/local/bin/iptables-mode" "recipe-$RECIPE"
+	fi
+	cp "$KUBEROUTER_BIN" "$netpol_rootfs/usr/local/bin/kube-router.bin"
+	netpol_wrapper=$OUT/kube-router-wrapper
+	# The binary's hash in the wrapper: the image's stamp hashes the wrapper, not the root filesystem.
+	printf '#!/bin/sh\n# kube-router.bin %s\n/usr/local/bin/iptables-mode\nexec /usr/local/bin/kube-router.bin "$@"\n' \
+		"$(sha256sum <"$KUBEROUTER_BIN" | cut -d' ' -f1)" >"$netpol_wrapper"
+	component "$KUBEROUTER_IMAGE" "$netpol_wrapper" /usr/local/bin/kube-router "$netpol_rootfs"
+fi
 
 # cert-manager's controller and cainjector, from its library (hack/tools/controlplane; its commands'
 # modules are not served), as non-root as its chart wants them: preloaded, so no pull is tried.
@@ -207,11 +219,14 @@ images=(
 	"registry.k8s.io/kube-scheduler:$KUBE_VERSION" "registry.k8s.io/kube-proxy:$KUBE_VERSION"
 	"registry.k8s.io/etcd:$ETCD_TAG" "registry.k8s.io/coredns/coredns:$COREDNS_TAG" "registry.k8s.io/pause:$PAUSE_TAG"
 )
+if [[ -n ${KUBEROUTER_BIN:-} ]]; then
+	images+=("$KUBEROUTER_IMAGE")
+fi
 if [[ -n ${CERTMANAGER_BIN:-} ]]; then
 	images+=("$CERTMANAGER_IMAGE_PREFIX/cert-manager-controller:$CERTMANAGER_VERSION" "$CERTMANAGER_IMAGE_PREFIX/cert-manager-cainjector:$CERTMANAGER_VERSION")
 fi
 ids=$(for i in "${images[@]}" "$BASE_IMAGE"; do "$DOCKER" image inspect -f '{{.Id}}' "$i"; done)
-if stamp_ok node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$NODE_IMAGE" && image_exists "$NODE_IMAGE"; then
+if stamp_ok node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$POD_NETWORK_SCRIPT" "$NODE_IMAGE" && image_exists "$NODE_IMAGE"; then
 	log "$NODE_IMAGE is up to date"
 	exit 0
 fi
@@ -224,6 +239,14 @@ for b in "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl"; do
 	"$DOCKER" cp "$b" "$build:/usr/bin/$(basename "$b")"
 done
 "$DOCKER" exec "$build" sh -c "chmod 0755 /usr/bin/kubelet /usr/bin/kubeadm /usr/bin/kubectl && mkdir -p /kind && echo $KUBE_VERSION > /kind/version"
+# The pod network: cos-pod-network (hack/kind/pod-network.sh) writes the bridge CNI's config for the
+# node's pod range and routes the other nodes' ranges (what kindnetd does), as a systemd service.
+"$DOCKER" cp "$POD_NETWORK_SCRIPT" "$build:/usr/local/bin/cos-pod-network"
+printf '%s\n' '[Unit]' "Description=The node's pod network for the bridge CNI (what kindnetd does)" \
+	'[Service]' 'ExecStart=/usr/local/bin/cos-pod-network' 'Restart=always' 'RestartSec=1' \
+	'[Install]' 'WantedBy=multi-user.target' | "$DOCKER" exec -i "$build" sh -c 'cat >/etc/systemd/system/cos-pod-network.service'
+"$DOCKER" exec "$build" sh -c 'chmod 0755 /usr/local/bin/cos-pod-network && mkdir -p /etc/systemd/system/multi-user.target.wants /etc/cni/net.d &&
+	ln -sf /etc/systemd/system/cos-pod-network.service /etc/systemd/system/multi-user.target.wants/cos-pod-network.service'
 "$DOCKER" exec "$build" bash -c 'nohup containerd </dev/null >/tmp/containerd.log 2>&1 &'
 "$DOCKER" exec "$build" bash -c 'for _ in $(seq 100); do [ -S /run/containerd/containerd.sock ] && exit 0; sleep 0.1; done; cat /tmp/containerd.log; exit 1'
 "$DOCKER" save "${images[@]}" | "$DOCKER" exec -i "$build" ctr --namespace=k8s.io images import \
@@ -232,5 +255,5 @@ done
 "$DOCKER" exec "$build" pkill containerd
 "$DOCKER" exec "$build" sh -c 'while pgrep -x containerd >/dev/null; do sleep 0.1; done; rm -rf /tmp/* /var/log/*.log'
 "$DOCKER" commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' "$build" "$NODE_IMAGE" >/dev/null
-stamp_set node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$NODE_IMAGE"
+stamp_set node "$ids" "$NODE_BIN/kubelet" "$NODE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$POD_NETWORK_SCRIPT" "$NODE_IMAGE"
 log "built $NODE_IMAGE"

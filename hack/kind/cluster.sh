@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Readies the kind cluster $KIND_CLUSTER for the e2e suite on kind (make test-e2e; docs/e2e.md): creates
 # it ($KIND_CONFIG, node image $KIND_IMAGE) unless it exists, writes its kubeconfig to $KIND_KUBECONFIG,
-# installs cert-manager ($CERTMANAGER_MANIFEST) and loads the manager's image ($IMAGE_ARCHIVE).
+# applies $KIND_NETWORK_POLICY (kube-router, when set) and waits for it, installs cert-manager
+# ($CERTMANAGER_MANIFEST) and loads the manager's image ($IMAGE_ARCHIVE).
 #
 # With KIND_AUTH=1 the cluster's API server authenticates to the webhooks: hack/kind/webhookauth writes
 # its client certificate into $KIND_WEBHOOK_AUTH, which $KIND_CONFIG must mount, and a cluster kept
@@ -34,6 +35,10 @@ if [[ -n $KIND_AUTH ]] && ! kubectl -n kube-system get pods -l component=kube-ap
 	grep -q 'admission-control-config-file=/etc/kubernetes/admission/'; then
 	echo "kind cluster $KIND_CLUSTER: its API server presents no client certificate to webhooks (created before, or with another config); recreate it: $KIND delete cluster --name $KIND_CLUSTER"
 	exit 1
+fi
+if [[ -n ${KIND_NETWORK_POLICY:-} ]]; then
+	x kubectl apply --server-side -f "$KIND_NETWORK_POLICY"
+	x kubectl -n kube-system rollout status daemonset/kube-router --timeout=5m
 fi
 x kubectl apply --server-side -f "$CERTMANAGER_MANIFEST"
 x kubectl wait --for=condition=Available --timeout=5m -n cert-manager deployment --all

@@ -1186,11 +1186,15 @@ What helm uninstall leaves, and what removes it once you no longer want it:
 {{- if eq .Values.mode "webhook-only" }}
 - In namespace {{ .Release.Namespace }} (OLM's: keep it, and OLM's ClusterObjectSets and object-data Secrets
   in it): the sweep's ConfigMap and quarantine copies, the leader Lease, and the CA and serving
-  certificate Secrets cert-manager wrote:
+  certificate Secrets cert-manager wrote{{ with .Values.webhookClientCA.configMap }}; and the client CA's ConfigMap {{ . }},
+  which you created{{ end }}:
     kubectl -n {{ .Release.Namespace }} delete secrets -l cos-externalizer.io/quarantine=true
     kubectl -n {{ .Release.Namespace }} delete configmap cos-externalizer-orphan-sweep --ignore-not-found
     kubectl -n {{ .Release.Namespace }} delete lease cos-externalizer.olm.operatorframework.io --ignore-not-found
     kubectl -n {{ .Release.Namespace }} delete secret {{ include "cos-externalizer.fullname" . }}-ca {{ include "cos-externalizer.fullname" . }}-webhook-cert --ignore-not-found
+{{- with .Values.webhookClientCA.configMap }}
+    kubectl -n {{ $.Release.Namespace }} delete configmap {{ . }} --ignore-not-found
+{{- end }}
 {{- else }}
 {{- if and .Values.crds.enabled .Values.crds.keep }}
 - The CRD (crds.keep), still marked as this release's: helm install {{ .Release.Name }} -n {{ .Release.Namespace }}
@@ -1204,7 +1208,8 @@ What helm uninstall leaves, and what removes it once you no longer want it:
     kubectl delete crd clusterobjectsets.olm.operatorframework.io
 - In namespace {{ .Release.Namespace }}, which helm does not delete: the object-data Secrets (those the
   ClusterObjectSets use, and orphans no sweep deletes any more), the sweep's ConfigMap and
-  quarantine copies, the leader Lease, and the {{ if eq .Values.mode "self-signed" }}CA Secret{{ else }}CA and serving certificate Secrets cert-manager wrote{{ end }}:
+  quarantine copies, the leader Lease, and the {{ if eq .Values.mode "self-signed" }}CA Secret{{ else }}CA and serving certificate Secrets cert-manager wrote{{ end }}{{ with .Values.webhookClientCA.configMap }};
+  and the client CA's ConfigMap {{ . }}, which you created{{ end }}:
     kubectl -n {{ .Release.Namespace }} delete secrets -l olm.operatorframework.io/revision-name
     kubectl -n {{ .Release.Namespace }} delete secrets -l cos-externalizer.io/quarantine=true
     kubectl -n {{ .Release.Namespace }} delete configmap cos-externalizer-orphan-sweep --ignore-not-found
@@ -1213,6 +1218,9 @@ What helm uninstall leaves, and what removes it once you no longer want it:
     kubectl -n {{ .Release.Namespace }} delete secret {{ include "cos-externalizer.fullname" . }}-webhook-ca --ignore-not-found
 {{- else }}
     kubectl -n {{ .Release.Namespace }} delete secret {{ include "cos-externalizer.fullname" . }}-ca {{ include "cos-externalizer.fullname" . }}-webhook-cert --ignore-not-found
+{{- end }}
+{{- with .Values.webhookClientCA.configMap }}
+    kubectl -n {{ $.Release.Namespace }} delete configmap {{ . }} --ignore-not-found
 {{- end }}
   or all of it with the namespace: kubectl delete namespace {{ .Release.Namespace }}
 {{- end }}

@@ -46,19 +46,21 @@ const (
 	AdmissionFile  = "admission-configuration.yaml"
 )
 
-// Defaults: the node folder docs/security.md uses, the webhook Service's hosts as the API server
-// names them (service.namespace.svc; port 443 is left out) for the two namespaces the project
-// installs into (config/default's olmv1-system, the README's Helm release in cos-system), and the
-// client certificate's common name (the local control plane's, test/controlplane.WebhookClientName).
+// Defaults: the node folder docs/security.md uses, the kubeconfig user the API server picks for every
+// webhook it calls through a Service, in any namespace ("*.svc": it looks up service.namespace.svc,
+// then *.namespace.svc, then *.svc), so the manager's webhooks, wherever it is installed, get the
+// certificate (config/default's olmv1-system, the README's Helm release in cos-system, any other), and
+// the client certificate's common name (the local control plane's, test/controlplane.WebhookClientName).
+// Another webhook called through a Service gets the certificate too: it proves the API server's identity
+// only to whoever holds the CA (the key stays in the node); a webhook called by URL gets none.
 const (
 	DefaultNodeDir    = "/etc/kubernetes/admission"
-	DefaultUser       = "cos-externalizer-webhook.olmv1-system.svc"
-	HelmUser          = "cos-externalizer-webhook.cos-system.svc"
+	DefaultUser       = "*.svc"
 	DefaultClientName = "kube-apiserver-webhook-client"
 )
 
 // DefaultUsers are the kubeconfig users written when -user is not given.
-var DefaultUsers = []string{DefaultUser, HelmUser}
+var DefaultUsers = []string{DefaultUser}
 
 const (
 	caValidFor     = 10 * 365 * 24 * time.Hour

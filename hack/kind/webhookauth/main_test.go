@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	apiserverapiv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	utilwebhook "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/webhook/server"
@@ -69,9 +69,9 @@ func TestTheAPIServerAuthenticatesToTheManager(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The webhooks' clientConfig: Service cos-externalizer-webhook of config/default's namespace
-		// and of the README's Helm release, port 443.
-		for _, ns := range []string{"olmv1-system", "cos-system"} {
+		// The webhooks' clientConfig: Service cos-externalizer-webhook, port 443, of config/default's
+		// namespace, of the README's Helm release and of any other namespace.
+		for _, ns := range []string{"olmv1-system", "cos-system", "team-a"} {
 			cfg, err = resolver.ClientConfigForService("cos-externalizer-webhook", ns, 443)
 			if err != nil {
 				t.Fatal(err)
@@ -80,13 +80,13 @@ func TestTheAPIServerAuthenticatesToTheManager(t *testing.T) {
 				t.Fatalf("%s, namespace %s: the API server would present %q/%q, want the folder's client certificate", plugin, ns, cfg.CertFile, cfg.KeyFile)
 			}
 		}
-		// Another webhook (cert-manager's, say) gets no certificate of ours.
-		other, err := resolver.ClientConfigForService("cert-manager-webhook", "cert-manager", 443)
+		// A webhook called by URL gets no certificate of ours.
+		other, err := resolver.ClientConfigFor("webhook.example.com:443")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if other.CertFile != "" {
-			t.Errorf("%s: another webhook is sent %q", plugin, other.CertFile)
+			t.Errorf("%s: a webhook called by URL is sent %q", plugin, other.CertFile)
 		}
 	}
 
@@ -124,8 +124,12 @@ func TestWriteKeepsWhatIsValid(t *testing.T) {
 	if after := read(t, dir); !equal(before, after) {
 		t.Error("a second run changed the folder")
 	}
-	if got := string(before[KubeconfigFile]); !strings.Contains(got, "/etc/kubernetes/admission/client.crt") || !strings.Contains(got, "name: "+DefaultUser) || !strings.Contains(got, "name: "+HelmUser) {
-		t.Errorf("the kubeconfig does not name the node's paths and the webhook's host:\n%s", got)
+	kubeconfig, err := clientcmd.Load(before[KubeconfigFile])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user := kubeconfig.AuthInfos[DefaultUser]; len(kubeconfig.AuthInfos) != 1 || user == nil || user.ClientCertificate != "/etc/kubernetes/admission/client.crt" {
+		t.Errorf("the kubeconfig does not give user %q the node's paths:\n%s", DefaultUser, before[KubeconfigFile])
 	}
 
 	o.Now = now.Add(clientValidFor - renewBefore/2)

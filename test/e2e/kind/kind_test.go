@@ -1,7 +1,8 @@
 //go:build e2e_kind
 
 // Package kind runs the e2e suite (package test/e2e) on a kind cluster that `make test-e2e` has set
-// up: cert-manager installed, the image loaded and config/default deployed. Replicas are the
+// up: cert-manager installed, the image loaded and config/default deployed; before it, the README's
+// Helm install into cos-system with the NetworkPolicies the cluster enforces (helm_test.go). Replicas are the
 // manager Deployment's Pods; the webhooks are reached through their Service, as in any cluster.
 // With E2E_WEBHOOK_AUTH_DIR (make test-e2e sets it: hack/kind/webhookauth's folder, which the cluster
 // config mounts into the node for the API server), every case deploys with the folder's client CA
@@ -69,6 +70,8 @@ type cluster struct {
 	t      *testing.T
 	cfg    *rest.Config
 	client client.Client
+	// ns is the manager's namespace: config/default's, or the Helm release's (helm_test.go).
+	ns string
 	// auth is the API server's client CA and certificate (E2E_WEBHOOK_AUTH_DIR), or nil: the
 	// managers then serve any caller.
 	auth *webhookAuth
@@ -112,9 +115,14 @@ func TestE2E(t *testing.T) {
 	} else {
 		t.Log("no E2E_WEBHOOK_AUTH_DIR: the webhooks serve any caller")
 	}
+	// The README's Helm install first, on the new cluster as a platform team finds it; it leaves the
+	// cluster as it found it (its last step runs the removal commands the chart's notes print).
+	t.Run("HelmInstallInCosSystem", func(t *testing.T) {
+		helmInstallInCosSystem(t, &cluster{t: t, cfg: cfg, client: cl, auth: auth, ns: helmNamespace})
+	})
 	for _, name := range e2e.Order {
 		t.Run(name, func(t *testing.T) {
-			e2e.Cases[name](t, &cluster{t: t, cfg: cfg, client: cl, auth: auth})
+			e2e.Cases[name](t, &cluster{t: t, cfg: cfg, client: cl, auth: auth, ns: olmv1.DefaultSystemNamespace})
 		})
 	}
 }
@@ -124,8 +132,8 @@ func TestE2E(t *testing.T) {
 func (c *cluster) RunnableImage() string { return os.Getenv("E2E_RUNNABLE_IMAGE") }
 
 func (c *cluster) Config() *rest.Config            { return c.cfg }
-func (c *cluster) Namespace() string               { return olmv1.DefaultSystemNamespace }
-func (c *cluster) Logf(format string, args ...any) { c.t.Logf(format, args...) }
+func (c *cluster) Namespace() string               { return c.ns }
+func (c *cluster) Logf(format string, args ...any) { c.t.Helper(); c.t.Logf(format, args...) }
 
 // Deploy runs `make deploy` with the overlay of mode and patches replicas and extra flags in.
 func (c *cluster) Deploy(ctx context.Context, mode string, n int, extra ...string) error {
