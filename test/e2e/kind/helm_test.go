@@ -502,7 +502,7 @@ func (j *jobWatch) waitCompleted(t *testing.T) {
 	ctx := framework.Within(t, framework.Timeout)
 	var complete, deleted bool
 	var states []string
-	for !(complete && deleted) {
+	for !complete || !deleted {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("the uninstall hook's Job %s: complete %v, deleted %v after %s; seen: %v", j.name, complete, deleted, framework.Timeout, states)
