@@ -150,7 +150,7 @@ $(KIND_TOOLS_STAMP):
 # kube-router (hack/tools/kuberouter), whose network policy controller enforces NetworkPolicies in the
 # cluster of test-e2e-sources: kindnetd's own (kube-network-policies) needs the kernel's nftables queue
 # (CONFIG_NFT_QUEUE), which these machines lack (docs/e2e.md). Built static, as its release is.
-KUBEROUTER_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/cloudnativelabs/kube-router/v2" {print $$3}' hack/tools/kuberouter/go.mod)
+KUBEROUTER_VERSION := $(call required,github.com/cloudnativelabs/kube-router/v2,hack/tools/kuberouter/go.mod)
 KUBEROUTER_DIR := $(BIN)/kube-router
 KUBEROUTER_STAMP := $(KUBEROUTER_DIR)/.stamp-kube-router-$(KUBEROUTER_VERSION)-$(call pins,hack/tools/kuberouter/go.mod hack/tools/kuberouter/go.sum)
 KUBEROUTER_IMAGE := cos-e2e.local/kube-router:$(KUBEROUTER_VERSION)
