@@ -3,7 +3,7 @@ package controllers
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/drift"
 )
 
 // A reconcile skips the server-side apply of an object that would change nothing: a no-op apply of a

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/rollout"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/rollout"
 )
 
 // archivePredecessors carries out rollout.Archive once cos has succeeded: it archives the older

@@ -4,8 +4,8 @@
 // enforces collision protection, hands objects over between revisions, archives and tears down), the
 // release of our teardown finalizer where it does not (FinalizerReleaseReconciler), Secret ownership
 // (SecretOwnershipReconciler) and the orphan sweep (OrphanSweeper), both always. Decisions are pure
-// functions of internal/reconciler/rollout, internal/reconciler/recheck, internal/reconciler/conditions, internal/shared/phasedigest,
-// internal/reconciler/probes, internal/shared/collision, internal/reconciler/crdcleanup, internal/reconciler/drift and internal/shared/content;
+// functions of controllers/reconciler/rollout, controllers/reconciler/recheck, controllers/reconciler/conditions, internal/phasedigest,
+// controllers/reconciler/probes, internal/collision, controllers/reconciler/crdcleanup, controllers/reconciler/drift and internal/content;
 // this package reads, calls them and writes.
 //
 // The rollout controller's files go by job: this one sets up and runs one reconcile,
@@ -35,11 +35,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/recheck"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/conditions"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/recheck"
+	"github.com/cos-externalizer/cos-externalizer/internal/finalizerowner"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 )
 
 // Every write to a ClusterObjectSet is a patch; update on finalizers lets the owner references of

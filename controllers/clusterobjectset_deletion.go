@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/crdcleanup"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/rollout"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/conditions"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/crdcleanup"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/rollout"
 )
 
 // teardownPoll paces waiting for deleted objects to go, besides their watch events.

@@ -16,14 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/probes"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/rollout"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/phasedigest"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/conditions"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/probes"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/rollout"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/phasedigest"
 )
 
 // rolloutFound is what one pass of the rollout found, for the status to report: the outcome, the

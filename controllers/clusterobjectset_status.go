@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/conditions"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/conditions"
 )
 
 // Event reasons.

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
+	"github.com/cos-externalizer/cos-externalizer/internal/finalizerowner"
 )
 
 // FinalizerReleaseReconciler takes the rollout controller's place where this manager does not roll

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/drift"
 )
 
 // stashed is m as the cache holds it, the digest stashed (drift.StashDigest).

@@ -3,8 +3,8 @@ package controllers
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/internal/metric"
 )
 
 // Metrics are the controllers' counters and gauges; the manager creates them once and registers them

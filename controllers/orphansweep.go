@@ -18,15 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
 // +kubebuilder:rbac:groups="",namespace=olmv1-system,resources=configmaps,verbs=get;create;update
 
 // OrphanSweeper deletes the object-data Secrets of the system namespace that nobody uses (no live
-// ClusterObjectSet references them, internal/shared/secretuse) and no existing ClusterObjectSet owns,
+// ClusterObjectSet references them, internal/secretuse) and no existing ClusterObjectSet owns,
 // once they have been seen so for GracePeriod (secretuse.Progress): Secrets whose ClusterObjectSet
 // never appeared (the admission request that wrote them failed later, or a caller that is not the API
 // server had them written), or was deleted with orphan propagation.

@@ -16,13 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
 // SecretOwnershipReconciler keeps the ownerReferences of the object-data Secrets of the system
-// namespace in step with who uses them (internal/shared/secretuse): every live ClusterObjectSet that
+// namespace in step with who uses them (internal/secretuse): every live ClusterObjectSet that
 // references a Secret owns it, the one its revision-name label names as its controller, and
 // references to ClusterObjectSets that are gone, being deleted or an earlier one of the same name are
 // dropped once a live user owns it. So the garbage collector deletes a Secret with its last user,

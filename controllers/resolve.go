@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 )
 
 // unresolvedRefs says why resolution did not give every object, in the first message of each kind:

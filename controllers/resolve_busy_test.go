@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 )
 
 // TestResolveBusy: a reconcile that finds no room in the reconciler's pool reports busy (its refs

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
 // Progressing reasons always exported, as 0 when no ClusterObjectSet has them, so that alerts on

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
 )
 
 // TestStatusCollectorComputesOnChange: once watching, a scrape reuses the gauges until an event of a

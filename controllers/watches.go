@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/objectdata"
 )
 
 // kindWatches starts a watch for each kind of managed object the first time one is applied, so that

@@ -8,7 +8,7 @@
 #   hack/uninstall.sh --delete-workloads --yes [-k ... | -f ...]     (make undeploy-all CONFIRM=yes)
 #
 # The default, in this order:
-#   1-3. `cos-externalizer uninstall` (cmd/internal/uninstall), pointed at the manifests' namespace,
+#   1-3. `cos-externalizer uninstall` (internal/kube/uninstall), pointed at the manifests' namespace,
 #      manager Deployment and webhook configurations: it refuses, changing nothing, when they are not
 #      the install in the cluster or another install's manager runs; then the webhook configurations
 #      go (they fail closed: without a manager they refuse writes), the manager's Deployment goes and

@@ -3,7 +3,7 @@
 
 .PHONY: bench
 bench: control-plane testdata certmanager ## Run the benchmarks (how to run them, targets and dated results: docs/benchmarks/); about 16 minutes once built.
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./webhook/admission/... ./controllers/reconciler/... ./cmd/kubectl-cos/plugin/...
 	$(GO) test -run '^$$' -bench BenchmarkAdmission -benchtime=30x -timeout 30m ./test/integration/webhook/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 60m ./test/bench/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./test/bench/plugin/

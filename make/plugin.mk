@@ -2,7 +2,7 @@
 
 # kubectl cos (cmd/kubectl-cos), stamped with VERSION. kubectl runs kubectl-cos for `kubectl cos` and
 # kubectl_complete-cos to complete its arguments, when both are on PATH.
-PLUGIN_LDFLAGS = -X github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos.Version=$(VERSION)
+PLUGIN_LDFLAGS = -X github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands.Version=$(VERSION)
 PLUGIN_DIST := $(BIN)/plugin-dist
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 

@@ -13,12 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/admissiontest"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/inflight"
 )
 
 // poolWatch is a Store that records what the admission pool holds when the pipeline reads and writes.

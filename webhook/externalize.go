@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/inflight"
 )
 
 // The mutating webhook. sideEffects NoneOnDryRun: a dry run writes nothing and gets the same patch.
@@ -30,7 +30,7 @@ import (
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterobjectsets,verbs=get;list;watch
 
 // Externalizer is the mutating webhook: it translates the admission pipeline's answer
-// (internal/admission) into a patch, warnings, a refusal and metrics.
+// (webhook/admission) into a patch, warnings, a refusal and metrics.
 type Externalizer struct {
 	// Store reads and writes the object-data Secrets: Setup's objectdata.Writer, which reads
 	// uncached (a Secret written a moment ago is seen); tests give their own.

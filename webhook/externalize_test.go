@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/admissiontest"
 	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )
 
@@ -39,7 +39,7 @@ type handled struct {
 }
 
 // TestHandleTranslates checks the webhook's translation of the pipeline's answer (the decisions are
-// internal/admission's tests): the patch, the warnings, the refusal's status and the metrics.
+// webhook/admission's tests): the patch, the warnings, the refusal's status and the metrics.
 func TestHandleTranslates(t *testing.T) {
 	const ns = "olmv1-system"
 	inline, stored, secret := externalized(t, "app", 2)

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/collision"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/collision"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
 // The Secret guard's reads, bounded per request whatever the request carries.

@@ -15,7 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
 )
 
 func TestGuardCandidates(t *testing.T) {

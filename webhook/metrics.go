@@ -3,7 +3,7 @@ package webhook
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
+	"github.com/cos-externalizer/cos-externalizer/internal/metric"
 	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 

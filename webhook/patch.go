@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // respond allows the request, replacing spec.phases when they changed, and kubectl's last-applied

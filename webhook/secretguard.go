@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/olmlayout"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/olmlayout"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // The Secret guard. sideEffects NoneOnDryRun: before it admits a delete it writes a quarantine copy
@@ -204,7 +204,7 @@ func (g *SecretGuard) keepCopy(ctx context.Context, req admission.Request, old *
 	return nil
 }
 
-// liveUsers returns the users of the Secret (internal/shared/secretuse): the live ClusterObjectSets that
+// liveUsers returns the users of the Secret (internal/secretuse): the live ClusterObjectSets that
 // reference it, as the API server has them now. Candidates are the ClusterObjectSets the cache says
 // reference it, the one its revision-name label names, and those its ownerReferences name; each is
 // read live before it counts, so a stale cache never refuses anything. The reads are bounded whatever

@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/validation"
 )
 
 // The webhooks validate with the bounds of the CRD the cluster serves, read by name only:

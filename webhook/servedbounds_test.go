@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/validation"
 )
 
 // crdReader serves a CRD (or an error) and counts its reads.

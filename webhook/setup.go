@@ -1,9 +1,9 @@
 // Package webhook serves the admission webhooks of cos-externalizer: the mutating webhook that moves
 // the inline objects of ClusterObjectSets into immutable, content-addressed Secrets, the validating
 // webhook that checks the final object, and the guard that keeps referenced Secrets from being
-// deleted. The decisions are pure functions of internal/admission (the pipeline and its steps: the
-// policy, decoding, planning, comparing), internal/admission/validation, internal/admission/inflight
-// (the requests served at once), internal/shared/secretdata and internal/shared/content; this
+// deleted. The decisions are pure functions of webhook/admission (the pipeline and its steps: the
+// policy, decoding, planning, comparing), webhook/admission/validation, webhook/admission/inflight
+// (the requests served at once), internal/secretdata and internal/content; this
 // package reads, calls them and writes. The HTTP server the handlers are served on is package
 // webhook/server, the bound on unreferenced Secrets package webhook/unreferenced.
 package webhook
@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/objectdata"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/inflight"
 	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )

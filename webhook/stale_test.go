@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/admissiontest"
 )
 
 // countingStore is a Store that counts every call, reads included.
@@ -54,7 +54,7 @@ func (s *countingStore) Touch(ctx context.Context, keys []types.NamespacedName) 
 // would have been judged (the API server answers it 409 Conflict after mutating admission); the
 // same update carrying the stored resourceVersion is judged (refused, patched or written), so each
 // case is one the webhook would otherwise answer differently. The decision is
-// internal/admission's StaleUpdate; the API server's answer is test/integration/webhook's
+// webhook/admission's StaleUpdate; the API server's answer is test/integration/webhook's
 // TestStaleUpdatesConflict.
 func TestHandleAdmitsStaleUpdates(t *testing.T) {
 	const ns = "olmv1-system"

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/admissiontest"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/deadline"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/inflight"
 	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 

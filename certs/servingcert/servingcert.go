@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
+	"github.com/cos-externalizer/cos-externalizer/internal/metric"
 )
 
 // Default names, as config/ installs them (the Secrets' names are in package certs, with the

@@ -11,14 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 )
 
 func main() {
 	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == "kubectl_complete-cos" {
-		os.Exit(cos.Main(append([]string{"__complete"}, os.Args[1:]...)))
+		os.Exit(commands.Main(append([]string{"__complete"}, os.Args[1:]...)))
 	}
-	os.Exit(cos.Main(os.Args[1:]))
+	os.Exit(commands.Main(os.Args[1:]))
 }

@@ -36,10 +36,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -649,7 +649,7 @@ func (r *runner) kubectlCOS(c *olmv1.ClusterObjectSet, seed uint64) error {
 	}
 	pause := time.Duration(seed%3000) * time.Millisecond
 	var out bytes.Buffer
-	cmd := cos.NewCommandWithHooks(genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &out}, cos.Hooks{
+	cmd := commands.NewCommandWithHooks(genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &out}, commands.Hooks{
 		AfterSecrets: func(ctx context.Context, _ string) error {
 			select { // the deterministic pause between the Secrets and the ClusterObjectSet
 			case <-time.After(pause):

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/plugin/phasesort"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/plugin/phasesort"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 )
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
 )
 
 // WebhookManifests returns the repository's generated webhook configurations file.

@@ -11,9 +11,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // Load is clients sending admission requests through the webhooks without pause: server-side dry

@@ -24,11 +24,11 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // Names config/ installs.

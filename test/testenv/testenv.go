@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 )
 

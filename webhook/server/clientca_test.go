@@ -21,10 +21,10 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
+	"github.com/cos-externalizer/cos-externalizer/internal/metric"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/callerwatch"
 )
 
 // errorLog is a logger that counts the errors logged, by message.

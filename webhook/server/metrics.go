@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/metric"
+	"github.com/cos-externalizer/cos-externalizer/internal/metric"
 )
 
 // Metrics are the webhook server's metrics: who may call it, its client CA bundle, and the requests

@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretuse"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretuse"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // Gauges show what the bound counts (Bound.Pending); nil ones show nothing.

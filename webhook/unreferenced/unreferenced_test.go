@@ -17,11 +17,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	cosadmission "github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/admissiontest"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
+	cosadmission "github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/admissiontest"
 )
 
 func TestLedger(t *testing.T) {

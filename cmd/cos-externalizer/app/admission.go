@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/inflight"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/deadline"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/inflight"
 )
 
 // admissionOptions are the flags that bound the admission requests served at once

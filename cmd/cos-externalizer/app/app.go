@@ -32,13 +32,13 @@ import (
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/certs/servingcert"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/objectdata"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/objectdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/deadline"
 	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 	"github.com/cos-externalizer/cos-externalizer/webhook/unreferenced"
 )
@@ -472,7 +472,7 @@ func (o *Options) setupControllers(mgr ctrl.Manager, rollOut bool, metrics *cont
 		return fmt.Errorf("setting up the finalizer release: %w", err)
 	}
 	// Secret ownership runs whether or not this manager rolls out: who owns an object-data Secret
-	// follows who uses it (internal/shared/secretuse).
+	// follows who uses it (internal/secretuse).
 	if err := (&controllers.SecretOwnershipReconciler{
 		Client: mgr.GetClient(), SystemNamespace: o.systemNamespace, Metrics: metrics,
 	}).SetupWithManager(mgr); err != nil {

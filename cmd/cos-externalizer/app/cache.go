@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/internal/finalizerowner"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // CacheOptions are the options of the manager's cache (cacheOptions), for the tests that check what

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/internal/finalizerowner"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // TestSecretMetadataOnlyMeasures: the transform hands each Secret to measure with its data, before

@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/callerwatch"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/callerwatch"
 	"github.com/cos-externalizer/cos-externalizer/webhook/server"
 )
 

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/drift"
-	"github.com/cos-externalizer/cos-externalizer/internal/reconciler/probes"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/drift"
+	"github.com/cos-externalizer/cos-externalizer/controllers/reconciler/probes"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // leanMetadata is what the cache of managed objects holds of live (a whole object as the API server

@@ -15,9 +15,9 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/finalizerowner"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/olmlayout"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/finalizerowner"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/olmlayout"
 )
 
 // RolloutAuto is the default of --rollout: roll out unless OLM does.

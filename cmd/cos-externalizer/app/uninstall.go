@@ -12,12 +12,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/cmd/internal/uninstall"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/scheme"
+	"github.com/cos-externalizer/cos-externalizer/internal/kube/uninstall"
 )
 
 // UninstallCommand is the manager's subcommand that uninstalls it and keeps every workload (package
-// cmd/internal/uninstall); the Helm chart's pre-delete hook runs it with the manager's image.
+// internal/kube/uninstall); the Helm chart's pre-delete hook runs it with the manager's image.
 const UninstallCommand = "uninstall"
 
 // usageError is a bad command line (exit status 2).

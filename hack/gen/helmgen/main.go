@@ -21,7 +21,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
 )
 
 func main() {

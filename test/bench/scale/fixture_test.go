@@ -26,13 +26,13 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/bench/procstat"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // managerUser is the identity the manager processes run as (the admin kubeconfig impersonating it,

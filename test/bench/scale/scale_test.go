@@ -21,11 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // restart stops the running manager (if any) and starts one with args; it returns the new manager,

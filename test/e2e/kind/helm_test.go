@@ -32,10 +32,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // The README's Helm install: release and namespace.

@@ -23,16 +23,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/validation"
 	b "github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/validation"
 )
 
 // TestDifferential sends every corpus case, and the extra cases below, to the real API server and to
-// the pure validator (internal/admission/validation), and requires the same verdict and the same field errors.
+// the pure validator (webhook/admission/validation), and requires the same verdict and the same field errors.
 // The extra cases also record what the API server answered, so a change on either side shows.
 func TestDifferential(t *testing.T) {
 	type tcase struct {

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )

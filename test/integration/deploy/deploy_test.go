@@ -24,7 +24,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"

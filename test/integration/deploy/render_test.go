@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )

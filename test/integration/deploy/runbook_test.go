@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -36,10 +36,10 @@ func init() {
 	if os.Getenv(asPlugin) == "" {
 		return
 	}
-	cmd := cos.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	cmd := commands.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	cmd.SetArgs(os.Args[1:])
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		if e, ok := err.(*cos.ExitError); ok {
+		if e, ok := err.(*commands.ExitError); ok {
 			os.Exit(e.Code)
 		}
 		fmt.Fprintln(os.Stderr, "error:", err)

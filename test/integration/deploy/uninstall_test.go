@@ -23,7 +23,7 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
@@ -393,7 +393,7 @@ var (
 	// pluginUninstall is kubectl cos uninstall, in the process.
 	pluginUninstall = uninstaller{name: "kubectl cos uninstall", run: func(t *testing.T, _ string, args ...string) (string, error) {
 		var out bytes.Buffer
-		cmd := cos.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		cmd := commands.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
 		cmd.SetArgs(append([]string{"--kubeconfig=" + testenv.Env.Kubeconfig, "uninstall"}, args...))
 		err := cmd.ExecuteContext(context.Background())
 		return out.String(), err

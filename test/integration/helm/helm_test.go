@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"

@@ -26,14 +26,14 @@ import (
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/e2e/local"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // crdName is the ClusterObjectSet CRD's name.

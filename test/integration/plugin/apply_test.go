@@ -22,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 	"github.com/cos-externalizer/cos-externalizer/controllers"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // generateBundle writes a folder of manifests: a Namespace and n ConfigMaps of about size bytes of
@@ -314,7 +314,7 @@ var errStopped = errors.New("stopped between the Secrets and the ClusterObjectSe
 // Secrets and before it sent the ClusterObjectSet, as a killed process would stop: running it again
 // completes (the Secrets are reused, not written twice); left alone, the orphan sweep deletes them.
 func TestApplyStoppedBetweenSecretsAndClusterObjectSet(t *testing.T) {
-	stop := cos.Hooks{AfterSecrets: func(_ context.Context, _ string) error { return errStopped }}
+	stop := commands.Hooks{AfterSecrets: func(_ context.Context, _ string) error { return errStopped }}
 	stopped := func(t *testing.T, name string) (string, []corev1.Secret) {
 		t.Helper()
 		testenv.Env.RemoveWithSecretsAfter(t, name)

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // runBinary runs the built kubectl-cos against the test cluster and returns its exit status, as a
@@ -72,7 +72,7 @@ func TestCheckJSON(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("check -o json: %v\n%s\n%s", r.err, r.stdout, r.stderr)
 	}
-	var report cos.CheckReport
+	var report commands.CheckReport
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&report); err != nil {

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 func secretObject(ns, name, value string) *unstructured.Unstructured {
@@ -24,7 +24,7 @@ func secretObject(ns, name, value string) *unstructured.Unstructured {
 
 // exitCode is the exit status a kubectl cos run ends with.
 func exitCode(err error) int {
-	var exit *cos.ExitError
+	var exit *commands.ExitError
 	switch {
 	case err == nil:
 		return 0

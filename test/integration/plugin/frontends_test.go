@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/corpus"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // frontEndOutcome is what one front end made of a ClusterObjectSet: what both must agree on.
@@ -63,7 +63,7 @@ type frontEndCase struct {
 
 // TestFrontEndsAgree sends the same inputs through the webhook (a create or update through the API
 // server) and through kubectl cos apply, under the same name one after the other, and compares the
-// refusals, warnings, stored specs and Secrets: both run internal/admission, and the differences
+// refusals, warnings, stored specs and Secrets: both run webhook/admission, and the differences
 // between their translations must not show. Refusals: the invalid creates and updates of the corpus
 // (phases immutable among them) and a Secret that is not ours; warnings: refs to missing Secrets and
 // the heal of a stored ClusterObjectSet whose Secrets are gone.

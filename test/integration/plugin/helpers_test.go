@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 )
@@ -46,11 +46,11 @@ type result struct {
 }
 
 // plugin runs kubectl cos in the process against the test cluster, with hooks.
-func pluginWith(t testing.TB, hooks cos.Hooks, stdin []byte, args ...string) result {
+func pluginWith(t testing.TB, hooks commands.Hooks, stdin []byte, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: bytes.NewReader(stdin), Out: &out, ErrOut: &errOut}
-	cmd := cos.NewCommandWithHooks(streams, hooks)
+	cmd := commands.NewCommandWithHooks(streams, hooks)
 	cmd.SetArgs(append([]string{"--kubeconfig=" + testenv.Env.Kubeconfig}, args...))
 	err := cmd.ExecuteContext(ctx)
 	return result{stdout: out.String(), stderr: errOut.String(), err: err}
@@ -58,7 +58,7 @@ func pluginWith(t testing.TB, hooks cos.Hooks, stdin []byte, args ...string) res
 
 func plugin(t testing.TB, args ...string) result {
 	t.Helper()
-	return pluginWith(t, cos.Hooks{}, nil, args...)
+	return pluginWith(t, commands.Hooks{}, nil, args...)
 }
 
 // mustPlugin runs kubectl cos and fails the test on error.

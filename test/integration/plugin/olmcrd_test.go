@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/cos"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/manifests"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/cmd/kubectl-cos/commands"
+	"github.com/cos-externalizer/cos-externalizer/internal/manifests"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
@@ -25,7 +25,7 @@ import (
 
 // TestReadCommandsOnOLMsCRD: beside OLM the API server serves OLM's ClusterObjectSet CRD, not ours
 // (no `cos` short name, other columns): on a control plane of its own with OLM's CRD, as its
-// release renders it (internal/shared/olmlayout/testdata), in place of ours, the read commands work:
+// release renders it (internal/olmlayout/testdata), in place of ours, the read commands work:
 // inspect resolves and verifies a ClusterObjectSet of refs to object-data Secrets, check finds the
 // API served, and size reads the served CRD's limits.
 func TestReadCommandsOnOLMsCRD(t *testing.T) {
@@ -84,7 +84,7 @@ func TestReadCommandsOnOLMsCRD(t *testing.T) {
 
 	run := func(args ...string) (string, error) {
 		var out, errOut bytes.Buffer
-		cmd := cos.NewCommandWithHooks(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, cos.Hooks{})
+		cmd := commands.NewCommandWithHooks(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}, commands.Hooks{})
 		cmd.SetArgs(append([]string{"--kubeconfig=" + env.Kubeconfig}, args...))
 		err := cmd.ExecuteContext(ctx)
 		return squeeze(out.String() + errOut.String()), err

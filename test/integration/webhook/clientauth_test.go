@@ -20,11 +20,11 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/certs"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/controlplane"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // TestForgedAdmissionIsRefusedAtTheHandshake: with client authentication on (the local control

@@ -14,10 +14,10 @@ import (
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
 	"github.com/cos-externalizer/cos-externalizer/cmd/cos-externalizer/app"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission/deadline"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission/deadline"
 )
 
 // TestCallDeadlineRefusesAtOnce: a ClusterObjectSet the webhook cannot finish before the API

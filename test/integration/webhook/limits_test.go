@@ -14,11 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
 	"github.com/cos-externalizer/cos-externalizer/webhook"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // setDeadlineMinimum changes the served CRD's minimum of spec.progressDeadlineMinutes, as upstream's

@@ -22,13 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/content"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/naming"
-	"github.com/cos-externalizer/cos-externalizer/internal/shared/secretdata"
+	"github.com/cos-externalizer/cos-externalizer/internal/content"
+	"github.com/cos-externalizer/cos-externalizer/internal/naming"
+	"github.com/cos-externalizer/cos-externalizer/internal/secretdata"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // staleClass is one way a stored ClusterObjectSet moves on between a client's read and its update,
@@ -55,7 +55,7 @@ type staleSend func(t *testing.T, env *testenv.Environment, stale *olmv1.Cluster
 // ClusterObjectSet deleted and re-created, a Secret under the planned name that is not ours, the
 // check-refs entry (refusal and touch), and the Secret guard (label change, delete). The API server
 // runs mutating admission before its optimistic-concurrency check; the webhook admits such an
-// update as it is (internal/admission's StaleUpdate), so the API server's own Conflict is what the
+// update as it is (webhook/admission's StaleUpdate), so the API server's own Conflict is what the
 // client sees. The reproduction of issue 37 by hand is `kubectl replace` of a stale JSON after an
 // archive: the class un-archive, sent by kubectl-replace.
 func TestStaleUpdatesConflict(t *testing.T) {

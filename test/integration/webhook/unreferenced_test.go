@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	olmv1 "github.com/cos-externalizer/cos-externalizer/api/v1"
-	"github.com/cos-externalizer/cos-externalizer/internal/admission"
 	"github.com/cos-externalizer/cos-externalizer/test/builders"
 	"github.com/cos-externalizer/cos-externalizer/test/framework"
 	"github.com/cos-externalizer/cos-externalizer/test/testenv"
+	"github.com/cos-externalizer/cos-externalizer/webhook/admission"
 )
 
 // TestUnreferencedWritesAreBounded: creates whose Secrets no ClusterObjectSet will reference (here the
