@@ -19,7 +19,7 @@ import (
 // gate, object-controller's Deployment. Each of OLM's Deployments runs as the ServiceAccount of its
 // own name in Namespace: the identities the webhooks name.
 func TestDecideOnOLMManifests(t *testing.T) {
-	ours := filepath.Join("..", "..", "..", "config", "crd", "bases", "olm.operatorframework.io_clusterobjectsets.yaml")
+	ours := filepath.Join("..", "..", "config", "crd", "bases", "olm.operatorframework.io_clusterobjectsets.yaml")
 	for name, tc := range map[string]struct {
 		files  []string
 		want   Observations
