@@ -124,7 +124,7 @@ func TestRolloutAuto(t *testing.T) {
 	}
 
 	t.Log("OLM's newer layout: object-controller's Deployment as its chart renders it, read as the manager")
-	objs, err := manifests.ReadFile(filepath.Join("..", "..", "..", "internal", "shared", "olmlayout", "testdata", "object-controller.yaml"))
+	objs, err := manifests.ReadFile(filepath.Join("..", "..", "..", "internal", "olmlayout", "testdata", "object-controller.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

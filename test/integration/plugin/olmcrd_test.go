@@ -38,7 +38,7 @@ func TestReadCommandsOnOLMsCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.WaitGone(ctx, t, c, ours)
-	objs, err := manifests.ReadFile(filepath.Join("..", "..", "..", "internal", "shared", "olmlayout", "testdata", "clusterobjectsets-crd.yaml"))
+	objs, err := manifests.ReadFile(filepath.Join("..", "..", "..", "internal", "olmlayout", "testdata", "clusterobjectsets-crd.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
