@@ -101,9 +101,11 @@ fmt: ## Format the Go code.
 	$(GO) fmt ./...
 
 .PHONY: lint
-lint: golangci-lint actionlint ## gofmt check, go vet, golangci-lint and actionlint (make check runs it).
+lint: golangci-lint actionlint ## gofmt check, go vet, golangci-lint, actionlint, and shellcheck on hack/'s scripts when on PATH (make check runs it).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt'ed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@if command -v shellcheck >/dev/null; then shellcheck -S warning $$(git ls-files 'hack/*.sh') hack/kind/bin/docker; \
+	else echo "lint: shellcheck is not on PATH; hack/'s scripts are not checked (Debian: apt-get install shellcheck)"; fi
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT_STAMP) ## Run golangci-lint (pinned in hack/tools/golangci-lint, configured in .golangci.yml).

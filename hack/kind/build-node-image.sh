@@ -116,8 +116,10 @@ fi
 # the base's own Debian (ld.so and libc.so.6, all they load), plus passwd for non-root users.
 glibc=$OUT/rootfs-glibc
 rm -rf "$glibc" && mkdir -p "$glibc/lib64" "$glibc/lib/x86_64-linux-gnu" "$glibc/etc" "$glibc/tmp"
+# shellcheck disable=SC2012 # ls of fixed library names; the first is the one.
 arch_lib=$(cd "$base_rootfs" && ls -d lib/*-linux-gnu | head -1)
 mkdir -p "$glibc/$arch_lib" && cp -L "$base_rootfs/$arch_lib/libc.so.6" "$glibc/$arch_lib/"
+# shellcheck disable=SC2012,SC2015 # ls of fixed library names; lib64's loader, else the arch folder's.
 ld=$(cd "$base_rootfs" && ls lib64/ld-linux-*.so.* 2>/dev/null || ls "$arch_lib"/ld-linux-*.so.* | head -1)
 mkdir -p "$glibc/$(dirname "$ld")" && cp -L "$base_rootfs/$ld" "$glibc/$ld"
 printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$glibc/etc/passwd"
@@ -248,6 +250,7 @@ printf '%s\n' '[Unit]' "Description=The node's pod network for the bridge CNI (w
 "$DOCKER" exec "$build" sh -c 'chmod 0755 /usr/local/bin/cos-pod-network && mkdir -p /etc/systemd/system/multi-user.target.wants /etc/cni/net.d &&
 	ln -sf /etc/systemd/system/cos-pod-network.service /etc/systemd/system/multi-user.target.wants/cos-pod-network.service'
 "$DOCKER" exec "$build" bash -c 'nohup containerd </dev/null >/tmp/containerd.log 2>&1 &'
+# shellcheck disable=SC2016 # expands in the node's shell, not here.
 "$DOCKER" exec "$build" bash -c 'for _ in $(seq 100); do [ -S /run/containerd/containerd.sock ] && exit 0; sleep 0.1; done; cat /tmp/containerd.log; exit 1'
 "$DOCKER" save "${images[@]}" | "$DOCKER" exec -i "$build" ctr --namespace=k8s.io images import \
 	--label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - >/dev/null
