@@ -25,7 +25,8 @@
 # included), then all the manifests, the CRD and the namespace with the Secrets.
 #
 # Environment: KUBECTL (default kubectl), GO (default go), KUBECONFIG, OVERLAY (default default: -k
-# config/$OVERLAY).
+# config/$OVERLAY), COS_EXTERNALIZER (a cos-externalizer binary to run `uninstall` of, such as a
+# release's, so that Go is not needed; default: built from this checkout).
 set -euo pipefail
 
 KUBECTL=${KUBECTL:-kubectl}
@@ -106,8 +107,13 @@ deploy=$(awk '/^metadata:/{m=1;next} /^[a-z]/{m=0} m && /^  name: /{print $2; ex
 mutating=$(awk '$1 == "MutatingWebhookConfiguration" {print $2; exit}' "$tmp/webhook-names" 2>/dev/null || true)
 validating=$(awk '$1 == "ValidatingWebhookConfiguration" {print $2; exit}' "$tmp/webhook-names" 2>/dev/null || true)
 
-# The uninstaller of kubectl cos and the manager's image, built from this checkout.
-(cd "$root" && "$GO" build -o "$tmp/cos-externalizer" ./cmd/cos-externalizer)
+# The uninstaller of kubectl cos and the manager's image: COS_EXTERNALIZER's binary when set (a
+# release's, of the same version as the manifests), else built from this checkout.
+manager=${COS_EXTERNALIZER:-}
+if [[ -z $manager ]]; then
+  manager=$tmp/cos-externalizer
+  (cd "$root" && "$GO" build -o "$manager" ./cmd/cos-externalizer)
+fi
 args=("--namespace=$namespace")
 [[ -n $deploy ]] && args+=("--deployment=$deploy")
 [[ -n $mutating ]] && args+=("--mutating-webhook=$mutating")
@@ -116,7 +122,7 @@ args=("--namespace=$namespace")
 # when they are not the install in the cluster (the webhook configurations call another namespace's
 # Service), or when another install's manager runs.
 go_uninstall() {
-  if ! "$tmp/cos-externalizer" uninstall "${args[@]}" "$@"; then
+  if ! "$manager" uninstall "${args[@]}" "$@"; then
     echo "uninstall: nothing more was done. To uninstall another install, use its own manifests (-f of helm get" >&2
     echo "uninstall: manifest <release> -n <namespace>, -k of its overlay), or kubectl cos uninstall, which finds it." >&2
     exit 1
