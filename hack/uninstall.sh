@@ -25,8 +25,8 @@
 # included), then all the manifests, the CRD and the namespace with the Secrets.
 #
 # Environment: KUBECTL (default kubectl), GO (default go), KUBECONFIG, OVERLAY (default default: -k
-# config/$OVERLAY), COS_EXTERNALIZER (a cos-externalizer binary to run `uninstall` of, such as a
-# release's, so that Go is not needed; default: built from this checkout).
+# config/$OVERLAY), COS_EXTERNALIZER (a cos-externalizer binary of the same version, whose `uninstall`
+# runs instead of one built from this checkout).
 set -euo pipefail
 
 KUBECTL=${KUBECTL:-kubectl}
@@ -107,8 +107,8 @@ deploy=$(awk '/^metadata:/{m=1;next} /^[a-z]/{m=0} m && /^  name: /{print $2; ex
 mutating=$(awk '$1 == "MutatingWebhookConfiguration" {print $2; exit}' "$tmp/webhook-names" 2>/dev/null || true)
 validating=$(awk '$1 == "ValidatingWebhookConfiguration" {print $2; exit}' "$tmp/webhook-names" 2>/dev/null || true)
 
-# The uninstaller of kubectl cos and the manager's image: COS_EXTERNALIZER's binary when set (a
-# release's, of the same version as the manifests), else built from this checkout.
+# The uninstaller of kubectl cos and the manager's image: COS_EXTERNALIZER's binary when set (of the
+# same version as the manifests), else built from this checkout.
 manager=${COS_EXTERNALIZER:-}
 if [[ -z $manager ]]; then
   manager=$tmp/cos-externalizer
