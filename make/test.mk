@@ -25,7 +25,7 @@ E2E_BESIDE ?= 1
 # make test runs the tests of the product only; make check runs what is not one (generated files,
 # linters, the image of every arch), so that make test's first run on a fresh machine builds neither
 # golangci-lint nor the cross-compiled manager (docs/benchmarks/2026-11-27-cold-make-test.md). CI
-# runs both (.ci/run).
+# runs make test (.ci/run), then make check (.github/workflows/ci.yml).
 test: test-tools ## Run every test (unit, API and integration against a real local control plane).
 	@mkdir -p $(LOCAL)
 	GO=$(GO) TEST_LDFLAGS='$(TEST_LDFLAGS)' E2E_LOG=$(E2E_LOG) E2E_BESIDE=$(E2E_BESIDE) hack/test.sh $(TEST_FIRST)
