@@ -36,6 +36,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,6 +108,11 @@ type runner struct {
 	note string
 	// found is what was found of the installs before anything changed.
 	found Found
+	// orphaning holds the ClusterObjectSets (by UID) this run switched to orphan deletion. The
+	// garbage collector removes the orphan finalizer once it has orphaned their objects, and a
+	// release that lost the race to it (a conflict) must not switch them again on its next pass:
+	// each switch would start that race anew.
+	orphaning map[types.UID]bool
 }
 
 // Run uninstalls with c, writing one line per step to out.
@@ -381,8 +387,8 @@ func (r *runner) release(ctx context.Context, cos *metav1.PartialObjectMetadata,
 		res.Unowned = append(res.Unowned, cos.Name)
 		return nil
 	}
-	orphaned := false
-	if cos.DeletionTimestamp != nil && !slices.Contains(cos.Finalizers, metav1.FinalizerOrphanDependents) {
+	orphaned := r.orphaning[cos.UID]
+	if cos.DeletionTimestamp != nil && !orphaned && !slices.Contains(cos.Finalizers, metav1.FinalizerOrphanDependents) {
 		// Orphan deletion first: once the finalizers are gone, the garbage collector removes the
 		// ClusterObjectSet from its objects' owners instead of deleting them.
 		if err := r.c.Delete(ctx, cos, r.deleteOpts(client.PropagationPolicy(metav1.DeletePropagationOrphan))...); err != nil {
@@ -390,6 +396,10 @@ func (r *runner) release(ctx context.Context, cos *metav1.PartialObjectMetadata,
 		}
 		orphaned = true
 		if !r.o.DryRun {
+			if r.orphaning == nil {
+				r.orphaning = map[types.UID]bool{}
+			}
+			r.orphaning[cos.UID] = true
 			// The finalizers changed (orphan in place of foregroundDeletion): decide again on the
 			// object as it is now.
 			if err := r.c.Get(ctx, client.ObjectKeyFromObject(cos), cos); err != nil {
