@@ -16,10 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == app.UninstallCommand {
-		// Its client logs through controller-runtime's logger: set before its first use (unset,
-		// controller-runtime prints a stack trace after 30 s, while uninstall waits for the pods).
-		ctrl.SetLogger(klog.NewKlogr())
-		os.Exit(app.UninstallMain(ctrl.SetupSignalHandler(), os.Args[2:]))
+		os.Exit(app.UninstallMain(os.Args[2:]))
 	}
 	var o app.Options
 	o.Bind(flag.CommandLine)

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,10 +26,13 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
-// UninstallMain runs `cos-externalizer uninstall args...` with the kubeconfig of the environment
-// (in a pod: its service account) and returns the exit status.
-func UninstallMain(ctx context.Context, args []string) int {
-	err := Uninstall(ctx, ctrl.GetConfig, args, os.Stdout, os.Stderr)
+// UninstallMain is the process of `cos-externalizer uninstall args...`: with the kubeconfig of the
+// environment (in a pod: its service account), until a signal, it uninstalls and returns the exit
+// status. It sets controller-runtime's logger, which its client logs through, before its first use
+// (unset, controller-runtime prints a stack trace after 30 s, while uninstall waits for the pods).
+func UninstallMain(args []string) int {
+	ctrl.SetLogger(klog.NewKlogr())
+	err := Uninstall(ctrl.SetupSignalHandler(), ctrl.GetConfig, args, os.Stdout, os.Stderr)
 	switch {
 	case err == nil:
 		return 0

@@ -1,7 +1,7 @@
 // Package uninstall removes cos-externalizer from a cluster and keeps every workload: the one
 // uninstaller, run by `cos-externalizer uninstall` (the Helm chart's pre-delete hook runs it with the
-// manager's image, hack/uninstall.sh builds it from its checkout) and by `kubectl cos uninstall`. In
-// this order:
+// manager's image; hack/uninstall.sh builds it from its checkout, or runs COS_EXTERNALIZER's binary)
+// and by `kubectl cos uninstall`. In this order:
 //
 //  0. the install is found, or checked when named (Locate): the namespace of the Service the webhook
 //     configurations call, else of the one manager Deployment; it refuses, changing nothing, when
@@ -120,7 +120,7 @@ func Run(ctx context.Context, c client.Client, o Options, out io.Writer) (Result
 	if err := o.Validate(); err != nil {
 		return Result{}, err
 	}
-	r := &runner{c: c, o: o, out: out}
+	r := &runner{c: c, o: o, out: out, orphaning: map[types.UID]bool{}}
 	if o.DryRun {
 		r.note = " (dry run: nothing is changed)"
 	}
@@ -396,9 +396,6 @@ func (r *runner) release(ctx context.Context, cos *metav1.PartialObjectMetadata,
 		}
 		orphaned = true
 		if !r.o.DryRun {
-			if r.orphaning == nil {
-				r.orphaning = map[types.UID]bool{}
-			}
 			r.orphaning[cos.UID] = true
 			// The finalizers changed (orphan in place of foregroundDeletion): decide again on the
 			// object as it is now.

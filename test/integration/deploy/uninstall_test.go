@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -436,8 +434,7 @@ func init() {
 	if os.Getenv(asManager) == "" || len(os.Args) < 2 || os.Args[1] != app.UninstallCommand {
 		return
 	}
-	ctrl.SetLogger(klog.NewKlogr())
-	os.Exit(app.UninstallMain(ctrl.SetupSignalHandler(), os.Args[2:]))
+	os.Exit(app.UninstallMain(os.Args[2:]))
 }
 
 // uninstall runs hack/uninstall.sh with this test binary as the manager, and returns its output and
